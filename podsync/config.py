@@ -1,0 +1,286 @@
+"""Configuration: defaults, then a TOML file, then PODSYNC_* variables, validated once.
+
+The result is a frozen, typed `Config` that is passed down explicitly; nothing
+imports it as a global. Every problem is reported as `ConfigError` naming the key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+ENV_PREFIX = "PODSYNC_"
+CONFIG_ENV = "PODSYNC_CONFIG"
+DEFAULT_CONFIG_FILE = "podsync.toml"
+
+
+class ConfigError(Exception):
+    """A configuration value is missing, unknown, of the wrong type or out of range."""
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    public_url: str = ""
+    trusted_proxies: tuple[str, ...] = ()
+    max_body_bytes: int = 1048576
+    tls_cert: str = ""
+    tls_key: str = ""
+
+
+@dataclass(frozen=True)
+class DatabaseConfig:
+    path: str = "podsync.db"
+    durability: str = "full"
+
+
+@dataclass(frozen=True)
+class AuthConfig:
+    secret_key: str = field(default="", repr=False)
+    access_token_lifetime: int = 3600
+    refresh_token_lifetime: int = 2592000
+    login_max_failures: int = 5
+    login_lockout_seconds: int = 900
+
+
+@dataclass(frozen=True)
+class SyncConfig:
+    max_clock_skew: int = 300
+    page_size_default: int = 50
+    page_size_max: int = 500
+    action_id_retention_days: int = 90
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    level: str = "info"
+    access_log: bool = True
+
+
+@dataclass(frozen=True)
+class Config:
+    server: ServerConfig = ServerConfig()
+    database: DatabaseConfig = DatabaseConfig()
+    auth: AuthConfig = AuthConfig()
+    sync: SyncConfig = SyncConfig()
+    log: LogConfig = LogConfig()
+
+    def replace(self, section: str, **values: Any) -> Config:
+        """A copy with some keys of one section changed, validated like a loaded config."""
+        current = getattr(self, section)
+        return validate(
+            dataclasses.replace(self, **{section: dataclasses.replace(current, **values)})
+        )
+
+
+_SECTION_TYPES: dict[str, type[Any]] = {
+    "server": ServerConfig,
+    "database": DatabaseConfig,
+    "auth": AuthConfig,
+    "sync": SyncConfig,
+    "log": LogConfig,
+}
+_PATH_KEYS = {("database", "path"), ("server", "tls_cert"), ("server", "tls_key")}
+LOG_LEVELS = ("debug", "info", "warning", "error")
+DURABILITIES = ("full", "normal")
+
+
+def _key_types(section: str) -> dict[str, type]:
+    defaults = _SECTION_TYPES[section]()
+    return {f.name: type(getattr(defaults, f.name)) for f in dataclasses.fields(defaults)}
+
+
+def _coerce_file_value(name: str, kind: type, value: Any) -> Any:
+    # bool is a subclass of int: check it before int so `port = true` is refused.
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{name} must be true or false, not {value!r}")
+        return value
+    if kind is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{name} must be an integer, not {value!r}")
+        return value
+    if kind is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{name} must be a string, not {value!r}")
+        return value
+    if kind is tuple:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{name} must be a list of strings, not {value!r}")
+        return tuple(value)
+    raise AssertionError(kind)  # pragma: no cover - every key has one of the kinds above
+
+
+def _coerce_env_value(name: str, kind: type, raw: str) -> Any:
+    if kind is bool:
+        lowered = raw.strip().lower()
+        if lowered in ("true", "1", "yes", "on"):
+            return True
+        if lowered in ("false", "0", "no", "off"):
+            return False
+        raise ConfigError(f"{name} must be true or false, not {raw!r}")
+    if kind is int:
+        try:
+            return int(raw.strip())
+        except ValueError:
+            raise ConfigError(f"{name} must be an integer, not {raw!r}") from None
+    if kind is tuple:
+        return tuple(part.strip() for part in raw.split(",") if part.strip())
+    return raw
+
+
+def _resolve_path(value: str, base: Path) -> str:
+    if not value:
+        return value
+    path = Path(value).expanduser()
+    return str(path if path.is_absolute() else base / path)
+
+
+def load_config(
+    path: str | os.PathLike[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> Config:
+    """Build the configuration.
+
+    `path` is the --config option; without it `PODSYNC_CONFIG`, then ./podsync.toml
+    when it exists, then the built-in defaults.
+    """
+    env = os.environ if environ is None else environ
+    cwd = cwd or Path.cwd()
+    values: dict[str, dict[str, Any]] = {name: {} for name in _SECTION_TYPES}
+
+    file_path: Path | None = None
+    if path is not None:
+        file_path = Path(path)
+    elif env.get(CONFIG_ENV):
+        file_path = Path(env[CONFIG_ENV])
+    elif (cwd / DEFAULT_CONFIG_FILE).is_file():
+        file_path = cwd / DEFAULT_CONFIG_FILE
+    if file_path is not None and not file_path.is_absolute():
+        file_path = cwd / file_path
+
+    if file_path is not None:
+        try:
+            with open(file_path, "rb") as fh:
+                document = tomllib.load(fh)
+        except FileNotFoundError:
+            raise ConfigError(f"config file {file_path} does not exist") from None
+        except OSError as exc:
+            raise ConfigError(f"config file {file_path} cannot be read: {exc.strerror}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {file_path} is not valid TOML: {exc}") from None
+        for section, table in document.items():
+            if section not in _SECTION_TYPES:
+                raise ConfigError(f"unknown section [{section}] in {file_path}")
+            if not isinstance(table, dict):
+                raise ConfigError(f"[{section}] in {file_path} must be a table")
+            kinds = _key_types(section)
+            for key, value in table.items():
+                name = f"{section}.{key}"
+                if key not in kinds:
+                    raise ConfigError(f"unknown key {name} in {file_path}")
+                coerced = _coerce_file_value(name, kinds[key], value)
+                if (section, key) in _PATH_KEYS:
+                    coerced = _resolve_path(coerced, file_path.parent)
+                values[section][key] = coerced
+
+    for var, raw in env.items():
+        if not var.startswith(ENV_PREFIX) or var == CONFIG_ENV:
+            continue
+        rest = var[len(ENV_PREFIX) :].lower()
+        section, _, key = rest.partition("_")
+        kinds = _key_types(section) if section in _SECTION_TYPES else {}
+        if key not in kinds:
+            raise ConfigError(f"unknown environment variable {var}")
+        name = f"{section}.{key}"
+        coerced = _coerce_env_value(f"{name} (from {var})", kinds[key], raw)
+        if (section, key) in _PATH_KEYS:
+            coerced = _resolve_path(coerced, cwd)
+        values[section][key] = coerced
+
+    config = Config(**{s: _SECTION_TYPES[s](**v) for s, v in values.items()})
+    return validate(config)
+
+
+def _require(ok: bool, message: str) -> None:
+    if not ok:
+        raise ConfigError(message)
+
+
+def validate(config: Config) -> Config:
+    """Check ranges and cross-key rules; return the config unchanged when it is sound."""
+    s, d, a, y, lg = config.server, config.database, config.auth, config.sync, config.log
+    _require(bool(s.host.strip()), "server.host must not be empty")
+    _require(0 <= s.port <= 65535, f"server.port must be between 0 and 65535, not {s.port}")
+    if s.public_url:
+        parts = urlsplit(s.public_url)
+        _require(
+            parts.scheme in ("http", "https") and bool(parts.netloc),
+            f"server.public_url must be an http(s) URL like https://pods.example.org, "
+            f"not {s.public_url!r}",
+        )
+    for proxy in s.trusted_proxies:
+        try:
+            ipaddress.ip_network(proxy, strict=False)
+        except ValueError:
+            raise ConfigError(
+                f"server.trusted_proxies: {proxy!r} is not an IP address or network"
+            ) from None
+    _require(
+        s.max_body_bytes >= 1024,
+        f"server.max_body_bytes must be at least 1024, not {s.max_body_bytes}",
+    )
+    _require(
+        bool(s.tls_cert) == bool(s.tls_key),
+        "server.tls_cert and server.tls_key must be set together",
+    )
+    _require(bool(d.path), "database.path must not be empty")
+    _require(
+        d.durability in DURABILITIES,
+        f'database.durability must be "full" or "normal", not {d.durability!r}',
+    )
+    _require(
+        a.secret_key == "" or len(a.secret_key) >= 16,
+        "auth.secret_key must be empty (generated) or at least 16 characters",
+    )
+    _require(
+        a.access_token_lifetime >= 1,
+        f"auth.access_token_lifetime must be at least 1, not {a.access_token_lifetime}",
+    )
+    _require(
+        a.refresh_token_lifetime >= 1,
+        f"auth.refresh_token_lifetime must be at least 1, not {a.refresh_token_lifetime}",
+    )
+    _require(
+        a.login_max_failures >= 1,
+        f"auth.login_max_failures must be at least 1, not {a.login_max_failures}",
+    )
+    _require(
+        a.login_lockout_seconds >= 1,
+        f"auth.login_lockout_seconds must be at least 1, not {a.login_lockout_seconds}",
+    )
+    _require(y.max_clock_skew >= 0, f"sync.max_clock_skew must be >= 0, not {y.max_clock_skew}")
+    _require(y.page_size_max >= 1, f"sync.page_size_max must be at least 1, not {y.page_size_max}")
+    _require(
+        1 <= y.page_size_default <= y.page_size_max,
+        f"sync.page_size_default must be between 1 and sync.page_size_max "
+        f"({y.page_size_max}), not {y.page_size_default}",
+    )
+    _require(
+        y.action_id_retention_days >= 1,
+        f"sync.action_id_retention_days must be at least 1, not {y.action_id_retention_days}",
+    )
+    _require(
+        lg.level in LOG_LEVELS,
+        f"log.level must be one of {', '.join(LOG_LEVELS)}, not {lg.level!r}",
+    )
+    return config

@@ -1,0 +1,32 @@
+"""Domain errors. The store and services raise these; the web layer and the CLI
+translate them (to the JSON error shape and to `Error: ...` lines)."""
+
+from __future__ import annotations
+
+
+class PodsyncError(Exception):
+    """Base of every error podsync reports to a client or an admin."""
+
+
+class InvalidInput(PodsyncError):
+    """The request or command carries a value the contract does not allow (400)."""
+
+
+class NotFound(PodsyncError):
+    """The addressed thing does not exist, or is not the caller's (404)."""
+
+
+class Conflict(PodsyncError):
+    """The thing to create already exists (a username, a backup file)."""
+
+
+class Unauthorized(PodsyncError):
+    """Credentials or token missing, wrong, expired or revoked (401)."""
+
+
+class TooManyRequests(PodsyncError):
+    """Login throttled (429); `retry_after` is in whole seconds."""
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after

@@ -1,0 +1,76 @@
+"""Account administration: create users, change passwords, enable, disable,
+revoke tokens, delete. Used by the CLI (and by tests to set up users)."""
+
+from __future__ import annotations
+
+import re
+
+import aiosqlite
+
+from podsync import timestamps
+from podsync.db import Database
+from podsync.errors import InvalidInput
+from podsync.services.passwords import PasswordService, check_password_rules
+from podsync.store import tokens, users
+from podsync.store.users import User, UserSummary
+
+USERNAME = re.compile(r"[A-Za-z0-9._-]{1,64}", re.ASCII)
+
+
+def check_username(name: str) -> None:
+    if not USERNAME.fullmatch(name):
+        raise InvalidInput(
+            f"invalid username {name!r}: use 1 to 64 characters of A-Z a-z 0-9 . _ -"
+        )
+
+
+class AccountService:
+    def __init__(self, db: Database, passwords: PasswordService) -> None:
+        self.db = db
+        self.passwords = passwords
+
+    async def add_user(self, name: str, password: str) -> User:
+        check_username(name)
+        check_password_rules(password)
+        password_hash = await self.passwords.hash(password)
+        async with self.db.write() as conn:
+            return await users.create(conn, name, password_hash, timestamps.now_us())
+
+    async def set_password(self, name: str, password: str) -> None:
+        check_password_rules(password)
+        password_hash = await self.passwords.hash(password)
+        async with self.db.write() as conn:
+            user = await users.require_by_name(conn, name)
+            await users.set_password_hash(conn, user.id, password_hash)
+            await _revoke(conn, user.id)
+
+    async def set_enabled(self, name: str, enabled: bool) -> None:
+        async with self.db.write() as conn:
+            user = await users.require_by_name(conn, name)
+            await users.set_enabled(conn, user.id, enabled)
+            if not enabled:
+                await _revoke(conn, user.id)
+
+    async def logout(self, name: str) -> None:
+        async with self.db.write() as conn:
+            user = await users.require_by_name(conn, name)
+            await _revoke(conn, user.id)
+
+    async def delete_user(self, name: str) -> None:
+        async with self.db.write() as conn:
+            user = await users.require_by_name(conn, name)
+            await users.delete(conn, user.id)
+
+    async def get_user(self, name: str) -> User:
+        async with self.db.read() as conn:
+            return await users.require_by_name(conn, name)
+
+    async def list_users(self) -> list[UserSummary]:
+        async with self.db.read() as conn:
+            return await users.list_summaries(conn)
+
+
+async def _revoke(conn: aiosqlite.Connection, user_id: int) -> None:
+    """Every access token (generation) and refresh token of the user stops working."""
+    await users.bump_generation(conn, user_id)
+    await tokens.delete_for_user(conn, user_id)

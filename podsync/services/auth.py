@@ -1,0 +1,139 @@
+"""Logins, access tokens and refresh tokens (contract section 3).
+
+Access tokens are itsdangerous-signed (purpose in the salt) and carry the user id
+and the user's token generation; bumping the generation revokes them all at once.
+Refresh tokens are 256-bit random strings stored only as SHA-256 hashes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
+
+from podsync import timestamps
+from podsync.config import AuthConfig
+from podsync.db import Database
+from podsync.errors import TooManyRequests, Unauthorized
+from podsync.services.passwords import PasswordService
+from podsync.services.throttle import LoginThrottle
+from podsync.store import meta, tokens, users
+from podsync.store.users import User
+
+ACCESS_SALT = "podsync.access-token"
+SECRET_META_KEY = "secret_key"
+BAD_CREDENTIALS = "username or password is incorrect"
+BAD_TOKEN = "access token is missing, invalid, expired or revoked"
+BAD_REFRESH = "refresh token is invalid, expired or revoked; log in again"
+
+
+@dataclass(frozen=True)
+class LoginResult:
+    access_token: str
+    expires_in: int
+    refresh_token: str
+    refresh_expires: int  # microseconds since the epoch
+
+
+def hash_refresh_token(token: str) -> bytes:
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
+
+
+async def load_secret_key(db: Database, configured: str) -> str:
+    """The configured secret, else the one kept in the database (made on first start)."""
+    if configured:
+        return configured
+    async with db.read() as conn:
+        stored = await meta.get(conn, SECRET_META_KEY)
+    if stored is not None:
+        return stored
+    async with db.write() as conn:
+        return await meta.put_if_absent(conn, SECRET_META_KEY, secrets.token_urlsafe(48))
+
+
+class AuthService:
+    def __init__(
+        self,
+        db: Database,
+        config: AuthConfig,
+        secret_key: str,
+        passwords: PasswordService,
+    ) -> None:
+        self.db = db
+        self.config = config
+        self.passwords = passwords
+        self._serializer = URLSafeTimedSerializer(secret_key, salt=ACCESS_SALT)
+        self.throttle = LoginThrottle(config.login_max_failures, config.login_lockout_seconds)
+
+    def issue_access_token(self, user: User) -> str:
+        return self._serializer.dumps({"u": user.id, "g": user.token_generation})
+
+    async def login(self, username: str, password: str, address: str) -> LoginResult:
+        retry_after = self.throttle.retry_after(username, address)
+        if retry_after is not None:
+            raise TooManyRequests(
+                f"too many failed logins for this user from this address; "
+                f"try again in {retry_after} s",
+                retry_after,
+            )
+        async with self.db.read() as conn:
+            user = await users.get_by_name(conn, username)
+        # Unknown users still cost one verification (DUMMY_HASH) so timing tells nothing.
+        ok = await self.passwords.verify(user.password_hash if user else None, password)
+        if user is None or not ok or not user.enabled:
+            self.throttle.record_failure(username, address)
+            raise Unauthorized(BAD_CREDENTIALS)
+        refresh = secrets.token_urlsafe(32)
+        now = timestamps.now_us()
+        expires = now + self.config.refresh_token_lifetime * 1_000_000
+        new_hash = (
+            await self.passwords.hash(password)
+            if self.passwords.needs_rehash(user.password_hash)
+            else None
+        )
+        async with self.db.write() as conn:
+            await tokens.add(conn, hash_refresh_token(refresh), user.id, expires, now)
+            await tokens.delete_expired(conn, now)
+            if new_hash is not None:
+                await users.set_password_hash(conn, user.id, new_hash)
+        return LoginResult(
+            access_token=self.issue_access_token(user),
+            expires_in=self.config.access_token_lifetime,
+            refresh_token=refresh,
+            refresh_expires=expires,
+        )
+
+    async def refresh(self, refresh_token: str) -> tuple[str, int]:
+        """A new access token for a valid refresh token: (token, expires_in)."""
+        now = timestamps.now_us()
+        async with self.db.read() as conn:
+            user_id = await tokens.user_for(conn, hash_refresh_token(refresh_token), now)
+            user = await users.get_by_id(conn, user_id) if user_id is not None else None
+        if user is None or not user.enabled:
+            raise Unauthorized(BAD_REFRESH)
+        return self.issue_access_token(user), self.config.access_token_lifetime
+
+    async def authenticate(self, access_token: str) -> User:
+        """The user an access token belongs to; Unauthorized when it is not valid now."""
+        try:
+            payload: Any = self._serializer.loads(
+                access_token, max_age=self.config.access_token_lifetime
+            )
+        except SignatureExpired:  # a subclass of BadSignature: catch it first
+            raise Unauthorized("access token has expired; refresh it") from None
+        except BadSignature:
+            raise Unauthorized(BAD_TOKEN) from None
+        if (
+            not isinstance(payload, dict)
+            or type(payload.get("u")) is not int
+            or type(payload.get("g")) is not int
+        ):
+            raise Unauthorized(BAD_TOKEN)
+        async with self.db.read() as conn:
+            user = await users.get_by_id(conn, payload["u"])
+        if user is None or not user.enabled or user.token_generation != payload["g"]:
+            raise Unauthorized(BAD_TOKEN)
+        return user

@@ -1,0 +1,33 @@
+"""Small server-wide values kept in the `meta` table."""
+
+from __future__ import annotations
+
+import aiosqlite
+
+
+async def get(conn: aiosqlite.Connection, key: str) -> str | None:
+    async with conn.execute("SELECT value FROM meta WHERE key = ?", (key,)) as cur:
+        row = await cur.fetchone()
+    return None if row is None else str(row[0])
+
+
+async def put_if_absent(conn: aiosqlite.Connection, key: str, value: str) -> str:
+    """Store `value` unless the key exists; return the value that is stored."""
+    await conn.execute(
+        "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING", (key, value)
+    )
+    stored = await get(conn, key)
+    assert stored is not None
+    return stored
+
+
+async def next_change_seqs(conn: aiosqlite.Connection, count: int) -> int:
+    """Reserve `count` change sequence numbers; return the first. Call inside a write."""
+    async with conn.execute(
+        "UPDATE meta SET value = CAST(CAST(value AS INTEGER) + ? AS TEXT) "
+        "WHERE key = 'change_seq' RETURNING CAST(value AS INTEGER)",
+        (count,),
+    ) as cur:
+        row = await cur.fetchone()
+    assert row is not None, "migration 1 seeds change_seq"
+    return int(row[0]) - count + 1

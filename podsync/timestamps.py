@@ -1,0 +1,69 @@
+"""RFC 3339 timestamps (contract section 2), kept internally as integer microseconds.
+
+Integers compare exactly, which last-write-wins depends on, and fit every year
+from 1 to 9999.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from datetime import UTC, datetime, timedelta
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_US = 1_000_000
+_RFC3339 = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?"
+    r"(?:([Zz])|([+-])(\d{2}):(\d{2}))",
+    re.ASCII,
+)
+MIN_US = -62135596800 * _US  # 0001-01-01T00:00:00Z
+MAX_US = 253402300799 * _US + 999999  # 9999-12-31T23:59:59.999999Z
+
+
+class InvalidTimestamp(ValueError):
+    """The text is not an RFC 3339 timestamp podsync accepts."""
+
+
+def parse(text: str) -> int:
+    """RFC 3339 text -> microseconds since the Unix epoch (UTC).
+
+    Requires an offset; truncates fractions beyond microseconds; refuses leap
+    seconds and instants outside the years 1-9999 once converted to UTC.
+    """
+    match = _RFC3339.fullmatch(text)
+    if match is None:
+        raise InvalidTimestamp(f"{text!r} is not an RFC 3339 timestamp with an offset")
+    year, month, day, hour, minute, second = (int(g) for g in match.groups()[:6])
+    fraction, zulu, sign, off_h, off_m = match.groups()[6:]
+    micro = int((fraction or "0")[:6].ljust(6, "0"))
+    try:
+        local = datetime(year, month, day, hour, minute, second, micro)
+    except ValueError as exc:
+        raise InvalidTimestamp(f"{text!r} is not a valid date and time: {exc}") from None
+    offset_us = 0
+    if not zulu:
+        oh, om = int(off_h), int(off_m)
+        if oh > 23 or om > 59:
+            raise InvalidTimestamp(f"{text!r} has an invalid UTC offset")
+        offset_us = (oh * 3600 + om * 60) * _US * (1 if sign == "+" else -1)
+    naive_us = (local - datetime(1970, 1, 1)) // timedelta(microseconds=1)
+    value = naive_us - offset_us
+    if not MIN_US <= value <= MAX_US:
+        raise InvalidTimestamp(f"{text!r} is outside the years 1-9999 in UTC")
+    return value
+
+
+def format(value: int) -> str:
+    """Microseconds since the epoch -> `YYYY-MM-DDTHH:MM:SS[.ffffff]Z`."""
+    moment = _EPOCH + timedelta(microseconds=value)
+    text = moment.strftime("%Y-%m-%dT%H:%M:%S")
+    if moment.year < 1000:  # strftime does not pad the year on every platform
+        text = f"{moment.year:04d}{text[text.index('-') :]}"
+    if moment.microsecond:
+        text += f".{moment.microsecond:06d}".rstrip("0")
+    return text + "Z"
+
+
+def now_us() -> int:
+    return time.time_ns() // 1000

@@ -1,0 +1,1 @@
+"""The HTTP side of podsync: app factory, middleware, handlers grouped by resource."""

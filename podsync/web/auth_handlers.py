@@ -1,0 +1,50 @@
+"""POST /auth/login and POST /auth/refresh."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from podsync import timestamps
+from podsync.errors import InvalidInput
+from podsync.web.http import has_bad_characters, json_ok, json_type, read_json_object
+from podsync.web.keys import AUTH, CLIENT_ADDRESS, CONFIG
+
+REFRESH_PATH = "/auth/refresh"
+
+
+def _required_string(body: dict[str, Any], field: str) -> str:
+    value = body.get(field)
+    if not isinstance(value, str) or not value:
+        got = "missing" if field not in body else json_type(value)
+        raise InvalidInput(f"{field} must be a non-empty string (got {got})")
+    return value
+
+
+async def login(request: web.Request) -> web.Response:
+    body = await read_json_object(request)
+    username = _required_string(body, "username")
+    password = _required_string(body, "password")
+    result = await request.app[AUTH].login(
+        username, password, request.get(CLIENT_ADDRESS, request.remote or "unknown")
+    )
+    public_url = request.app[CONFIG].server.public_url.rstrip("/")
+    return json_ok(
+        {
+            "access_token": result.access_token,
+            "expires_in": result.expires_in,
+            "refresh_token": result.refresh_token,
+            "refresh_expires": timestamps.format(result.refresh_expires),
+            "refresh_endpoint": public_url + REFRESH_PATH,
+        }
+    )
+
+
+async def refresh(request: web.Request) -> web.Response:
+    body = await read_json_object(request)
+    token = _required_string(body, "refresh_token")
+    if has_bad_characters(token):
+        raise InvalidInput("refresh_token contains characters no refresh token has")
+    access_token, expires_in = await request.app[AUTH].refresh(token)
+    return json_ok({"access_token": access_token, "expires_in": expires_in})

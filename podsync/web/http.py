@@ -1,0 +1,115 @@
+"""Request parsing and response shaping shared by every handler."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from aiohttp import web
+
+from podsync.errors import InvalidInput
+
+# The contract's `error` value for every status podsync answers with.
+ERROR_NAMES: dict[int, str] = {
+    400: "Bad request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not found",
+    405: "Method not allowed",
+    413: "Payload too large",
+    429: "Too many requests",
+    500: "Internal server error",
+}
+
+
+def error_name(status: int) -> str:
+    if status in ERROR_NAMES:
+        return ERROR_NAMES[status]
+    return ERROR_NAMES[500] if status >= 500 else ERROR_NAMES[400]
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def json_ok(value: Any, status: int = 200) -> web.Response:
+    return web.json_response(value, status=status, dumps=dumps)
+
+
+def json_error(
+    status: int, description: str, headers: dict[str, str] | None = None
+) -> web.Response:
+    body = {"error": error_name(status), "description": description}
+    return web.json_response(body, status=status, headers=headers, dumps=dumps)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+async def read_json(request: web.Request) -> Any:
+    """The request body as JSON. 400 for a wrong Content-Type or bad JSON; the body
+    size limit (413) is enforced by aiohttp's client_max_size while reading."""
+    if request.content_type != "application/json":
+        raise InvalidInput(
+            f"Content-Type must be application/json, not {request.content_type or 'absent'}"
+        )
+    body = await request.read()
+    if not body:
+        raise InvalidInput("request body is empty; send a JSON object")
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"request body is not UTF-8 (byte {exc.start})") from None
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(
+            f"request body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None
+    except ValueError as exc:
+        raise InvalidInput(f"request body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise InvalidInput("request body is nested too deeply") from None
+
+
+async def read_json_object(request: web.Request) -> dict[str, Any]:
+    value = await read_json(request)
+    if not isinstance(value, dict):
+        raise InvalidInput(f"request body must be a JSON object, not {json_type(value)}")
+    return value
+
+
+def json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def has_bad_characters(text: str) -> bool:
+    """Control characters and lone surrogates are invalid in every string field."""
+    for ch in text:
+        code = ord(ch)
+        if code < 0x20 or 0x7F <= code < 0xA0 or 0xD800 <= code <= 0xDFFF:
+            return True
+    return False
+
+
+def client_id(request: web.Request) -> str | None:
+    """The optional `Client-ID` header, normalised; 400 when present but not a UUID."""
+    raw = request.headers.get("Client-ID")
+    if raw is None:
+        return None
+    try:
+        return str(uuid.UUID(raw.strip()))
+    except ValueError:
+        raise InvalidInput("Client-ID header must be a UUID") from None

@@ -1,0 +1,18 @@
+"""Typed keys for state shared through the application and the request."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from podsync.config import Config
+from podsync.db import Database
+from podsync.services.auth import AuthService
+from podsync.store.users import User
+
+CONFIG = web.AppKey("config", Config)
+DB = web.AppKey("db", Database)
+AUTH = web.AppKey("auth", AuthService)
+
+REQUEST_ID = web.RequestKey("request_id", str)
+CLIENT_ADDRESS = web.RequestKey("client_address", str)
+USER = web.RequestKey("user", User)

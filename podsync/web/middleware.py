@@ -1,0 +1,142 @@
+"""The middleware chain: request id + errors (outermost), client address, bearer auth.
+
+Every error leaves as the one JSON shape with an `X-Request-ID`; an unexpected
+exception is logged with its request id and answered with a bare 500.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import re
+import uuid
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+from aiohttp.typedefs import Middleware
+
+from podsync.errors import Conflict, InvalidInput, NotFound, TooManyRequests, Unauthorized
+from podsync.web.http import json_error
+from podsync.web.keys import AUTH, CLIENT_ADDRESS, CONFIG, REQUEST_ID, USER
+
+log = logging.getLogger("podsync.web")
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+REQUEST_ID_PATTERN = re.compile(r"[A-Za-z0-9._:-]{1,128}", re.ASCII)
+WWW_AUTHENTICATE = 'Bearer realm="podsync"'
+# Routes anyone may call; everything else needs a bearer token.
+PUBLIC_PATHS = frozenset({"/healthz", "/auth/login", "/auth/refresh", "/api/v1/openapi.json"})
+
+
+def _framework_description(exc: web.HTTPException, request: web.Request) -> str:
+    if isinstance(exc, web.HTTPNotFound):
+        return f"no such resource: {request.method} {request.rel_url.raw_path}"
+    if isinstance(exc, web.HTTPMethodNotAllowed):
+        allowed = ", ".join(sorted(exc.allowed_methods))
+        return f"method {request.method} is not allowed here; allowed: {allowed}"
+    if isinstance(exc, web.HTTPRequestEntityTooLarge):
+        limit = request.app[CONFIG].server.max_body_bytes
+        return f"request body is larger than the limit of {limit} bytes"
+    return exc.reason
+
+
+@web.middleware
+async def errors_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Outermost: request id on every response, every error in the JSON shape."""
+    given = request.headers.get("X-Request-ID", "")
+    request_id = given if REQUEST_ID_PATTERN.fullmatch(given) else uuid.uuid4().hex
+    request[REQUEST_ID] = request_id
+    response: web.StreamResponse
+    try:
+        response = await handler(request)
+    except InvalidInput as exc:
+        response = json_error(400, str(exc))
+    except Unauthorized as exc:
+        response = json_error(401, str(exc))
+    except NotFound as exc:
+        response = json_error(404, str(exc))
+    except Conflict as exc:
+        response = json_error(400, str(exc))
+    except TooManyRequests as exc:
+        response = json_error(429, str(exc), headers={"Retry-After": str(exc.retry_after)})
+    except web.HTTPException as exc:
+        if exc.status < 400:  # podsync never redirects; let any other success through
+            raise
+        response = json_error(exc.status, _framework_description(exc, request))
+        if "Allow" in exc.headers:
+            response.headers["Allow"] = exc.headers["Allow"]
+    except Exception:
+        log.exception(
+            "unhandled error in %s %s (request id %s)",
+            request.method,
+            request.rel_url.raw_path,
+            request_id,
+        )
+        response = json_error(
+            500, f"the server failed unexpectedly; quote request id {request_id} to the admin"
+        )
+    if response.status == 401:
+        response.headers["WWW-Authenticate"] = WWW_AUTHENTICATE
+    response.headers["X-Request-ID"] = request_id
+    return response
+
+
+Networks = tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
+
+
+def _forwarded_client(peer: str, forwarded_for: str, proxies: Networks) -> str:
+    """Walk X-Forwarded-For from the right, skipping trusted proxies."""
+    client = peer
+    for hop in reversed([h.strip() for h in forwarded_for.split(",") if h.strip()]):
+        if not _is_trusted(client, proxies):
+            break
+        try:
+            ipaddress.ip_address(hop)
+        except ValueError:
+            break
+        client = hop
+    return client
+
+
+def _is_trusted(address: str, proxies: Networks) -> bool:
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return any(ip in net for net in proxies)
+
+
+def client_address_middleware(trusted: tuple[str, ...]) -> Middleware:
+    proxies = tuple(ipaddress.ip_network(p, strict=False) for p in trusted)
+
+    @web.middleware
+    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        peer = request.remote or "unknown"
+        forwarded = request.headers.get("X-Forwarded-For")
+        if proxies and forwarded and _is_trusted(peer, proxies):
+            request[CLIENT_ADDRESS] = _forwarded_client(peer, forwarded, proxies)
+        else:
+            request[CLIENT_ADDRESS] = peer
+        return await handler(request)
+
+    return middleware
+
+
+def bearer_token(request: web.Request) -> str:
+    header = request.headers.get("Authorization")
+    if header is None:
+        raise Unauthorized("missing Authorization header; send Authorization: Bearer <token>")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Unauthorized("Authorization header must use the Bearer scheme")
+    return token.strip()
+
+
+@web.middleware
+async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Every route outside PUBLIC_PATHS needs a valid access token. Unknown paths and
+    wrong methods fall through so that they answer 404/405, not 401."""
+    route_error = request.match_info.http_exception
+    if route_error is None and request.path not in PUBLIC_PATHS:
+        request[USER] = await request.app[AUTH].authenticate(bearer_token(request))
+    return await handler(request)

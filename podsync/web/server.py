@@ -1,0 +1,137 @@
+"""Running the app: access log, malformed-HTTP handling, TLS, signals."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import ssl
+from typing import Any
+
+from aiohttp import web
+from aiohttp.abc import AbstractAccessLogger
+from aiohttp.web_protocol import RequestHandler
+from aiohttp.web_request import BaseRequest
+
+from podsync.config import Config
+from podsync.web.app import create_app
+from podsync.web.http import dumps, error_name
+from podsync.web.keys import CLIENT_ADDRESS
+
+log = logging.getLogger("podsync")
+access_log = logging.getLogger("podsync.access")
+
+
+class AccessLogger(AbstractAccessLogger):
+    """One line per request: never the query string, a header or a body."""
+
+    def log(self, request: BaseRequest, response: web.StreamResponse, time: float) -> None:
+        client = request.get(CLIENT_ADDRESS, request.remote)
+        self.logger.info(
+            '%s "%s %s" %d %d %.1fms rid=%s',
+            client,
+            request.method,
+            request.rel_url.raw_path,
+            response.status,
+            response.body_length,
+            time * 1000,
+            response.headers.get("X-Request-ID", "-"),
+        )
+
+
+class _QuietRequestHandler(RequestHandler):
+    """aiohttp answers malformed HTTP before any middleware runs, logging the parser's
+    message and echoing it in the body; that message can quote the raw request bytes
+    (tokens, passwords). Log only the kind of error and answer in the JSON shape."""
+
+    def handle_error(
+        self,
+        request: BaseRequest,
+        status: int = 500,
+        exc: BaseException | None = None,
+        message: str | None = None,
+    ) -> web.StreamResponse:
+        kind = type(exc).__name__ if exc is not None else "error"
+        log.warning("rejected a malformed request from %s (%s, %d)", request.remote, kind, status)
+        if request.writer.output_size > 0:
+            raise ConnectionError("response already started; closing the connection")
+        description = (
+            "the request is not valid HTTP" if status < 500 else "the server failed unexpectedly"
+        )
+        body = {"error": error_name(status), "description": description}
+        response = web.Response(status=status, text=dumps(body), content_type="application/json")
+        response.force_close()
+        return response
+
+
+class _QuietServer(web.Server):
+    def __call__(self) -> RequestHandler:
+        return _QuietRequestHandler(self, loop=self._loop, **self._kwargs)
+
+
+class PodsyncRunner(web.AppRunner):
+    async def _make_server(self) -> web.Server:
+        server = await super()._make_server()
+        server.__class__ = _QuietServer
+        return server
+
+
+def make_runner(app: web.Application, config: Config) -> PodsyncRunner:
+    if config.log.access_log:
+        return PodsyncRunner(app, access_log_class=AccessLogger, access_log=access_log)
+    return PodsyncRunner(app, access_log=None)
+
+
+def _ssl_context(config: Config) -> ssl.SSLContext | None:
+    if not config.server.tls_cert:
+        return None
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(config.server.tls_cert, config.server.tls_key)
+    return context
+
+
+async def start(config: Config) -> tuple[PodsyncRunner, list[str]]:
+    """Start serving; return the runner and the URLs it listens on."""
+    runner = make_runner(create_app(config), config)
+    await runner.setup()
+    try:
+        ssl_context = _ssl_context(config)
+        site = web.TCPSite(runner, config.server.host, config.server.port, ssl_context=ssl_context)
+        await site.start()
+    except BaseException:
+        await runner.cleanup()
+        raise
+    scheme = "https" if ssl_context else "http"
+    urls = []
+    for address in runner.addresses:
+        host, port = address[0], address[1]
+        urls.append(f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}")
+    return runner, urls
+
+
+async def serve(config: Config) -> None:
+    """Serve until SIGINT or SIGTERM, then close connections and the database."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    runner, urls = await start(config)
+    log.info("podsync listening on %s (database %s)", ", ".join(urls), config.database.path)
+    try:
+        await stop.wait()
+        log.info("shutting down")
+    finally:
+        await runner.cleanup()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+    log.info("stopped")
+
+
+def configure_logging(level: str, **kwargs: Any) -> None:
+    logging.basicConfig(
+        level=getattr(logging, level.upper()),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        **kwargs,
+    )
+    # aiohttp's own access logger is replaced by ours; keep its noise down.
+    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
