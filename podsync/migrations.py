@@ -47,7 +47,8 @@ MIGRATIONS: tuple[str, ...] = (
         unsubscribed_at INTEGER,
         last_updated    INTEGER NOT NULL,      -- occurred_at of the last applied action
         last_client_id  TEXT,                  -- Client-ID of the last writer
-        change_seq      INTEGER NOT NULL UNIQUE
+        change_seq      INTEGER NOT NULL UNIQUE,
+        changed_at      INTEGER NOT NULL       -- server clock of the last change
     ) STRICT;
     CREATE UNIQUE INDEX subscriptions_url_key ON subscriptions(user_id, url_key);
     CREATE INDEX subscriptions_guid ON subscriptions(user_id, guid);
@@ -55,6 +56,7 @@ MIGRATIONS: tuple[str, ...] = (
         WHERE unsubscribed_at IS NULL;
     CREATE INDEX subscriptions_all ON subscriptions(user_id, id);
     CREATE INDEX subscriptions_changes ON subscriptions(user_id, change_seq);
+    CREATE INDEX subscriptions_changed_at ON subscriptions(user_id, changed_at);
 
     CREATE TABLE actions (
         user_id     INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,

@@ -9,6 +9,7 @@ from typing import Any
 from aiohttp import web
 
 from podsync.errors import InvalidInput
+from podsync.feeds import has_bad_characters as has_bad_characters
 
 # The contract's `error` value for every status podsync answers with.
 ERROR_NAMES: dict[int, str] = {
@@ -93,15 +94,6 @@ def json_type(value: Any) -> str:
     if isinstance(value, list):
         return "an array"
     return "an object"
-
-
-def has_bad_characters(text: str) -> bool:
-    """Control characters and lone surrogates are invalid in every string field."""
-    for ch in text:
-        code = ord(ch)
-        if code < 0x20 or 0x7F <= code < 0xA0 or 0xD800 <= code <= 0xDFFF:
-            return True
-    return False
 
 
 def client_id(request: web.Request) -> str | None:

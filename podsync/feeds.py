@@ -1,0 +1,66 @@
+"""Feed URLs: validation, the url key that matches variants, the derived podcast guid.
+
+Pure functions shared by the sync rules and the OPML import.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from urllib.parse import urlsplit
+
+MAX_FEED_URL = 2048
+MAX_GUID = 512
+# Podcasting 2.0 `podcast:guid` namespace.
+PODCAST_GUID_NAMESPACE = uuid.UUID("ead4c236-bf58-58c6-a2c6-a6b28d128cb6")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://", re.ASCII)
+
+
+class InvalidFeedUrl(ValueError):
+    """Why a feed URL is not acceptable."""
+
+
+def has_bad_characters(text: str) -> bool:
+    """Control characters and lone surrogates are invalid in every string field."""
+    return any(
+        ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0 or 0xD800 <= ord(ch) <= 0xDFFF for ch in text
+    )
+
+
+def check_feed_url(url: str) -> str:
+    """Return `url` when it is an absolute http(s) URL with a host; else InvalidFeedUrl."""
+    if len(url) > MAX_FEED_URL:
+        raise InvalidFeedUrl(f"feed_url is longer than {MAX_FEED_URL} characters")
+    if has_bad_characters(url):
+        raise InvalidFeedUrl("feed_url contains a control character")
+    if any(ch.isspace() for ch in url):
+        raise InvalidFeedUrl("feed_url contains white space")
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a bad port
+    except ValueError as exc:
+        raise InvalidFeedUrl(f"feed_url is not a valid URL: {exc}") from None
+    if parts.scheme.lower() not in ("http", "https"):
+        raise InvalidFeedUrl("feed_url must be an absolute http or https URL")
+    if not parts.hostname:
+        raise InvalidFeedUrl("feed_url has no host")
+    return url
+
+
+def _without_scheme(url: str) -> str:
+    return _SCHEME.sub("", url, count=1)
+
+
+def url_key(url: str) -> str:
+    """`HTTPS://Example.com/feed/#x` -> `example.com/feed`: scheme, fragment and
+    trailing slashes removed, host lower-cased; port, path and query kept."""
+    rest = _without_scheme(url).split("#", 1)[0]
+    cut = min((i for i in (rest.find("/"), rest.find("?")) if i >= 0), default=len(rest))
+    authority, tail = rest[:cut], rest[cut:]
+    userinfo, at, host = authority.rpartition("@")
+    return (userinfo + at + host.lower() + tail).rstrip("/")
+
+
+def derive_guid(url: str) -> str:
+    """The Podcasting 2.0 podcast:guid: UUIDv5 of the URL without scheme and trailing '/'."""
+    return str(uuid.uuid5(PODCAST_GUID_NAMESPACE, _without_scheme(url).rstrip("/")))
