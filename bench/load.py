@@ -1,0 +1,243 @@
+"""Load bench: podsync against two bare aiohttp handlers, driven by wrk over loopback.
+
+    python bench/load.py                 # ~2.5 minutes, prints a table
+    python bench/load.py --json          # the same figures as JSON
+    python bench/load.py --duration 2 --big 20000   # a quick check of the harness
+
+It starts `bench/bare_server.py` and `python -m podsync serve` (temp TOML: fresh
+temp DB, durability "full", no access log, log level warning, no login lockout)
+on free loopback ports, seeds the list users through the sync service, and runs
+each scenario with wrk (8 connections; Lua scripts make every sync body fresh).
+Each podsync figure is printed as a ratio to its bare counterpart, then the
+targets are checked. Needs `wrk` on PATH (Debian: apt-get install wrk).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from harness import (
+    PASSWORD,
+    WrkResult,
+    bare_server,
+    feed_head_path,
+    finish_wrk,
+    free_port,
+    last_page_path,
+    login,
+    nonce,
+    podsync_server,
+    quiet_env,
+    run_wrk,
+    seed,
+    start_wrk,
+    with_limit,
+    write_podsync_config,
+)
+
+BATCH = 30
+LOGIN_CLIENTS = 20
+
+
+def machine() -> dict[str, Any]:
+    model = "unknown"
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            model = line.split(":", 1)[1].strip()
+            break
+    mem_kib = int(Path("/proc/meminfo").read_text().split()[1])
+    return {
+        "nproc": os.cpu_count(),
+        "cpu": model,
+        "ram_gib": round(mem_kib / 1024**2, 1),
+        "python": platform.python_version(),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+def sync_args(token: str) -> list[str]:
+    """Arguments of sync.lua: a fresh nonce per wrk run keeps every URL and id new."""
+    return [token, nonce(), str(BATCH)]
+
+
+def figure(result: WrkResult, bare: WrkResult | None) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "per_second": round(result.per_second, 1),
+        "p50_ms": round(result.p50_ms, 2),
+        "p99_ms": round(result.p99_ms, 2),
+    }
+    if bare is not None:
+        row["bare_per_second"] = round(bare.per_second, 1)
+        row["ratio_to_bare"] = round(result.per_second / bare.per_second, 3)
+    return row
+
+
+def run(duration: float, warmup: float, big: int, workdir: Path) -> dict[str, Any]:
+    figures: dict[str, Any] = {"machine": machine(), "duration_s": duration}
+    rows: dict[str, dict[str, Any]] = {}
+
+    port = free_port()
+    with bare_server(workdir, port) as bare:
+        run_wrk(bare.base + "/bare/page", "get.lua", [""], workdir, warmup)
+        bare_get = run_wrk(bare.base + "/bare/page", "get.lua", [""], workdir, duration)
+        run_wrk(bare.base + "/bare/sync", "sync.lua", sync_args(""), workdir, warmup)
+        bare_post = run_wrk(bare.base + "/bare/sync", "sync.lua", sync_args(""), workdir, duration)
+    rows["bare GET (250 B JSON)"] = figure(bare_get, None)
+    rows["bare POST (30 rows)"] = figure(bare_post, None)
+
+    port = free_port()
+    config_path = write_podsync_config(workdir, port)
+    sizes = {"bench-10k": 10_000, "bench-big": big}
+    seed(config_path, {"bench-sync": 0, **sizes})
+    with podsync_server(workdir, port) as server:
+        figures["rss_idle_mib"] = round(server.memory_kib()["VmRSS"] / 1024, 1)
+        base = server.base
+
+        token = login(base, "bench-sync")
+        run_wrk(base + "/api/v1/sync", "sync.lua", sync_args(token), workdir, warmup)
+        sync = run_wrk(base + "/api/v1/sync", "sync.lua", sync_args(token), workdir, duration)
+        rows["sync: batch of 30 subscribes"] = figure(sync, bare_post)
+        rows["sync: batch of 30 subscribes"]["actions_per_second"] = round(
+            sync.per_second * BATCH, 1
+        )
+
+        list_tokens = {}
+        for name, size in sizes.items():
+            list_token = login(base, name)
+            list_tokens[name] = list_token
+            start = "/api/v1/subscriptions?limit=50"
+            end = with_limit(
+                last_page_path(base, list_token, with_limit(start, 500), "next_cursor"), 50
+            )
+            results = {}
+            for where, path in (("start", start), ("end", end)):
+                run_wrk(base + path, "get.lua", [list_token], workdir, warmup)
+                results[where] = run_wrk(base + path, "get.lua", [list_token], workdir, duration)
+                rows[f"list {size:,}: page of 50 at the {where}"] = figure(results[where], bare_get)
+            figures[f"list_{size}_end_over_start_cost"] = round(
+                results["start"].per_second / results["end"].per_second, 3
+            )
+
+        token_10k = list_tokens["bench-10k"]
+        feed = feed_head_path(base, token_10k)
+        run_wrk(base + feed, "get.lua", [token_10k], workdir, warmup)
+        poll = run_wrk(base + feed, "get.lua", [token_10k], workdir, duration)
+        rows["change feed poll (10,000, at the head)"] = figure(poll, bare_get)
+
+        list_path = base + "/api/v1/subscriptions?limit=50"
+        quiet = run_wrk(list_path, "get.lua", [token_10k], workdir, duration)
+        logins = start_wrk(
+            base + "/auth/login",
+            "login.lua",
+            ["bench-10k", PASSWORD],
+            workdir,
+            duration,
+            connections=LOGIN_CLIENTS,
+        )
+        storm = finish_wrk(start_wrk(list_path, "get.lua", [token_10k], workdir, duration))
+        login_result = finish_wrk(logins)
+        rows["list 10,000 page, quiet"] = figure(quiet, bare_get)
+        rows["list 10,000 page, during login storm"] = figure(storm, bare_get)
+        rows[f"logins ({LOGIN_CLIENTS} concurrent)"] = figure(login_result, None)
+        figures["storm_p99_over_quiet"] = round(storm.p99_ms / quiet.p99_ms, 2)
+
+        memory = server.memory_kib()
+        figures["rss_end_mib"] = round(memory["VmRSS"] / 1024, 1)
+        figures["rss_peak_mib"] = round(memory["VmHWM"] / 1024, 1)
+    figures["rows"] = rows
+    figures["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
+    figures["targets"] = targets(figures, big)
+    return figures
+
+
+def targets(f: dict[str, Any], big: int) -> list[dict[str, Any]]:
+    rows = f["rows"]
+    sync = rows["sync: batch of 30 subscribes"]
+    checks = [
+        ("sync batches/s vs bare 30-row POST", sync["ratio_to_bare"], ">=", 0.40),
+        ("sync p99 ms", sync["p99_ms"], "<=", 25.0),
+        (
+            "list page of 50 vs bare GET",
+            rows["list 10,000: page of 50 at the start"]["ratio_to_bare"],
+            ">=",
+            0.35,
+        ),
+        ("end/start page cost at 10,000", f["list_10000_end_over_start_cost"], "<=", 1.2),
+        (f"end/start page cost at {big:,}", f[f"list_{big}_end_over_start_cost"], "<=", 1.2),
+        ("list p99 in login storm / quiet", f["storm_p99_over_quiet"], "<=", 3.0),
+        ("idle RSS MiB", f["rss_idle_mib"], "<=", 50.0),
+    ]
+    return [
+        {
+            "target": name,
+            "value": value,
+            "limit": f"{op} {limit}",
+            "met": value >= limit if op == ">=" else value <= limit,
+        }
+        for name, value, op, limit in checks
+    ]
+
+
+def print_table(f: dict[str, Any]) -> None:
+    m = f["machine"]
+    print(
+        f"machine: {m['nproc']} cores, {m['cpu']}, {m['ram_gib']} GiB RAM, Python {m['python']}; "
+        f"load average before {m['load_average']}, after {f['load_average_after']}"
+    )
+    print(f"wrk: 8 connections (logins: {LOGIN_CLIENTS}), {f['duration_s']} s per scenario\n")
+    header = f"{'scenario':<42} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'bare/s':>9} {'ratio':>6}"
+    print(header)
+    print("-" * len(header))
+    for name, row in f["rows"].items():
+        bare = f"{row['bare_per_second']:>9.0f}" if "bare_per_second" in row else f"{'':>9}"
+        ratio = f"{row['ratio_to_bare']:>6.2f}" if "ratio_to_bare" in row else f"{'':>6}"
+        print(
+            f"{name:<42} {row['per_second']:>9.1f} {row['p50_ms']:>8.2f} "
+            f"{row['p99_ms']:>8.2f} {bare} {ratio}"
+        )
+    sync = f["rows"]["sync: batch of 30 subscribes"]
+    print(f"\nsync actions/s: {sync['actions_per_second']:.0f}")
+    print(
+        f"RSS: idle {f['rss_idle_mib']} MiB, at the end {f['rss_end_mib']} MiB, "
+        f"peak {f['rss_peak_mib']} MiB\n"
+    )
+    for t in f["targets"]:
+        mark = "met" if t["met"] else "MISSED"
+        print(f"{t['target']:<42} {t['value']:>9} {t['limit']:>8}  {mark}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="podsync load bench (needs wrk)")
+    parser.add_argument("--duration", type=int, default=10, help="seconds per scenario")
+    parser.add_argument("--warmup", type=int, default=1, help="seconds of warm-up runs")
+    parser.add_argument("--big", type=int, default=100_000, help="the big list's size")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--keep", action="store_true", help="keep the temp dir (logs, DBs)")
+    args = parser.parse_args()
+    if shutil.which("wrk") is None:
+        sys.exit("wrk is not on PATH (Debian: apt-get install wrk)")
+    workdir = Path(tempfile.mkdtemp(prefix="podsync-bench-"))
+    try:
+        with quiet_env():
+            figures = run(args.duration, args.warmup, args.big, workdir)
+    finally:
+        if args.keep:
+            print(f"kept {workdir}", file=sys.stderr)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+    if args.json:
+        print(json.dumps(figures, indent=2))
+    else:
+        print_table(figures)
+
+
+if __name__ == "__main__":
+    main()
