@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from podsync.web import auth_handlers, health, subscriptions, sync
+from podsync.web import auth_handlers, health, openapi, subscriptions, sync
 
 
 def setup_routes(app: web.Application) -> None:
@@ -21,5 +21,6 @@ def setup_routes(app: web.Application) -> None:
             ),
             web.post("/api/v1/sync", sync.post_batch),
             web.get("/api/v1/sync", sync.get_changes, allow_head=False),
+            web.get("/api/v1/openapi.json", openapi.openapi, allow_head=False),
         ]
     )
