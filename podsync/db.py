@@ -4,6 +4,13 @@ Writes go through `Database.write()`, which serialises writers inside this proce
 with a lock and across processes (the CLI beside a running server) with
 `BEGIN IMMEDIATE` and a busy timeout. Connections run in autocommit mode
 (`isolation_level=None`) so that the only transactions are the ones we open.
+
+Group commit: a COMMIT (an fsync with durability "full") costs as much as a whole
+batch's work, so writers that queue up behind one another share it. Each
+`write()` block runs inside its own SAVEPOINT of one group transaction; the block
+that finds no other writer waiting commits the group, and every writer of the
+group returns only after that COMMIT. A block that fails is rolled back to its
+savepoint alone; the others of its group still commit.
 """
 
 from __future__ import annotations
@@ -19,6 +26,9 @@ import aiosqlite
 from podsync.migrations import MIGRATIONS
 
 BUSY_TIMEOUT_MS = 10_000
+# At most this many write blocks share one COMMIT, so a steady stream of writers
+# cannot hold the first of them back for long.
+MAX_GROUP = 32
 READERS = 2
 SYNCHRONOUS = {"full": "FULL", "normal": "NORMAL"}
 
@@ -91,6 +101,10 @@ class Database:
         self._readers: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
         self._all_readers: list[aiosqlite.Connection] = []
         self._write_lock = asyncio.Lock()
+        self._waiting = 0  # writers blocked on the write lock
+        self._group: list[asyncio.Future[None]] | None = None  # open group transaction
+        self._background: set[asyncio.Task[None]] = set()
+        self.commits = 0  # group transactions committed (for tests and the bench)
 
     async def open(self) -> None:
         """Open (creating the file when needed), switch to WAL and migrate."""
@@ -130,25 +144,92 @@ class Database:
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[aiosqlite.Connection]:
-        """One write transaction: BEGIN IMMEDIATE, then COMMIT, or ROLLBACK on error.
+        """One atomic write: the block's changes all commit, or none do.
 
-        When the block exits normally, the transaction is committed (and with
-        durability "full", synced to disk).
+        The block runs in a SAVEPOINT of a group transaction (BEGIN IMMEDIATE) shared
+        with the writers queued behind it. When the block exits normally, this
+        returns only once the group is committed (and with durability "full",
+        synced to disk). When it raises, its own changes are rolled back and the
+        exception propagates; the rest of the group is unaffected.
         """
         if self._writer is None:
             raise RuntimeError("database is not open")
-        async with self._write_lock:
-            conn = self._writer
-            await conn.execute("BEGIN IMMEDIATE")
+        conn = self._writer
+        self._waiting += 1
+        try:
+            await self._write_lock.acquire()
+        except BaseException:
+            self._waiting -= 1
+            self._flush_if_abandoned()
+            raise
+        self._waiting -= 1
+        committed: asyncio.Future[None] | None = None
+        try:
+            if self._group is None:
+                await conn.execute("BEGIN IMMEDIATE")
+                self._group = []
+            await conn.execute("SAVEPOINT write_block")
             try:
                 yield conn
-                await conn.execute("COMMIT")
             except BaseException:
-                # Also when COMMIT itself fails (disk full, I/O error): never leave the
-                # shared writer inside a transaction for the next caller.
                 if conn.in_transaction:
-                    await conn.execute("ROLLBACK")
+                    await conn.execute("ROLLBACK TO write_block")
+                    await conn.execute("RELEASE write_block")
                 raise
+            await conn.execute("RELEASE write_block")
+            committed = asyncio.get_running_loop().create_future()
+            self._group.append(committed)
+        finally:
+            try:
+                if self._group is not None and (
+                    self._waiting == 0 or len(self._group) >= MAX_GROUP or not conn.in_transaction
+                ):
+                    group, self._group = self._group, None
+                    # A cancelled caller must not leave the others uncommitted, nor let
+                    # the next writer in before the COMMIT is through.
+                    commit = asyncio.ensure_future(self._commit(conn, group))
+                    try:
+                        await asyncio.shield(commit)
+                    except asyncio.CancelledError:
+                        await commit
+                        raise
+            finally:
+                self._write_lock.release()
+        if committed is not None:
+            await committed
+
+    async def _commit(self, conn: aiosqlite.Connection, group: list[asyncio.Future[None]]) -> None:
+        """COMMIT the group transaction and answer each of its writers (never raises)."""
+        try:
+            if not conn.in_transaction:
+                # SQLite rolls a whole transaction back on some errors (disk full, I/O).
+                raise sqlite3.OperationalError("the write transaction was rolled back by SQLite")
+            await conn.execute("COMMIT")
+            self.commits += 1
+        except Exception as exc:
+            if conn.in_transaction:
+                await conn.execute("ROLLBACK")
+            for future in group:
+                if not future.done():
+                    future.set_exception(exc)
+            return
+        for future in group:
+            if not future.done():
+                future.set_result(None)
+
+    def _flush_if_abandoned(self) -> None:
+        """A writer gave up waiting for the lock: if the writers before it left the group
+        open for it, and nobody else will come, commit the group in the background."""
+        if self._group is not None and self._waiting == 0 and not self._write_lock.locked():
+            task = asyncio.get_running_loop().create_task(self._flush())
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
+    async def _flush(self) -> None:
+        async with self._write_lock:
+            if self._group is not None and self._writer is not None:
+                group, self._group = self._group, None
+                await self._commit(self._writer, group)
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[aiosqlite.Connection]:
