@@ -8,19 +8,21 @@ never reach the batch; they are skipped and reported.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from podsync import timestamps
 from podsync.db import Database
-from podsync.feeds import InvalidFeedUrl, check_feed_url, url_key
+from podsync.feeds import InvalidFeedUrl, check_feed_url, has_bad_characters, url_key
 from podsync.opml import OutlineFeed, serialise_opml
 from podsync.services.sync import APPLIED, IGNORED, Action, SyncService
 from podsync.store import subscriptions, users
 from podsync.store.users import User
 
 MAX_TITLE = 1024
+_WHITE_SPACE = re.compile(r"[ \t\r\n]+")
 
 
 @dataclass(frozen=True)
@@ -38,12 +40,12 @@ class ImportReport:
 
 
 def clean_title(title: str | None) -> str | None:
-    """White space runs (newlines from &#10; included) become one space; control
-    characters go; very long titles are cut."""
+    """Runs of ASCII white space (newlines from &#10; included) become one space,
+    other control characters go, very long titles are cut."""
     if title is None:
         return None
-    text = " ".join(title.split())
-    text = "".join(ch for ch in text if ch.isprintable())
+    text = _WHITE_SPACE.sub(" ", title).strip()
+    text = "".join(ch for ch in text if not has_bad_characters(ch))
     return text[:MAX_TITLE] or None
 
 

@@ -1,0 +1,195 @@
+"""`podsync opml import` (contract section 10): each feed a subscribe through the
+sync rules, one transaction, counts printed, nothing stored from a bad file."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from podsync import timestamps
+from podsync.config import Config
+from podsync.db import Database
+from podsync.feeds import derive_guid
+from podsync.services.opml_io import clean_title
+from podsync.services.sync import Action, SyncService
+from tests.cli_support import add_user, dump, run, stored
+from tests.test_opml_parse import EXPECTED, FIXTURES, REFUSED
+
+
+def import_file(config: Config, name: str, user: str = "alice") -> str:
+    result = run(config, "opml", "import", user, str(FIXTURES / name))
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def counts(output: str) -> dict[str, int]:
+    lines = [line.split(": ") for line in output.splitlines()[:4]]
+    return {name: int(value) for name, value in lines}
+
+
+def unsubscribe(config: Config, feed_url: str, occurred_at: int) -> None:
+    """An unsubscribe sent through the same sync rules the API uses."""
+
+    async def send() -> None:
+        async with Database(config.database.path) as db:
+            with closing(sqlite3.connect(config.database.path)) as conn:
+                (user_id,) = conn.execute("SELECT id FROM users WHERE name = 'alice'").fetchone()
+            action = Action(
+                index=0,
+                action_id=None,
+                type="subscription",
+                action="unsubscribe",
+                occurred_at=timestamps.format(occurred_at),
+                data={"feed_url": feed_url},
+            )
+            [result] = await SyncService(db, config.sync).apply_batch(user_id, [action], None)
+            assert result.status == "applied", result
+
+    asyncio.run(send())
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_each_real_export_imports_exactly_its_feeds(config: Config, name: str) -> None:
+    add_user(config)
+    output = import_file(config, name)
+    expected = {(url, clean_title(title), True) for url, title in EXPECTED[name]}
+    assert stored(config) == expected
+    assert counts(output) == {
+        "added": len(expected),
+        "resubscribed": 0,
+        "already subscribed": 0,
+        "skipped": 0,
+    }
+
+
+def test_guid_is_derived_and_subscribed_at_is_the_server_clock(config: Config) -> None:
+    add_user(config)
+    before = timestamps.now_us()
+    import_file(config, "castro.opml")
+    after = timestamps.now_us()
+    with closing(sqlite3.connect(config.database.path)) as conn:
+        rows = conn.execute("SELECT feed_url, guid, subscribed_at FROM subscriptions").fetchall()
+    for url, guid, subscribed_at in rows:
+        assert guid == derive_guid(url)
+        assert before <= subscribed_at <= after
+
+
+def test_invalid_urls_and_repeats_are_skipped_counted_and_explained(config: Config) -> None:
+    add_user(config)
+    output = import_file(config, "skipped.opml")
+    assert counts(output) == {
+        "added": 2,
+        "resubscribed": 0,
+        "already subscribed": 0,
+        "skipped": 6,
+    }
+    assert stored(config) == {
+        ("https://good.example.com/feed/", "Good", True),
+        ("https://second.example.com/rss", "Second good", True),
+    }
+    assert "https://good.example.com/feed/: same feed as https://good.example.com/feed/" in output
+    assert "http://GOOD.example.com/feed: same feed as" in output
+    assert "file:///etc/passwd: feed_url must be an absolute http or https URL" in output
+    assert "/feed.xml: feed_url must be an absolute http or https URL" in output
+    assert "https://bad example.com/rss: feed_url contains white space" in output
+
+
+def test_a_second_import_changes_nothing(config: Config) -> None:
+    add_user(config)
+    import_file(config, "antennapod.opml")
+    before = dump(config)
+    output = import_file(config, "antennapod.opml")
+    assert counts(output) == {
+        "added": 0,
+        "resubscribed": 0,
+        "already subscribed": 4,
+        "skipped": 0,
+    }
+    # Same rows, same change_seq, same meta counter: not one write.
+    assert dump(config) == before
+
+
+def test_an_unsubscribed_feed_is_subscribed_again(config: Config) -> None:
+    add_user(config)
+    import_file(config, "castro.opml")
+    unsubscribe(config, "https://feeds.megaphone.fm/replyall", timestamps.now_us())
+    assert ("https://feeds.megaphone.fm/replyall", "Reply All", False) in stored(config)
+    output = import_file(config, "castro.opml")
+    assert counts(output) == {
+        "added": 0,
+        "resubscribed": 1,
+        "already subscribed": 1,
+        "skipped": 0,
+    }
+    assert ("https://feeds.megaphone.fm/replyall", "Reply All", True) in stored(config)
+
+
+def test_an_unsubscribe_stamped_later_than_the_import_wins_and_is_reported(
+    config: Config,
+) -> None:
+    add_user(config)
+    import_file(config, "castro.opml")
+    # A client whose clock runs 2 minutes ahead (within the allowed skew).
+    unsubscribe(config, "https://feeds.megaphone.fm/replyall", timestamps.now_us() + 120_000_000)
+    output = import_file(config, "castro.opml")
+    assert counts(output)["skipped"] == 1
+    assert "https://feeds.megaphone.fm/replyall: unsubscribed later than this import" in output
+    assert ("https://feeds.megaphone.fm/replyall", "Reply All", False) in stored(config)
+
+
+def test_import_reads_standard_input(config: Config) -> None:
+    add_user(config)
+    data = (FIXTURES / "pocketcasts.opml").read_bytes()
+    result = run(config, "opml", "import", "alice", "-", input=data)
+    assert result.exit_code == 0, result.output
+    assert counts(result.stdout)["added"] == 3
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_a_file_that_is_not_opml_imports_nothing(config: Config, name: str) -> None:
+    add_user(config)
+    import_file(config, "castro.opml")
+    before = dump(config)
+    result = run(config, "opml", "import", "alice", str(FIXTURES / name))
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"Error: {FIXTURES / name}: ")
+    assert line.endswith("nothing imported")
+    assert dump(config) == before
+
+
+def test_an_unknown_user_is_an_error_and_nothing_changes(config: Config) -> None:
+    add_user(config)
+    before = dump(config)
+    result = run(config, "opml", "import", "bob", str(FIXTURES / "castro.opml"))
+    assert result.exit_code == 1
+    assert result.stderr == "Error: no user named 'bob'\n"
+    assert dump(config) == before
+
+
+def test_a_missing_file_is_a_usage_error(config: Config, tmp_path: Path) -> None:
+    add_user(config)
+    result = run(config, "opml", "import", "alice", str(tmp_path / "nope.opml"))
+    assert result.exit_code == 2
+    assert "nope.opml" in result.stderr
+
+
+def test_export_then_import_into_another_account_gives_the_same_set(
+    config: Config, tmp_path: Path
+) -> None:
+    add_user(config, "alice")
+    add_user(config, "bob")
+    for name in ("antennapod.opml", "entities.opml", "iso-8859-1.opml", "overcast.opml"):
+        import_file(config, name, "alice")
+    out = tmp_path / "alice.opml"
+    result = run(config, "opml", "export", "alice", "-o", str(out))
+    assert result.exit_code == 0, result.output
+    result = run(config, "opml", "import", "bob", str(out))
+    assert result.exit_code == 0, result.output
+    assert counts(result.stdout)["added"] == 11
+    assert stored(config, "bob") == stored(config, "alice")
