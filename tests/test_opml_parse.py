@@ -1,3 +1,4 @@
+# ruff: noqa: RUF001 - the typographic quotes and dashes are what the fixtures hold
 """podsync.opml: parsing what real apps export, refusing what is not OPML, and
 serialising so that listparser reads it back (contract section 10)."""
 
