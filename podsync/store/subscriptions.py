@@ -156,19 +156,30 @@ async def save(
         )
 
 
-def _filter(include_unsubscribed: bool) -> str:
-    # Without unsubscribed rows, the partial index subscriptions_active serves the query.
-    return "" if include_unsubscribed else " AND unsubscribed_at IS NULL"
+def _keyset(include_unsubscribed: bool) -> tuple[str, str]:
+    """The indexed table and filter of a keyset query. The partial index holds only
+    subscribed rows, so a page never steps over unsubscribed ones; INDEXED BY keeps
+    the planner from choosing otherwise without statistics."""
+    if include_unsubscribed:
+        return "subscriptions INDEXED BY subscriptions_all", ""
+    return "subscriptions INDEXED BY subscriptions_active", " AND unsubscribed_at IS NULL"
+
+
+async def _select_keyset(
+    conn: aiosqlite.Connection, include_unsubscribed: bool, where: str, params: Sequence[Any]
+) -> list[Subscription]:
+    table, condition = _keyset(include_unsubscribed)
+    sql = f"SELECT {_COLUMNS} FROM {table} WHERE user_id = ? AND {where.format(condition)}"
+    async with conn.execute(sql, params) as cur:
+        return [_row(r) for r in await cur.fetchall()]
 
 
 async def page_after(
     conn: aiosqlite.Connection, user_id: int, after_id: int, include_unsubscribed: bool, limit: int
 ) -> list[Subscription]:
     """Up to `limit` entities with id > after_id, in creation order (keyset)."""
-    return await _select(
-        conn,
-        f"user_id = ? AND id > ?{_filter(include_unsubscribed)} ORDER BY id LIMIT ?",
-        (user_id, after_id, limit),
+    return await _select_keyset(
+        conn, include_unsubscribed, "id > ?{} ORDER BY id LIMIT ?", (user_id, after_id, limit)
     )
 
 
@@ -176,9 +187,10 @@ async def page_before(
     conn: aiosqlite.Connection, user_id: int, before_id: int, include_unsubscribed: bool, limit: int
 ) -> list[Subscription]:
     """Up to `limit` entities with id < before_id, nearest first (for a previous page)."""
-    return await _select(
+    return await _select_keyset(
         conn,
-        f"user_id = ? AND id < ?{_filter(include_unsubscribed)} ORDER BY id DESC LIMIT ?",
+        include_unsubscribed,
+        "id < ?{} ORDER BY id DESC LIMIT ?",
         (user_id, before_id, limit),
     )
 
@@ -188,10 +200,8 @@ async def exists_beyond(
 ) -> bool:
     """Whether a matching entity lies after (or before) the id `pivot`."""
     op = ">" if after else "<"
-    sql = (
-        f"SELECT EXISTS (SELECT 1 FROM subscriptions WHERE user_id = ? AND id {op} ?"
-        f"{_filter(include_unsubscribed)})"
-    )
+    table, condition = _keyset(include_unsubscribed)
+    sql = f"SELECT EXISTS (SELECT 1 FROM {table} WHERE user_id = ? AND id {op} ?{condition})"
     async with conn.execute(sql, (user_id, pivot)) as cur:
         row = await cur.fetchone()
     return bool(row and row[0])

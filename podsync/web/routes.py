@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from podsync.web import auth_handlers, health, opml_export, subscriptions, sync
+from podsync.web import auth_handlers, health, openapi, opml_export, subscriptions, sync
 
 
 def setup_routes(app: web.Application) -> None:
@@ -26,5 +26,6 @@ def setup_routes(app: web.Application) -> None:
             ),
             web.post("/api/v1/sync", sync.post_batch),
             web.get("/api/v1/sync", sync.get_changes, allow_head=False),
+            web.get("/api/v1/openapi.json", openapi.openapi, allow_head=False),
         ]
     )
