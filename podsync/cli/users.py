@@ -8,6 +8,8 @@ import click
 
 from podsync import timestamps
 from podsync.cli.base import Context, pass_context, read_password, run_with_accounts
+from podsync.errors import InvalidInput
+from podsync.services.accounts import check_username
 
 
 @click.group()
@@ -32,6 +34,10 @@ def user_add(ctx: Context, name: str, password_stdin: bool) -> None:
       podsync user add alice
       printf '%s\\n' "$PASSWORD" | podsync user add alice --password-stdin
     """
+    try:
+        check_username(name)  # before asking for a password
+    except InvalidInput as exc:
+        raise click.ClickException(str(exc)) from None
     password = read_password(password_stdin)
     run_with_accounts(ctx.config, lambda accounts: accounts.add_user(name, password))
     click.echo(f"user {name} created")
@@ -48,6 +54,7 @@ def user_passwd(ctx: Context, name: str, password_stdin: bool) -> None:
     Example:
       podsync user passwd alice
     """
+    run_with_accounts(ctx.config, lambda accounts: accounts.get_user(name))  # exists?
     password = read_password(password_stdin)
     run_with_accounts(ctx.config, lambda accounts: accounts.set_password(name, password))
     click.echo(f"password of {name} changed; their apps must log in again")
