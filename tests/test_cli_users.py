@@ -6,11 +6,9 @@ from __future__ import annotations
 import asyncio
 import os
 import pty
-import select
 import sqlite3
 import subprocess
 import sys
-import time
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -24,6 +22,7 @@ from podsync.cli import cli
 from podsync.config import Config
 from tests.cli_support import add_user, config_path, run
 from tests.conftest import PASSWORD, bearer, login
+from tests.terminal import read_until
 from tests.test_opml_parse import FIXTURES
 
 NEW_PASSWORD = "another fine passphrase"
@@ -79,21 +78,6 @@ def test_adding_an_existing_user_fails(config: Config) -> None:
     )
 
 
-def _read_until(fd: int, wanted: bytes, seen: bytearray, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while wanted not in seen:
-        remaining = deadline - time.monotonic()
-        assert remaining > 0, f"waited for {wanted!r}, saw {bytes(seen)!r}"
-        ready, _, _ = select.select([fd], [], [], remaining)
-        if ready:
-            try:
-                chunk = os.read(fd, 1024)
-            except OSError:  # the child closed the terminal
-                chunk = b""
-            assert chunk, f"terminal closed before {wanted!r}; saw {bytes(seen)!r}"
-            seen += chunk
-
-
 def test_add_on_a_terminal_asks_twice_without_echo(config: Config) -> None:
     main, secondary = pty.openpty()
     process = subprocess.Popen(
@@ -106,11 +90,11 @@ def test_add_on_a_terminal_asks_twice_without_echo(config: Config) -> None:
     os.close(secondary)
     seen = bytearray()
     try:
-        _read_until(main, b"Password:", seen)
+        read_until(main, b"Password:", seen)
         os.write(main, PASSWORD.encode() + b"\n")
-        _read_until(main, b"Repeat for confirmation:", seen)
+        read_until(main, b"Repeat for confirmation:", seen)
         os.write(main, PASSWORD.encode() + b"\n")
-        _read_until(main, b"user tty created", seen)
+        read_until(main, b"user tty created", seen)
         assert process.wait(timeout=20) == 0
     finally:
         if process.poll() is None:

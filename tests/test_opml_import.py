@@ -4,19 +4,26 @@ sync rules, one transaction, counts printed, nothing stored from a bad file."""
 from __future__ import annotations
 
 import asyncio
+import os
+import pty
 import sqlite3
+import subprocess
 from contextlib import closing
 from pathlib import Path
 
 import pytest
 
 from podsync import timestamps
+from podsync.cli.opml import PROGRESS_THRESHOLD
 from podsync.config import Config
 from podsync.db import Database
 from podsync.feeds import derive_guid
 from podsync.services.opml_io import clean_title
 from podsync.services.sync import Action, SyncService
 from tests.cli_support import add_user, dump, run, stored
+from tests.server_support import podsync_command
+from tests.terminal import read_until
+from tests.test_cli_beside_server import big_opml
 from tests.test_opml_parse import EXPECTED, FIXTURES, REFUSED
 
 
@@ -193,3 +200,38 @@ def test_export_then_import_into_another_account_gives_the_same_set(
     assert result.exit_code == 0, result.output
     assert counts(result.stdout)["added"] == 11
     assert stored(config, "bob") == stored(config, "alice")
+
+
+def test_a_large_file_shows_a_progress_bar_on_a_terminal(config: Config, tmp_path: Path) -> None:
+    add_user(config)
+    opml = tmp_path / "big.opml"
+    big_opml(opml, PROGRESS_THRESHOLD + 1)
+    main, secondary = pty.openpty()
+    process = subprocess.Popen(
+        podsync_command(config, "opml", "import", "alice", str(opml)),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=secondary,
+    )
+    os.close(secondary)
+    seen = bytearray()
+    try:
+        read_until(main, b"in one transaction", seen)
+        stdout, _ = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        os.close(main)
+    assert process.returncode == 0
+    assert b"checking feeds" in seen
+    assert stdout.decode().startswith(f"added: {PROGRESS_THRESHOLD + 1}\n")
+
+
+def test_no_progress_bar_without_a_terminal(config: Config, tmp_path: Path) -> None:
+    add_user(config)
+    opml = tmp_path / "big.opml"
+    big_opml(opml, PROGRESS_THRESHOLD + 1)
+    result = run(config, "opml", "import", "alice", str(opml))
+    assert result.exit_code == 0
+    assert result.stderr == ""

@@ -10,6 +10,7 @@ from typing import BinaryIO
 import click
 from click._termui_impl import ProgressBar
 
+from podsync import timestamps
 from podsync.cli.base import Context, pass_context, run_with_db
 from podsync.db import Database
 from podsync.opml import OpmlError, parse_opml
@@ -52,12 +53,13 @@ def opml_import(ctx: Context, name: str, file: BinaryIO) -> None:
     async def run(db: Database) -> ImportReport:
         service = OpmlService(db, SyncService(db, config.sync))
         user = await service.require_user(name)
+        now = timestamps.now_us()
         if not show_bar:
-            return await service.import_feeds(user, feeds)
-        with click.progressbar(length=len(feeds), label="importing", file=sys.stderr) as bar:
-            report = await service.import_feeds(user, feeds, progress=_advance(bar))
-            bar.label = "saved"
-        return report
+            return await service.apply(user, service.plan(feeds, now), now)
+        with click.progressbar(length=len(feeds), label="checking feeds", file=sys.stderr) as bar:
+            plan = service.plan(feeds, now, progress=_advance(bar))
+        click.echo(f"saving {len(plan.actions)} feeds in one transaction", err=True)
+        return await service.apply(user, plan, now)
 
     report = run_with_db(config, run)
     click.echo(f"added: {report.added}")

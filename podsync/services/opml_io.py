@@ -32,6 +32,12 @@ class SkippedFeed:
 
 
 @dataclass
+class ImportPlan:
+    actions: list[Action] = field(default_factory=list)
+    skipped: list[SkippedFeed] = field(default_factory=list)
+
+
+@dataclass
 class ImportReport:
     added: int = 0
     resubscribed: int = 0
@@ -59,26 +65,31 @@ class OpmlService:
             return await users.require_by_name(conn, name)
 
     async def import_feeds(
-        self,
-        user: User,
-        feeds: Sequence[OutlineFeed],
-        now: int | None = None,
-        progress: Callable[[int], None] | None = None,
+        self, user: User, feeds: Sequence[OutlineFeed], now: int | None = None
     ) -> ImportReport:
-        """Subscribe `user` to `feeds` in one transaction; `progress(n)` after n checked."""
+        """Subscribe `user` to `feeds` in one transaction."""
         now = timestamps.now_us() if now is None else now
+        return await self.apply(user, self.plan(feeds, now), now)
+
+    def plan(
+        self,
+        feeds: Sequence[OutlineFeed],
+        now: int,
+        progress: Callable[[int], None] | None = None,
+    ) -> ImportPlan:
+        """Check every feed (no database): the subscribes to send and the skipped;
+        `progress(n)` after n feeds."""
         occurred_at = timestamps.format(now)
-        report = ImportReport()
+        plan = ImportPlan()
         first_of_key: dict[str, str] = {}
-        actions: list[Action] = []
         for number, feed in enumerate(feeds, start=1):
             reason = self._skip_reason(feed.url, first_of_key)
             if reason is not None:
-                report.skipped.append(SkippedFeed(feed.url, reason))
+                plan.skipped.append(SkippedFeed(feed.url, reason))
             else:
-                actions.append(
+                plan.actions.append(
                     Action(
-                        index=len(actions),
+                        index=len(plan.actions),
                         action_id=None,
                         type="subscription",
                         action="subscribe",
@@ -89,9 +100,14 @@ class OpmlService:
                 )
             if progress is not None:
                 progress(number)
-        if not actions:
+        return plan
+
+    async def apply(self, user: User, plan: ImportPlan, now: int) -> ImportReport:
+        """Send the planned subscribes through the sync rules in one transaction."""
+        report = ImportReport(skipped=list(plan.skipped))
+        if not plan.actions:
             return report
-        for result in await self.sync.apply_batch(user.id, actions, client_id=None, now=now):
+        for result in await self.sync.apply_batch(user.id, plan.actions, client_id=None, now=now):
             url = result.action.data["feed_url"]
             if result.status == APPLIED and result.created:
                 report.added += 1
