@@ -4,11 +4,7 @@ error paths, exit codes 0/1/2, and no password or token in any output."""
 from __future__ import annotations
 
 import asyncio
-import os
-import pty
 import sqlite3
-import subprocess
-import sys
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -20,9 +16,10 @@ from click.testing import CliRunner
 from podsync import __version__
 from podsync.cli import cli
 from podsync.config import Config
-from tests.cli_support import add_user, config_path, run
+from tests.cli_support import add_user, run
 from tests.conftest import PASSWORD, bearer, login
-from tests.terminal import read_until
+from tests.server_support import podsync_command
+from tests.terminal import converse
 from tests.test_opml_parse import FIXTURES
 
 NEW_PASSWORD = "another fine passphrase"
@@ -79,30 +76,27 @@ def test_adding_an_existing_user_fails(config: Config) -> None:
 
 
 def test_add_on_a_terminal_asks_twice_without_echo(config: Config) -> None:
-    main, secondary = pty.openpty()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "podsync", "--config", config_path(config), "user", "add", "tty"],
-        stdin=secondary,
-        stdout=secondary,
-        stderr=secondary,
-        close_fds=True,
+    secret = PASSWORD.encode()
+    code, seen = converse(
+        podsync_command(config, "user", "add", "tty"),
+        [(b"Password:", secret), (b"Repeat for confirmation:", secret), (b"created", None)],
     )
-    os.close(secondary)
-    seen = bytearray()
-    try:
-        read_until(main, b"Password:", seen)
-        os.write(main, PASSWORD.encode() + b"\n")
-        read_until(main, b"Repeat for confirmation:", seen)
-        os.write(main, PASSWORD.encode() + b"\n")
-        read_until(main, b"user tty created", seen)
-        assert process.wait(timeout=20) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        os.close(main)
-    assert PASSWORD.encode() not in seen
+    assert code == 0
+    assert b"user tty created" in seen
+    assert secret not in seen
     assert ("tty", 1, 0) in users_table(config)
+
+
+def test_delete_on_a_terminal_asks_first(config: Config) -> None:
+    add_user(config, "alice")
+    add_user(config, "bob")
+    prompt = b"Delete user alice and all their data? [y/N]:"
+    code, seen = converse(podsync_command(config, "user", "delete", "alice"), [(prompt, b"n")])
+    assert code == 1
+    assert b"Error: not deleted" in seen
+    code, _ = converse(podsync_command(config, "user", "delete", "alice"), [(prompt, b"y")])
+    assert code == 0
+    assert [name for name, *_ in users_table(config)] == ["bob"]
 
 
 def test_list_shows_name_state_subscriptions_and_rfc3339_creation(config: Config) -> None:
