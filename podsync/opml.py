@@ -40,8 +40,9 @@ _DECLARED_ENCODING = re.compile(r"""(\sencoding\s*=\s*)(["'])([A-Za-z][A-Za-z0-9
 _ENTITY_REF = re.compile(r"&([A-Za-z][A-Za-z0-9]*);")
 _XML_ENTITIES = frozenset({"amp", "lt", "gt", "quot", "apos"})
 # HTML named entities (&eacute;) are not XML, yet apps put them in titles and
-# listparser (an HTML parser underneath) decodes them. Blank them out, keeping
-# every offset, for the well-formedness check only.
+# listparser (an HTML parser underneath) decodes them. The well-formedness check
+# sees them as character references (and, to locate an error, as blanks of the
+# same length); listparser gets them as they are.
 _HTML_ENTITIES = frozenset(
     name[:-1]
     for name in html.entities.html5
@@ -57,7 +58,7 @@ class OpmlError(InvalidInput):
 
 @dataclass(frozen=True)
 class OutlineFeed:
-    """A feed outline: its xmlUrl and its title (text, else title attribute)."""
+    """A feed outline: its xmlUrl and its title (title attribute, else text)."""
 
     url: str
     title: str | None
@@ -91,6 +92,8 @@ def decode_document(data: bytes) -> str:
     encoding, start = _detect_encoding(data)
     try:
         text = data[start:].decode(encoding)
+    except LookupError:  # a codec that is not a text encoding ("base64")
+        raise OpmlError(f"the XML declaration names {encoding!r}, not a text encoding") from None
     except UnicodeDecodeError as exc:
         line, column = _position(data[start : start + exc.start], encoding)
         raise OpmlError(

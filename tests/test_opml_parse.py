@@ -4,6 +4,7 @@ serialising so that listparser reads it back (contract section 10)."""
 
 from __future__ import annotations
 
+import random
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -147,6 +148,11 @@ def test_an_unknown_declared_encoding_is_refused() -> None:
         parse_opml(b'<?xml version="1.0" encoding="x-klingon"?><opml/>')
 
 
+def test_a_declared_codec_that_is_not_a_text_encoding_is_refused() -> None:
+    with pytest.raises(OpmlError, match="not a text encoding"):
+        parse_opml(b'<?xml version="1.0" encoding="base64"?><opml/>')
+
+
 def test_external_entities_are_never_fetched_or_declared() -> None:
     doc = (
         b'<?xml version="1.0"?><!DOCTYPE opml [<!ENTITY xxe SYSTEM "file:///etc/passwd">]>'
@@ -185,3 +191,25 @@ def test_serialised_opml_is_read_back_by_listparser_to_the_same_feeds() -> None:
     again = parse_opml(document)
     assert [f.url for f in again] == [f.url for f in feeds]
     assert b'type="rss" text="https://example.org/rss" xmlUrl="https://example.org/rss"' in document
+
+
+def test_mangled_files_give_feeds_or_an_opml_error_never_a_crash() -> None:
+    rnd = random.Random(20261122)
+    files = [path.read_bytes() for path in sorted(FIXTURES.iterdir())]
+    inserts = [b"&", b"<", b"&eacute;", b"\x00", b'"', b"<!DOCTYPE x>", b"&#0;", b"\xff\xfe"]
+    for _ in range(1000):
+        data = bytearray(rnd.choice(files) or b"<opml/>")
+        for _ in range(rnd.randint(1, 4)):
+            at = rnd.randrange(len(data) or 1)
+            choice = rnd.random()
+            if choice < 0.4 and data:
+                data[at] = rnd.randrange(256)
+            elif choice < 0.7:
+                del data[at : at + rnd.randint(1, 20)]
+            else:
+                data[at:at] = rnd.choice(inserts)
+        try:
+            feeds = parse_opml(bytes(data))
+        except OpmlError:
+            continue
+        assert all(isinstance(feed, OutlineFeed) for feed in feeds)
