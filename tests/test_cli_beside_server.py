@@ -122,6 +122,10 @@ def test_a_backup_taken_while_the_server_writes_is_whole(config: Config, tmp_pat
                 )
                 assert done.returncode == 0, done.stderr
                 backups.append(dest)
+            live = subprocess.run(
+                podsync_command(config, "db", "check"), capture_output=True, text=True, timeout=60
+            )
+            assert live.returncode == 0, live.stderr
         finally:
             writer.stop.set()
             writer.join(timeout=30)
