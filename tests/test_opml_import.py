@@ -105,6 +105,24 @@ def test_invalid_urls_and_repeats_are_skipped_counted_and_explained(config: Conf
     assert "https://bad example.com/rss: feed_url contains white space" in output
 
 
+def test_skipped_urls_print_on_one_line_each(config: Config) -> None:
+    add_user(config)
+    long_url = "https://long.example.com/" + "x" * 3000
+    doc = (
+        '<opml version="2.0"><body>'
+        '<outline type="rss" text="newline" xmlUrl="https://a.example.com/&#10;rss"/>'
+        f'<outline type="rss" text="long" xmlUrl="{long_url}"/>'
+        "</body></opml>"
+    )
+    result = run(config, "opml", "import", "alice", "-", input=doc.encode())
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[4:] == [
+        "  https://a.example.com/\\nrss: feed_url contains a control character",
+        f"  {long_url[:197]}...: feed_url is longer than 2048 characters",
+    ]
+
+
 def test_a_second_import_changes_nothing(config: Config) -> None:
     add_user(config)
     import_file(config, "antennapod.opml")

@@ -5,10 +5,9 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import click
-from click._termui_impl import ProgressBar
 
 from podsync import timestamps
 from podsync.cli.base import Context, pass_context, run_with_db
@@ -16,6 +15,9 @@ from podsync.db import Database
 from podsync.opml import OpmlError, parse_opml
 from podsync.services.opml_io import ImportReport, OpmlService
 from podsync.services.sync import SyncService
+
+if TYPE_CHECKING:  # click's progress bar class is private; only its type is needed
+    from click._termui_impl import ProgressBar
 
 # Files with more feeds than this show a progress bar on a terminal.
 PROGRESS_THRESHOLD = 300
@@ -67,9 +69,16 @@ def opml_import(ctx: Context, name: str, file: BinaryIO) -> None:
     click.echo(f"already subscribed: {report.already_subscribed}")
     click.echo(f"skipped: {len(report.skipped)}")
     for skipped in report.skipped[:SKIPPED_SHOWN]:
-        click.echo(f"  {skipped.url}: {skipped.reason}")
+        click.echo(f"  {_shown(skipped.url)}: {skipped.reason}")
     if len(report.skipped) > SKIPPED_SHOWN:
         click.echo(f"  ... and {len(report.skipped) - SKIPPED_SHOWN} more")
+
+
+def _shown(url: str, limit: int = 200) -> str:
+    """A URL from the file, safe to print on one line: escapes for what is not
+    printable (a &#10; in an attribute), cut when very long."""
+    text = "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in url)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _advance(bar: ProgressBar[int]) -> Callable[[int], None]:
