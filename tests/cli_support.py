@@ -3,14 +3,18 @@ it stored straight from the SQLite file."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from contextlib import closing
 from pathlib import Path
 
 from click.testing import CliRunner, Result
 
+from podsync import timestamps
 from podsync.cli import cli
 from podsync.config import Config
+from podsync.db import Database
+from podsync.services.sync import Action, SyncService
 from tests.conftest import PASSWORD
 
 
@@ -42,3 +46,32 @@ def dump(config: Config) -> list[str]:
     """Every row of every table, to compare a database before and after."""
     with closing(sqlite3.connect(config.database.path)) as conn:
         return list(conn.iterdump())
+
+
+def big_opml(path: Path, feeds: int) -> None:
+    outlines = "\n".join(
+        f'<outline type="rss" text="Feed {i}" xmlUrl="https://feeds.example.com/{i}/rss"/>'
+        for i in range(feeds)
+    )
+    path.write_text(f'<opml version="2.0"><body>\n{outlines}\n</body></opml>\n')
+
+
+def unsubscribe(config: Config, feed_url: str, occurred_at: int) -> None:
+    """An unsubscribe sent through the same sync rules the API uses."""
+
+    async def send() -> None:
+        async with Database(config.database.path) as db:
+            with closing(sqlite3.connect(config.database.path)) as conn:
+                (user_id,) = conn.execute("SELECT id FROM users WHERE name = 'alice'").fetchone()
+            action = Action(
+                index=0,
+                action_id=None,
+                type="subscription",
+                action="unsubscribe",
+                occurred_at=timestamps.format(occurred_at),
+                data={"feed_url": feed_url},
+            )
+            [result] = await SyncService(db, config.sync).apply_batch(user_id, [action], None)
+            assert result.status == "applied", result
+
+    asyncio.run(send())

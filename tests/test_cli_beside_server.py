@@ -13,17 +13,9 @@ from pathlib import Path
 
 from podsync import timestamps
 from podsync.config import Config
-from tests.cli_support import add_user
+from tests.cli_support import add_user, big_opml
 from tests.conftest import PASSWORD
 from tests.server_support import access_token, podsync_command, request, serving
-
-
-def big_opml(path: Path, feeds: int) -> None:
-    outlines = "\n".join(
-        f'<outline type="rss" text="Feed {i}" xmlUrl="https://feeds.example.com/{i}/rss"/>'
-        for i in range(feeds)
-    )
-    path.write_text(f'<opml version="2.0"><body>\n{outlines}\n</body></opml>\n')
 
 
 class Poller(threading.Thread):

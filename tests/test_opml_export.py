@@ -14,10 +14,9 @@ from podsync.db import Database
 from podsync.opml import OutlineFeed, parse_opml
 from podsync.services.opml_io import OpmlService
 from podsync.services.sync import SyncService
-from tests.cli_support import add_user, run
+from tests.cli_support import add_user, run, unsubscribe
 from tests.conftest import bearer
 from tests.sync_helpers import action, post_batch
-from tests.test_opml_import import unsubscribe
 from tests.test_opml_parse import FIXTURES
 
 FEEDS = [

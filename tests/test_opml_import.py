@@ -3,7 +3,6 @@ sync rules, one transaction, counts printed, nothing stored from a bad file."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import pty
 import sqlite3
@@ -16,14 +15,11 @@ import pytest
 from podsync import timestamps
 from podsync.cli.opml import PROGRESS_THRESHOLD
 from podsync.config import Config
-from podsync.db import Database
 from podsync.feeds import derive_guid
 from podsync.services.opml_io import clean_title
-from podsync.services.sync import Action, SyncService
-from tests.cli_support import add_user, dump, run, stored
+from tests.cli_support import add_user, big_opml, dump, run, stored, unsubscribe
 from tests.server_support import podsync_command
 from tests.terminal import read_until
-from tests.test_cli_beside_server import big_opml
 from tests.test_opml_parse import EXPECTED, FIXTURES, REFUSED
 
 
@@ -36,27 +32,6 @@ def import_file(config: Config, name: str, user: str = "alice") -> str:
 def counts(output: str) -> dict[str, int]:
     lines = [line.split(": ") for line in output.splitlines()[:4]]
     return {name: int(value) for name, value in lines}
-
-
-def unsubscribe(config: Config, feed_url: str, occurred_at: int) -> None:
-    """An unsubscribe sent through the same sync rules the API uses."""
-
-    async def send() -> None:
-        async with Database(config.database.path) as db:
-            with closing(sqlite3.connect(config.database.path)) as conn:
-                (user_id,) = conn.execute("SELECT id FROM users WHERE name = 'alice'").fetchone()
-            action = Action(
-                index=0,
-                action_id=None,
-                type="subscription",
-                action="unsubscribe",
-                occurred_at=timestamps.format(occurred_at),
-                data={"feed_url": feed_url},
-            )
-            [result] = await SyncService(db, config.sync).apply_batch(user_id, [action], None)
-            assert result.status == "applied", result
-
-    asyncio.run(send())
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
