@@ -47,12 +47,14 @@ class ProfiledServer(Server):
             self.proc.wait(timeout=30)
 
 
-def top(collapsed: Path, count: int) -> None:
+def top(collapsed: Path, count: int, main_only: bool) -> None:
     own: collections.Counter[str] = collections.Counter()
     total: collections.Counter[str] = collections.Counter()
     samples = 0
     for line in collapsed.read_text().splitlines():
         stack, _, n = line.rpartition(" ")
+        if main_only and "_run_module_as_main" not in stack:
+            continue  # a worker thread (aiosqlite, argon2), not the event loop
         frames = stack.split(";")[1:]  # the first frame names the thread
         weight = int(n)
         samples += weight
@@ -74,6 +76,7 @@ def main() -> None:
     parser.add_argument("--duration", type=int, default=10)
     parser.add_argument("--top", type=int, default=30)
     parser.add_argument("--out", type=Path, help="keep the collapsed stacks here")
+    parser.add_argument("--main-only", action="store_true", help="only the event loop's thread")
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="podsync-profile-"))
     collapsed = args.out or workdir / "stacks.txt"
@@ -82,7 +85,7 @@ def main() -> None:
         config = write_podsync_config(workdir, port)
         seed(config, {"bench-sync": 0, "bench-10k": 10_000})
         argv = [
-            "py-spy", "record", "--format", "raw", "--rate", "200", "--threads",
+            "py-spy", "record", "--format", "raw", "--rate", "200", "--threads", "--nonblocking",
             "--output", str(collapsed), "--",
             sys.executable, "-m", "podsync", "--config", str(config), "serve",
         ]  # fmt: skip
@@ -99,7 +102,7 @@ def main() -> None:
                 url, script, wrk_args = base + feed_head_path(base, token), "get.lua", [token]
             result = run_wrk(url, script, wrk_args, workdir, args.duration)
             print(f"{result.per_second:.1f} req/s, p99 {result.p99_ms:.1f} ms (under py-spy)")
-        top(collapsed, args.top)
+        top(collapsed, args.top, args.main_only)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from functools import lru_cache
 from urllib.parse import urlsplit
 
 MAX_FEED_URL = 2048
@@ -52,6 +53,9 @@ def _without_scheme(url: str) -> str:
     return _SCHEME.sub("", url, count=1)
 
 
+# url_key and derive_guid are pure and a batch asks for each several times (matching,
+# then creating); a small cache keeps that off the single writer's critical path.
+@lru_cache(maxsize=1024)
 def url_key(url: str) -> str:
     """`HTTPS://Example.com/feed/#x` -> `example.com/feed`: scheme, fragment and
     trailing slashes removed, host lower-cased; port, path and query kept."""
@@ -62,6 +66,7 @@ def url_key(url: str) -> str:
     return (userinfo + at + host.lower() + tail).rstrip("/")
 
 
+@lru_cache(maxsize=1024)
 def derive_guid(url: str) -> str:
     """The Podcasting 2.0 podcast:guid: UUIDv5 of the URL without scheme and trailing '/'."""
     return str(uuid.uuid5(PODCAST_GUID_NAMESPACE, _without_scheme(url).rstrip("/")))

@@ -8,6 +8,8 @@ from typing import Any
 
 import aiosqlite
 
+from podsync.store import fetch_all, fetch_one
+
 
 @dataclass(frozen=True)
 class Subscription:
@@ -45,8 +47,8 @@ def _row(row: Any) -> Subscription:
 async def _select(
     conn: aiosqlite.Connection, where: str, params: Sequence[Any]
 ) -> list[Subscription]:
-    async with conn.execute(f"SELECT {_COLUMNS} FROM subscriptions WHERE {where}", params) as cur:
-        return [_row(r) for r in await cur.fetchall()]
+    rows = await fetch_all(conn, f"SELECT {_COLUMNS} FROM subscriptions WHERE {where}", params)
+    return [_row(r) for r in rows]
 
 
 async def get_by_sync_id(
@@ -170,8 +172,7 @@ async def _select_keyset(
 ) -> list[Subscription]:
     table, condition = _keyset(include_unsubscribed)
     sql = f"SELECT {_COLUMNS} FROM {table} WHERE user_id = ? AND {where.format(condition)}"
-    async with conn.execute(sql, params) as cur:
-        return [_row(r) for r in await cur.fetchall()]
+    return [_row(r) for r in await fetch_all(conn, sql, params)]
 
 
 async def page_after(
@@ -202,8 +203,7 @@ async def exists_beyond(
     op = ">" if after else "<"
     table, condition = _keyset(include_unsubscribed)
     sql = f"SELECT EXISTS (SELECT 1 FROM {table} WHERE user_id = ? AND id {op} ?{condition})"
-    async with conn.execute(sql, (user_id, pivot)) as cur:
-        row = await cur.fetchone()
+    row = await fetch_one(conn, sql, (user_id, pivot))
     return bool(row and row[0])
 
 
@@ -227,9 +227,9 @@ async def changes_after(
 
 async def first_change_since(conn: aiosqlite.Connection, user_id: int, since: int) -> int | None:
     """The smallest change_seq among the user's entities changed at or after `since`."""
-    async with conn.execute(
+    row = await fetch_one(
+        conn,
         "SELECT min(change_seq) FROM subscriptions WHERE user_id = ? AND changed_at >= ?",
         (user_id, since),
-    ) as cur:
-        row = await cur.fetchone()
+    )
     return None if row is None or row[0] is None else int(row[0])
