@@ -66,17 +66,25 @@ async def find_matching(
     guids: Iterable[str],
 ) -> list[Subscription]:
     """The user's entities with any of these sync ids, url keys or guids (each once)."""
-    found: dict[int, Subscription] = {}
+    parts: list[tuple[str, list[str]]] = []
     for column, values in (("sync_id", sync_ids), ("url_key", url_keys), ("guid", guids)):
         unique = sorted(set(values))
-        for start in range(0, len(unique), _CHUNK):
-            chunk = unique[start : start + _CHUNK]
-            marks = ",".join("?" * len(chunk))
-            for sub in await _select(
-                conn, f"user_id = ? AND {column} IN ({marks})", (user_id, *chunk)
-            ):
-                assert sub.id is not None
-                found[sub.id] = sub
+        parts += [(column, unique[i : i + _CHUNK]) for i in range(0, len(unique), _CHUNK)]
+    found: dict[int, Subscription] = {}
+    # A batch's three IN lists go to SQLite as one UNION ALL: one round trip to the
+    # writer's thread instead of three, each part still served by its own index.
+    for start in range(0, len(parts), 3):
+        group = parts[start : start + 3]
+        sql = " UNION ALL ".join(
+            f"SELECT {_COLUMNS} FROM subscriptions "
+            f"WHERE user_id = ? AND {column} IN ({','.join('?' * len(chunk))})"
+            for column, chunk in group
+        )
+        params = [value for _, chunk in group for value in (user_id, *chunk)]
+        for row in await fetch_all(conn, sql, params):
+            sub = _row(row)
+            assert sub.id is not None
+            found[sub.id] = sub
     return sorted(found.values(), key=lambda s: s.id or 0)
 
 
