@@ -17,6 +17,8 @@ PODCAST_GUID_NAMESPACE = uuid.UUID("ead4c236-bf58-58c6-a2c6-a6b28d128cb6")
 # C0 and C1 controls (DEL included) and lone surrogates; one regex scan, not a
 # Python loop per character, because every string of every sync action passes here.
 _BAD_CHARACTERS = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+# Matches exactly what str.isspace() calls white space (checked over all code points).
+_WHITE_SPACE = re.compile(r"\s")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://", re.ASCII)
 
 
@@ -35,7 +37,7 @@ def check_feed_url(url: str) -> str:
         raise InvalidFeedUrl(f"feed_url is longer than {MAX_FEED_URL} characters")
     if has_bad_characters(url):
         raise InvalidFeedUrl("feed_url contains a control character")
-    if any(ch.isspace() for ch in url):
+    if _WHITE_SPACE.search(url):
         raise InvalidFeedUrl("feed_url contains white space")
     try:
         parts = urlsplit(url)
