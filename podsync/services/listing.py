@@ -82,27 +82,24 @@ class ListingService:
     ) -> Page:
         """One page in creation order, after (or, for a prev cursor, before) a position."""
         kind, position = self.cursors.read(since, user_id, (NEXT, PREV)) if since else (NEXT, 0)
-        async with self.db.snapshot() as conn:
-            if kind == NEXT:
-                rows = await store.page_after(
-                    conn, user_id, position, include_unsubscribed, limit + 1
+        # The page and the flag for the other side come from one statement. Beyond
+        # the page, the flag does not depend on its rows: the page starts at the
+        # first matching entity past `position`, so "an entity before the page's
+        # first" is "an entity at or before `position`" (and likewise backwards).
+        forward = kind == NEXT
+        async with self.db.read() as conn:
+            rows, edge = await store.page_and_edge(
+                conn, user_id, position, forward, include_unsubscribed, limit + 1
+            )
+            if edge is None:  # an empty page carries no flag: ask for it alone
+                pivot = position + 1 if forward else position - 1
+                edge = await store.exists_beyond(
+                    conn, user_id, pivot, not forward, include_unsubscribed
                 )
-                has_next, rows = len(rows) > limit, rows[:limit]
-                first = rows[0].id if rows else position + 1
-                assert first is not None
-                has_prev = await store.exists_beyond(
-                    conn, user_id, first, False, include_unsubscribed
-                )
-            else:
-                rows = await store.page_before(
-                    conn, user_id, position, include_unsubscribed, limit + 1
-                )
-                has_prev, rows = len(rows) > limit, rows[:limit][::-1]
-                last = rows[-1].id if rows else position - 1
-                assert last is not None
-                has_next = await store.exists_beyond(
-                    conn, user_id, last, True, include_unsubscribed
-                )
+        if forward:
+            has_next, rows, has_prev = len(rows) > limit, rows[:limit], edge
+        else:
+            has_prev, rows, has_next = len(rows) > limit, rows[:limit][::-1], edge
         next_cursor = prev_cursor = None
         if has_next:
             last_id = rows[-1].id if rows else position - 1

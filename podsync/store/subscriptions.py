@@ -175,33 +175,32 @@ def _keyset(include_unsubscribed: bool) -> tuple[str, str]:
     return "subscriptions INDEXED BY subscriptions_active", " AND unsubscribed_at IS NULL"
 
 
-async def _select_keyset(
-    conn: aiosqlite.Connection, include_unsubscribed: bool, where: str, params: Sequence[Any]
-) -> list[Subscription]:
+async def page_and_edge(
+    conn: aiosqlite.Connection,
+    user_id: int,
+    position: int,
+    forward: bool,
+    include_unsubscribed: bool,
+    limit: int,
+) -> tuple[list[Subscription], bool | None]:
+    """Up to `limit` entities beyond `position` (id > position in creation order, or
+    id < position nearest first) and, from the same statement so that the two agree,
+    whether a matching entity lies on the other side (id <= position, or id >=
+    position). One round trip instead of a read transaction of four. The flag rides
+    on every row, so it is None for an empty page."""
     table, condition = _keyset(include_unsubscribed)
-    sql = f"SELECT {_COLUMNS} FROM {table} WHERE user_id = ? AND {where.format(condition)}"
-    return [_row(r) for r in await fetch_all(conn, sql, params)]
-
-
-async def page_after(
-    conn: aiosqlite.Connection, user_id: int, after_id: int, include_unsubscribed: bool, limit: int
-) -> list[Subscription]:
-    """Up to `limit` entities with id > after_id, in creation order (keyset)."""
-    return await _select_keyset(
-        conn, include_unsubscribed, "id > ?{} ORDER BY id LIMIT ?", (user_id, after_id, limit)
+    beyond, order, edge = (
+        ("id > ?", "id", "id <= ?") if forward else ("id < ?", "id DESC", "id >= ?")
     )
-
-
-async def page_before(
-    conn: aiosqlite.Connection, user_id: int, before_id: int, include_unsubscribed: bool, limit: int
-) -> list[Subscription]:
-    """Up to `limit` entities with id < before_id, nearest first (for a previous page)."""
-    return await _select_keyset(
-        conn,
-        include_unsubscribed,
-        "id < ?{} ORDER BY id DESC LIMIT ?",
-        (user_id, before_id, limit),
+    sql = (
+        f"SELECT {_COLUMNS}, (SELECT EXISTS (SELECT 1 FROM {table} "
+        f"WHERE user_id = ? AND {edge}{condition})) "
+        f"FROM {table} WHERE user_id = ? AND {beyond}{condition} ORDER BY {order} LIMIT ?"
     )
+    rows = await fetch_all(conn, sql, (user_id, position, user_id, position, limit))
+    if not rows:
+        return [], None
+    return [_row(r[:-1]) for r in rows], bool(rows[0][-1])
 
 
 async def exists_beyond(
