@@ -7,7 +7,6 @@ test's tmp_path; `client` runs create_app(config) under aiohttp's test client;
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -101,5 +100,3 @@ async def alice(client: TestClient[Any, Any], create_user: Callable[..., Awaitab
     await create_user("alice")
     token: str = (await login(client, "alice"))["access_token"]
     return token
-
-

@@ -9,7 +9,9 @@ from aiohttp.test_utils import TestClient
 from tests.conftest import PASSWORD, bearer, login
 
 
-async def test_login_returns_both_tokens_and_expiry(client: TestClient[Any, Any], create_user: Any) -> None:
+async def test_login_returns_both_tokens_and_expiry(
+    client: TestClient[Any, Any], create_user: Any
+) -> None:
     await create_user("alice")
     body = await login(client, "alice")
     assert set(body) == {
@@ -24,7 +26,9 @@ async def test_login_returns_both_tokens_and_expiry(client: TestClient[Any, Any]
     assert body["refresh_expires"].endswith("Z")
 
 
-async def test_refresh_gives_a_working_access_token(client: TestClient[Any, Any], create_user: Any) -> None:
+async def test_refresh_gives_a_working_access_token(
+    client: TestClient[Any, Any], create_user: Any
+) -> None:
     await create_user("alice")
     tokens = await login(client, "alice", PASSWORD)
     response = await client.post("/auth/refresh", json={"refresh_token": tokens["refresh_token"]})
