@@ -23,15 +23,15 @@ import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from podsync import timestamps  # noqa: E402
-from podsync.config import Config, load_config  # noqa: E402
-from podsync.db import Database  # noqa: E402
-from podsync.services.accounts import AccountService  # noqa: E402
-from podsync.services.auth import load_secret_key  # noqa: E402
-from podsync.services.listing import NEXT, ListingService  # noqa: E402
-from podsync.services.passwords import PasswordService  # noqa: E402
-from podsync.services.sync import Action, SyncService  # noqa: E402
-from podsync.web.server import start  # noqa: E402
+from podsync import timestamps
+from podsync.config import Config, load_config
+from podsync.db import Database
+from podsync.services.accounts import AccountService
+from podsync.services.auth import load_secret_key
+from podsync.services.listing import NEXT, ListingService
+from podsync.services.passwords import PasswordService
+from podsync.services.sync import Action, SyncService
+from podsync.web.server import start
 
 PASSWORD = "benchmark-password"
 PAGE = 50
@@ -49,15 +49,22 @@ async def seed(config: Config, count: int) -> tuple[int, str, int]:
         moment = timestamps.format(timestamps.now_us() - 3_600_000_000)
         for start_at in range(0, count, 2000):
             actions = [
-                Action(i, None, "subscription", "subscribe", moment,
-                       {"feed_url": f"https://feeds{i}.example.org/podcast/rss"})
+                Action(
+                    i,
+                    None,
+                    "subscription",
+                    "subscribe",
+                    moment,
+                    {"feed_url": f"https://feeds{i}.example.org/podcast/rss"},
+                )
                 for i in range(start_at, min(count, start_at + 2000))
             ]
             await sync.apply_batch(user.id, actions, None)
         secret = await load_secret_key(db, "")
-        async with db.read() as conn, conn.execute(
-            "SELECT max(id) FROM subscriptions WHERE user_id = ?", (user.id,)
-        ) as cur:
+        async with (
+            db.read() as conn,
+            conn.execute("SELECT max(id) FROM subscriptions WHERE user_id = ?", (user.id,)) as cur,
+        ):
             row = await cur.fetchone()
         assert row is not None
         return user.id, secret, int(row[0])

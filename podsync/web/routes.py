@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from podsync.web import auth_handlers, health, openapi, subscriptions, sync
+from podsync.web import auth_handlers, health, openapi, opml_export, subscriptions, sync
 
 
 def setup_routes(app: web.Application) -> None:
@@ -14,6 +14,11 @@ def setup_routes(app: web.Application) -> None:
             web.post("/auth/login", auth_handlers.login),
             web.post("/auth/refresh", auth_handlers.refresh),
             web.get("/api/v1/subscriptions", subscriptions.list_subscriptions, allow_head=False),
+            web.get(
+                "/api/v1/subscriptions.opml",
+                opml_export.export_subscriptions,
+                allow_head=False,
+            ),
             web.get(
                 "/api/v1/subscriptions/{sync_id}",
                 subscriptions.get_subscription,
