@@ -33,6 +33,13 @@ ROOT = Path(__file__).resolve().parent.parent
 BUILD_SCRIPT = ROOT / "packaging" / "build.sh"
 PASSWORD = "correct horse battery staple"
 FEED = "https://podcasts.example.org/show/feed.xml"
+IMPORTED_FEED = "https://other.example.net/rss?id=7&amp;fmt=mp3"
+OPML = f"""<?xml version="1.0" encoding="UTF-8"?>
+<opml version="2.0"><head><title>from my phone</title></head><body>
+  <outline text="Show" type="rss" xmlUrl="{FEED}"/>
+  <outline text="Other" type="rss" xmlUrl="{IMPORTED_FEED}"/>
+</body></opml>
+"""
 LISTENING = re.compile(r"listening on (http://127\.0\.0\.1:\d+)")
 
 
@@ -139,7 +146,8 @@ class Server:
         )
         self.lines: queue.Queue[str | None] = queue.Queue()  # None: end of the log
         self.log: list[str] = []
-        threading.Thread(target=self._pump, daemon=True).start()
+        self.pump = threading.Thread(target=self._pump, daemon=True)
+        self.pump.start()
 
     def _pump(self) -> None:
         assert self.proc.stderr is not None
@@ -170,6 +178,29 @@ class Server:
             if self.proc.poll() is None:
                 self.proc.kill()
                 self.proc.wait()
+            self.pump.join(timeout=10)
+            assert self.proc.stderr is not None
+            self.proc.stderr.close()
+
+
+def test_the_bundle_holds_the_compiled_bindings_data_and_metadata(podsync_binary: Path) -> None:
+    viewer = ROOT / "build" / "venv" / "bin" / "pyi-archive_viewer"
+    listing = subprocess.run(
+        [str(viewer), "--recursive", "--brief", str(podsync_binary)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    names = {line.strip().strip("'") for line in listing.splitlines()}
+    assert "podsync/web/openapi.json" in names
+    assert f"podsync-{version('podsync')}.dist-info/METADATA" in names
+    for module in ("listparser", "aiosqlite", "argon2", "podsync.cli.opml", "podsync.web.server"):
+        assert module in names, module
+    for compiled in ("_argon2_cffi_bindings/_ffi.", "_cffi_backend.", "aiohttp/_http_parser."):
+        assert any(name.startswith(compiled) for name in names), compiled
+    # Optional parsers that would change how listparser reads OPML stay out.
+    assert not any(name.startswith(("lxml", "requests")) for name in names)
 
 
 def test_version_matches_the_package(installed: tuple[Path, dict[str, str]]) -> None:
@@ -218,9 +249,15 @@ def test_the_binary_alone_serves_syncs_exports_and_stops_on_sigterm(
         assert [s["feed_url"] for s in page["results"]] == [FEED]
         assert page["results"][0]["sync_id"] == result["data"]["sync_id"]
 
-        # The CLI works on the same database while the server runs.
+        # The CLI works on the same database while the server runs; import parses
+        # with the bundled listparser.
+        (binary.parent / "phone.opml").write_text(OPML)
+        report = run(binary, env, "opml", "import", "alice", "phone.opml").splitlines()
+        assert "added: 1" in report
+        assert "already subscribed: 1" in report
         opml = run(binary, env, "opml", "export", "alice")
         assert f'xmlUrl="{FEED}"' in opml
+        assert f'xmlUrl="{IMPORTED_FEED}"' in opml
     finally:
         code = server.stop()
     assert code == 0, "".join(server.log)
