@@ -89,7 +89,7 @@ def _bare_env(tmp: Path) -> dict[str, str]:
 
 @pytest.fixture
 def installed(podsync_binary: Path, tmp_path: Path) -> tuple[Path, dict[str, str]]:
-    """(the binary copied alone into an empty dir, the bare environment to run it in)."""
+    """(the binary copied alone, beside only its config, into an empty dir; the bare env)."""
     workdir = tmp_path / "srv"
     workdir.mkdir()
     unpack = tmp_path / "tmp"
