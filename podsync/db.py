@@ -147,7 +147,14 @@ class Database:
                 # Also when COMMIT itself fails (disk full, I/O error): never leave the
                 # shared writer inside a transaction for the next caller.
                 if conn.in_transaction:
-                    await conn.execute("ROLLBACK")
+                    try:
+                        await conn.execute("ROLLBACK")
+                    except sqlite3.OperationalError:
+                        # A cancelled COMMIT goes on in aiosqlite's thread, so there may be
+                        # nothing left to roll back. The original exception (above all a
+                        # CancelledError) must propagate, not this one.
+                        if conn.in_transaction:
+                            raise
                 raise
 
     @asynccontextmanager
