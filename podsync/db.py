@@ -16,14 +16,18 @@ savepoint alone; the others of its group still commit.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import TypeVar
 
 import aiosqlite
 
 from podsync.migrations import MIGRATIONS
+
+T = TypeVar("T")
 
 BUSY_TIMEOUT_MS = 10_000
 # At most this many write blocks share one COMMIT, so a steady stream of writers
@@ -92,6 +96,30 @@ def _statements(script: str) -> list[str]:
     if buffer.strip():
         statements.append(buffer.strip())
     return statements
+
+
+async def _through(step: Awaitable[T]) -> T:
+    """Await `step` to its end even when the caller is cancelled meanwhile, then let
+    the cancellation through. aiosqlite runs a statement in its thread whether or
+    not anyone still awaits it; waiting for it keeps the writer's state (inside a
+    transaction or not) known before the next step, or the next writer, looks."""
+    task = asyncio.ensure_future(step)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await asyncio.wait([task])  # not cancelled by a second cancel of ours
+        raise
+
+
+async def _undo_block(conn: aiosqlite.Connection) -> None:
+    """Roll a failed write block back to its savepoint. Never raises an error of its
+    own over the block's: when SQLite has ended the whole transaction (it does on
+    some errors, disk full among them), the group's COMMIT step reports that to the
+    other writers of the group."""
+    if conn.in_transaction:
+        with contextlib.suppress(sqlite3.Error):
+            await _through(conn.execute("ROLLBACK TO write_block"))
+            await _through(conn.execute("RELEASE write_block"))
 
 
 class Database:
@@ -170,17 +198,15 @@ class Database:
         committed: asyncio.Future[None] | None = None
         try:
             if self._group is None:
-                await conn.execute("BEGIN IMMEDIATE")
                 self._group = []
-            await conn.execute("SAVEPOINT write_block")
+                await _through(conn.execute("BEGIN IMMEDIATE"))
+            await _through(conn.execute("SAVEPOINT write_block"))
             try:
                 yield conn
             except BaseException:
-                if conn.in_transaction:
-                    await conn.execute("ROLLBACK TO write_block")
-                    await conn.execute("RELEASE write_block")
+                await _undo_block(conn)
                 raise
-            await conn.execute("RELEASE write_block")
+            await _through(conn.execute("RELEASE write_block"))
             committed = asyncio.get_running_loop().create_future()
             self._group.append(committed)
         finally:
@@ -191,12 +217,7 @@ class Database:
                     group, self._group = self._group, None
                     # A cancelled caller must not leave the others uncommitted, nor let
                     # the next writer in before the COMMIT is through.
-                    commit = asyncio.ensure_future(self._commit(conn, group))
-                    try:
-                        await asyncio.shield(commit)
-                    except asyncio.CancelledError:
-                        await commit
-                        raise
+                    await _through(self._commit(conn, group))
             finally:
                 self._write_lock.release()
         if committed is not None:
@@ -212,7 +233,8 @@ class Database:
             self.commits += 1
         except Exception as exc:
             if conn.in_transaction:
-                await conn.execute("ROLLBACK")
+                with contextlib.suppress(sqlite3.Error):  # report the COMMIT's error
+                    await conn.execute("ROLLBACK")
             for future in group:
                 if not future.done():
                     future.set_exception(exc)

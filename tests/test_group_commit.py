@@ -136,3 +136,36 @@ async def test_a_writer_cancelled_while_queued_does_not_strand_the_group(
         assert committed_names(db.path) == {"held"}
     finally:
         await db.close()
+
+
+async def test_writers_cancelled_at_any_step_leave_the_writer_usable(tmp_path: Path) -> None:
+    """Cancel writers at every point of their way (BEGIN, SAVEPOINT, the block,
+    RELEASE, COMMIT): each either committed whole or not at all, and the next
+    write still works (no transaction left open on the shared connection)."""
+    db = await open_db(tmp_path)
+    try:
+        for writers in (1, 3):
+            for turns in range(40):
+                tasks = [
+                    asyncio.create_task(insert(db, f"w{writers}-t{turns}-{i}"))
+                    for i in range(writers)
+                ]
+                for _ in range(turns):
+                    await asyncio.sleep(0)
+                victim = turns % writers
+                tasks[victim].cancel()
+                outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+                for i, outcome in enumerate(outcomes):
+                    name = f"w{writers}-t{turns}-{i}"
+                    if i == victim and isinstance(outcome, asyncio.CancelledError):
+                        continue
+                    # Everyone else wrote and committed, whatever the victim left.
+                    assert outcome == name, (turns, outcome)
+        await insert(db, "after")
+        names = committed_names(db.path)
+        assert "after" in names
+        async with db.read() as conn:
+            rows = await conn.execute_fetchall("SELECT count(*) FROM marks")
+        assert next(iter(rows))[0] == len(names)
+    finally:
+        await db.close()
