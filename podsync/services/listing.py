@@ -119,18 +119,24 @@ class ListingService:
         exclude_client: str | None,
     ) -> Changes:
         """Entities changed after a cursor (or at or after a time), in change order."""
-        async with self.db.snapshot() as conn:
-            after = 0
-            if since:
-                try:
-                    moment = timestamps.parse(since)
-                except timestamps.InvalidTimestamp:
-                    after = self.cursors.read(since, user_id, (FEED,))[1]
-                else:
-                    first = await store.first_change_since(conn, user_id, moment)
-                    after = first - 1 if first is not None else await meta.current_change_seq(conn)
-            rows = await store.changes_after(conn, user_id, after, exclude_client, limit + 1)
-            has_next, rows = len(rows) > limit, rows[:limit]
-            # Without more rows, every change up to the database's counter has been seen.
-            upto = rows[-1].change_seq if has_next else await meta.current_change_seq(conn)
+        after = 0
+        moment = None
+        if since:
+            try:
+                moment = timestamps.parse(since)
+            except timestamps.InvalidTimestamp:
+                after = self.cursors.read(since, user_id, (FEED,))[1]
+        # A poll with a cursor is one statement; a time needs a read transaction, for
+        # the position it maps to must agree with the changes read after it.
+        reading = self.db.read() if moment is None else self.db.snapshot()
+        async with reading as conn:
+            if moment is not None:
+                first = await store.first_change_since(conn, user_id, moment)
+                after = first - 1 if first is not None else await meta.current_change_seq(conn)
+            rows, counter = await store.changes_and_counter(
+                conn, user_id, after, exclude_client, limit + 1
+            )
+        has_next, rows = len(rows) > limit, rows[:limit]
+        # Without more rows, every change up to the database's counter has been seen.
+        upto = rows[-1].change_seq if has_next else counter
         return Changes(rows, has_next, self.cursors.make(FEED, user_id, max(upto, after)))

@@ -214,22 +214,26 @@ async def exists_beyond(
     return bool(row and row[0])
 
 
-async def changes_after(
+async def changes_and_counter(
     conn: aiosqlite.Connection, user_id: int, after_seq: int, exclude_client: str | None, limit: int
-) -> list[Subscription]:
+) -> tuple[list[Subscription], int]:
     """Entities changed after `after_seq`, in change order, optionally leaving out those
-    whose last writer is `exclude_client`."""
-    if exclude_client is None:
-        return await _select(
-            conn,
-            "user_id = ? AND change_seq > ? ORDER BY change_seq LIMIT ?",
-            (user_id, after_seq, limit),
-        )
-    return await _select(
-        conn,
-        "user_id = ? AND change_seq > ? AND last_client_id IS NOT ? ORDER BY change_seq LIMIT ?",
-        (user_id, after_seq, exclude_client, limit),
+    whose last writer is `exclude_client`; and the database's change counter, read by
+    the same statement so that the two agree. (A poll at the head of the feed finds
+    no rows: the counter comes on the one row the LEFT JOIN keeps.)"""
+    mine = "" if exclude_client is None else " AND last_client_id IS NOT ?"
+    params: list[Any] = [user_id, after_seq] + ([] if exclude_client is None else [exclude_client])
+    sql = (
+        f"SELECT counter.seq, page.* FROM "
+        f"(SELECT CAST(value AS INTEGER) AS seq FROM meta WHERE key = 'change_seq') AS counter "
+        f"LEFT JOIN (SELECT {_COLUMNS} FROM subscriptions "
+        f"WHERE user_id = ? AND change_seq > ?{mine} ORDER BY change_seq LIMIT ?) AS page ON 1 "
+        f"ORDER BY page.change_seq"
     )
+    rows = await fetch_all(conn, sql, [*params, limit])
+    assert rows, "migration 1 seeds change_seq"
+    counter = int(rows[0][0])
+    return [_row(r[1:]) for r in rows if r[1] is not None], counter
 
 
 async def first_change_since(conn: aiosqlite.Connection, user_id: int, since: int) -> int | None:
