@@ -98,11 +98,23 @@ def _statements(script: str) -> list[str]:
     return statements
 
 
+async def _run(conn: aiosqlite.Connection, sql: str) -> None:
+    """Run one statement of the writer's own; when the caller is cancelled meanwhile,
+    wait until the statement is through before the cancellation goes on. aiosqlite
+    runs it in its thread whether or not anyone still awaits it, and runs a
+    connection's statements in order, so a barrier query behind it tells when. The
+    writer's state (inside a transaction or not) is then known before the next
+    step, or the next writer, looks at it."""
+    try:
+        await conn.execute(sql)
+    except asyncio.CancelledError:
+        await asyncio.shield(conn.execute("SELECT 1"))
+        raise
+
+
 async def _through(step: Awaitable[T]) -> T:
-    """Await `step` to its end even when the caller is cancelled meanwhile, then let
-    the cancellation through. aiosqlite runs a statement in its thread whether or
-    not anyone still awaits it; waiting for it keeps the writer's state (inside a
-    transaction or not) known before the next step, or the next writer, looks."""
+    """Await `step` (a coroutine of several statements) to its end even when the
+    caller is cancelled meanwhile, then let the cancellation through."""
     task = asyncio.ensure_future(step)
     try:
         return await asyncio.shield(task)
@@ -118,8 +130,8 @@ async def _undo_block(conn: aiosqlite.Connection) -> None:
     other writers of the group."""
     if conn.in_transaction:
         with contextlib.suppress(sqlite3.Error):
-            await _through(conn.execute("ROLLBACK TO write_block"))
-            await _through(conn.execute("RELEASE write_block"))
+            await _run(conn, "ROLLBACK TO write_block")
+            await _run(conn, "RELEASE write_block")
 
 
 class Database:
@@ -199,14 +211,14 @@ class Database:
         try:
             if self._group is None:
                 self._group = []
-                await _through(conn.execute("BEGIN IMMEDIATE"))
-            await _through(conn.execute("SAVEPOINT write_block"))
+                await _run(conn, "BEGIN IMMEDIATE")
+            await _run(conn, "SAVEPOINT write_block")
             try:
                 yield conn
             except BaseException:
                 await _undo_block(conn)
                 raise
-            await _through(conn.execute("RELEASE write_block"))
+            await _run(conn, "RELEASE write_block")
             committed = asyncio.get_running_loop().create_future()
             self._group.append(committed)
         finally:
