@@ -1,6 +1,6 @@
 """Load bench: podsync against two bare aiohttp handlers, driven by wrk over loopback.
 
-    python bench/load.py                 # ~2.5 minutes, prints a table
+    python bench/load.py                 # ~3 minutes, prints a table
     python bench/load.py --json          # the same figures as JSON
     python bench/load.py --duration 2 --big 20000   # a quick check of the harness
 
@@ -68,6 +68,38 @@ def sync_args(token: str) -> list[str]:
     return [token, nonce(), str(BATCH)]
 
 
+def measure_bare(
+    base: str, workdir: Path, duration: float, warmup: float
+) -> tuple[WrkResult, WrkResult]:
+    run_wrk(base + "/bare/page", "get.lua", [""], workdir, warmup)
+    get = run_wrk(base + "/bare/page", "get.lua", [""], workdir, duration)
+    run_wrk(base + "/bare/sync", "sync.lua", sync_args(""), workdir, warmup)
+    post = run_wrk(base + "/bare/sync", "sync.lua", sync_args(""), workdir, duration)
+    return get, post
+
+
+def pooled(a: WrkResult, b: WrkResult) -> WrkResult:
+    """Two runs of one scenario as one: their requests over their time, mean latencies."""
+    return WrkResult(
+        a.requests + b.requests,
+        a.seconds + b.seconds,
+        (a.p50_ms + b.p50_ms) / 2,
+        (a.p99_ms + b.p99_ms) / 2,
+    )
+
+
+def with_bare(row: dict[str, Any], bare_get: WrkResult, bare_post: WrkResult) -> dict[str, Any]:
+    """The row with its bare counterpart (pooled over the run's start and end)."""
+    kind = row.pop("bare", None)
+    if kind is None:
+        return row
+    bare = bare_get if kind == "get" else bare_post
+    return row | {
+        "bare_per_second": round(bare.per_second, 1),
+        "ratio_to_bare": round(row["per_second"] / bare.per_second, 3),
+    }
+
+
 def figure(result: WrkResult, bare: WrkResult | None) -> dict[str, Any]:
     row: dict[str, Any] = {
         "per_second": round(result.per_second, 1),
@@ -84,27 +116,22 @@ def run(duration: float, warmup: float, big: int, workdir: Path) -> dict[str, An
     figures: dict[str, Any] = {"machine": machine(), "duration_s": duration}
     rows: dict[str, dict[str, Any]] = {}
 
-    port = free_port()
-    with bare_server(workdir, port) as bare:
-        run_wrk(bare.base + "/bare/page", "get.lua", [""], workdir, warmup)
-        bare_get = run_wrk(bare.base + "/bare/page", "get.lua", [""], workdir, duration)
-        run_wrk(bare.base + "/bare/sync", "sync.lua", sync_args(""), workdir, warmup)
-        bare_post = run_wrk(bare.base + "/bare/sync", "sync.lua", sync_args(""), workdir, duration)
-    rows["bare GET (250 B JSON)"] = figure(bare_get, None)
-    rows["bare POST (30 rows)"] = figure(bare_post, None)
-
-    port = free_port()
-    config_path = write_podsync_config(workdir, port)
+    podsync_port, bare_port = free_port(), free_port()
+    config_path = write_podsync_config(workdir, podsync_port)
     sizes = {"bench-10k": 10_000, "bench-big": big}
     seed(config_path, {"bench-sync": 0, **sizes})
-    with podsync_server(workdir, port) as server:
+    # Both servers stay up for the whole run and the bare figures are measured at
+    # its start and at its end: a ratio then compares runs minutes apart at most,
+    # not a quiet minute with a busy one (the machine is shared).
+    with podsync_server(workdir, podsync_port) as server, bare_server(workdir, bare_port) as bare:
         figures["rss_idle_mib"] = round(server.memory_kib()["VmRSS"] / 1024, 1)
         base = server.base
+        bare_get_1, bare_post_1 = measure_bare(bare.base, workdir, duration, warmup)
 
         token = login(base, "bench-sync")
         run_wrk(base + "/api/v1/sync", "sync.lua", sync_args(token), workdir, warmup)
         sync = run_wrk(base + "/api/v1/sync", "sync.lua", sync_args(token), workdir, duration)
-        rows["sync: batch of 30 subscribes"] = figure(sync, bare_post)
+        rows["sync: batch of 30 subscribes"] = figure(sync, None) | {"bare": "post"}
         rows["sync: batch of 30 subscribes"]["actions_per_second"] = round(
             sync.per_second * BATCH, 1
         )
@@ -121,7 +148,9 @@ def run(duration: float, warmup: float, big: int, workdir: Path) -> dict[str, An
             for where, path in (("start", start), ("end", end)):
                 run_wrk(base + path, "get.lua", [list_token], workdir, warmup)
                 results[where] = run_wrk(base + path, "get.lua", [list_token], workdir, duration)
-                rows[f"list {size:,}: page of 50 at the {where}"] = figure(results[where], bare_get)
+                rows[f"list {size:,}: page of 50 at the {where}"] = figure(results[where], None) | {
+                    "bare": "get"
+                }
             figures[f"list_{size}_end_over_start_cost"] = round(
                 results["start"].per_second / results["end"].per_second, 3
             )
@@ -130,7 +159,7 @@ def run(duration: float, warmup: float, big: int, workdir: Path) -> dict[str, An
         feed = feed_head_path(base, token_10k)
         run_wrk(base + feed, "get.lua", [token_10k], workdir, warmup)
         poll = run_wrk(base + feed, "get.lua", [token_10k], workdir, duration)
-        rows["change feed poll (10,000, at the head)"] = figure(poll, bare_get)
+        rows["change feed poll (10,000, at the head)"] = figure(poll, None) | {"bare": "get"}
 
         list_path = base + "/api/v1/subscriptions?limit=50"
         quiet = run_wrk(list_path, "get.lua", [token_10k], workdir, duration)
@@ -144,14 +173,23 @@ def run(duration: float, warmup: float, big: int, workdir: Path) -> dict[str, An
         )
         storm = finish_wrk(start_wrk(list_path, "get.lua", [token_10k], workdir, duration))
         login_result = finish_wrk(logins)
-        rows["list 10,000 page, quiet"] = figure(quiet, bare_get)
-        rows["list 10,000 page, during login storm"] = figure(storm, bare_get)
+        rows["list 10,000 page, quiet"] = figure(quiet, None) | {"bare": "get"}
+        rows["list 10,000 page, during login storm"] = figure(storm, None) | {"bare": "get"}
         rows[f"logins ({LOGIN_CLIENTS} concurrent)"] = figure(login_result, None)
         figures["storm_p99_over_quiet"] = round(storm.p99_ms / quiet.p99_ms, 2)
 
         memory = server.memory_kib()
         figures["rss_end_mib"] = round(memory["VmRSS"] / 1024, 1)
         figures["rss_peak_mib"] = round(memory["VmHWM"] / 1024, 1)
+        bare_get_2, bare_post_2 = measure_bare(bare.base, workdir, duration, warmup)
+    bare_get, bare_post = pooled(bare_get_1, bare_get_2), pooled(bare_post_1, bare_post_2)
+    rows = {
+        "bare GET (250 B JSON)": figure(bare_get, None)
+        | {"start_end_per_second": [round(r.per_second, 1) for r in (bare_get_1, bare_get_2)]},
+        "bare POST (30 rows)": figure(bare_post, None)
+        | {"start_end_per_second": [round(r.per_second, 1) for r in (bare_post_1, bare_post_2)]},
+        **{name: with_bare(row, bare_get, bare_post) for name, row in rows.items()},
+    }
     figures["rows"] = rows
     figures["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
     figures["targets"] = targets(figures, big)
@@ -203,8 +241,16 @@ def print_table(f: dict[str, Any]) -> None:
             f"{name:<42} {row['per_second']:>9.1f} {row['p50_ms']:>8.2f} "
             f"{row['p99_ms']:>8.2f} {bare} {ratio}"
         )
+    get, post = (
+        f["rows"][k]["start_end_per_second"]
+        for k in ("bare GET (250 B JSON)", "bare POST (30 rows)")
+    )
+    print(
+        f"\nbare figures pool a run at the start and one at the end: "
+        f"GET {get[0]:.0f} | {get[1]:.0f} req/s, POST {post[0]:.0f} | {post[1]:.0f} req/s"
+    )
     sync = f["rows"]["sync: batch of 30 subscribes"]
-    print(f"\nsync actions/s: {sync['actions_per_second']:.0f}")
+    print(f"sync actions/s: {sync['actions_per_second']:.0f}")
     print(
         f"RSS: idle {f['rss_idle_mib']} MiB, at the end {f['rss_end_mib']} MiB, "
         f"peak {f['rss_peak_mib']} MiB\n"
