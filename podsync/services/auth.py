@@ -123,6 +123,10 @@ class AuthService:
 
     async def authenticate(self, access_token: str) -> User:
         """The user an access token belongs to; Unauthorized when it is not valid now."""
+        if not access_token.isascii():
+            # Header bytes that are not UTF-8 arrive as lone surrogates, which
+            # itsdangerous cannot encode; no token we issue has a non-ASCII character.
+            raise Unauthorized(BAD_TOKEN)
         try:
             payload: Any = self._serializer.loads(
                 access_token, max_age=self.config.access_token_lifetime
