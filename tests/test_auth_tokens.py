@@ -66,7 +66,9 @@ async def test_refresh_token_stays_valid_after_use(api: TestClient[Any, Any]) ->
         assert await _whoami(api, body["access_token"]) == 200
 
 
-@pytest.mark.parametrize("refresh_token", ["unknown", "x" * 43, "\\u0000\\u0001", "\\ud800", "é" * 10])
+@pytest.mark.parametrize(
+    "refresh_token", ["unknown", "x" * 43, "\\u0000\\u0001", "\\ud800", "é" * 10]
+)
 async def test_unknown_refresh_token_is_401(api: TestClient[Any, Any], refresh_token: str) -> None:
     response = await api.post(
         "/auth/refresh",
