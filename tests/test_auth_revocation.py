@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from collections.abc import Awaitable, Callable
+from contextlib import closing
 from typing import Any
 
 import pytest
@@ -32,7 +33,7 @@ async def _status(client: TestClient[Any, Any], access: str, refresh: str) -> tu
 
 
 def _refresh_tokens_of(config: Config, name: str) -> int:
-    with sqlite3.connect(config.database.path) as conn:
+    with closing(sqlite3.connect(config.database.path)) as conn:
         row = conn.execute(
             "SELECT count(*) FROM refresh_tokens t JOIN users u ON u.id = t.user_id "
             "WHERE u.name = ?",
@@ -78,7 +79,7 @@ async def test_a_deleted_user_id_is_never_reused(api: TestClient[Any, Any], conf
     await with_accounts(config, lambda accounts: accounts.delete_user("carol"))
     await with_accounts(config, lambda accounts: accounts.add_user("dave", PASSWORD))
     assert await _status(api, old["access_token"], old["refresh_token"]) == (401, 401)
-    with sqlite3.connect(config.database.path) as conn:
+    with closing(sqlite3.connect(config.database.path)) as conn:
         ids = dict(conn.execute("SELECT name, id FROM users").fetchall())
     assert ids["dave"] > max(v for k, v in ids.items() if k != "dave")
     assert ids["dave"] == 4  # alice 1, bob 2, carol 3 (deleted)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from contextlib import closing
 from typing import Any
 
 import pytest
@@ -24,7 +25,7 @@ async def _whoami(client: TestClient[Any, Any], token: str) -> int:
 
 
 def _stored_secret(config: Config) -> str | None:
-    with sqlite3.connect(config.database.path) as conn:
+    with closing(sqlite3.connect(config.database.path)) as conn:
         row = conn.execute("SELECT value FROM meta WHERE key = ?", (SECRET_META_KEY,)).fetchone()
     return None if row is None else str(row[0])
 

@@ -96,7 +96,7 @@ def test_environment_overrides_the_file(tmp_path: Path) -> None:
     }
     config = load_config(path, environ=env, cwd=tmp_path)
     assert config.server.port == 9000
-    assert config.server.host == "0.0.0.0"
+    assert config.server.host == "0.0.0.0"  # noqa: S104
     assert config.server.trusted_proxies == ("10.0.0.1", "192.168.0.0/16")
     assert config.server.public_url == "https://pods.example.org"
     assert config.log.access_log is False
@@ -270,7 +270,7 @@ def test_relative_paths_from_the_environment_are_relative_to_the_working_directo
 
 def test_replace_validates_like_loading() -> None:
     assert Config().replace("server", port=0).server.port == 0
-    with pytest.raises(ConfigError, match="server.port"):
+    with pytest.raises(ConfigError, match=r"server\.port"):
         Config().replace("server", port=70000)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -57,16 +58,16 @@ async def test_migrations_run_once_and_record_the_version(tmp_path: Path) -> Non
 
 async def test_newer_schema_is_refused_with_a_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "p.db"
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn:
         conn.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 1}")
     with pytest.raises(SchemaTooNew, match="newer than this podsync understands"):
         await Database(str(path)).open()
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn:
         assert conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
 
 
 def test_cli_refuses_a_newer_schema(config: Config) -> None:
-    with sqlite3.connect(config.database.path) as conn:
+    with closing(sqlite3.connect(config.database.path)) as conn:
         conn.execute("PRAGMA user_version = 99")
     result = run_cli(config, "user", "list")
     assert result.exit_code == 1

@@ -10,6 +10,7 @@ import sqlite3
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator, Callable
+from contextlib import closing
 from typing import Any
 
 import aiohttp
@@ -108,7 +109,7 @@ async def test_logs_of_a_session_hold_no_secret(
             await session.get(
                 f"{base}/api/v1/x", headers={"Authorization": f"Bearer {tokens['access_token']}"}
             )
-    with sqlite3.connect(config.database.path) as conn:
+    with closing(sqlite3.connect(config.database.path)) as conn:
         secrets += [row[0] for row in conn.execute("SELECT password_hash FROM users")]
         secrets += [
             row[0] for row in conn.execute("SELECT value FROM meta WHERE key != 'change_seq'")
@@ -129,7 +130,7 @@ def test_serve_stderr_at_debug_level_holds_no_secret(
     server = serve_process(config, env={"PODSYNC_LOG_LEVEL": "debug"})
 
     def post(path: str, body: dict[str, str]) -> Any:
-        request = urllib.request.Request(
+        request = urllib.request.Request(  # noqa: S310
             server.url + path,
             data=json.dumps(body).encode(),
             headers={"Content-Type": "application/json"},
@@ -150,7 +151,7 @@ def test_serve_stderr_at_debug_level_holds_no_secret(
     assert server.stop(signal.SIGINT) == 0
     output = server.output()
     assert "DEBUG" in output
-    with sqlite3.connect(config.database.path) as conn:
+    with closing(sqlite3.connect(config.database.path)) as conn:
         (secret_key,) = conn.execute("SELECT value FROM meta WHERE key = 'secret_key'").fetchone()
         (password_hash,) = conn.execute("SELECT password_hash FROM users").fetchone()
     for secret in (
