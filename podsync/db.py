@@ -142,11 +142,13 @@ class Database:
             await conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
+                await conn.execute("COMMIT")
             except BaseException:
+                # Also when COMMIT itself fails (disk full, I/O error): never leave the
+                # shared writer inside a transaction for the next caller.
                 if conn.in_transaction:
                     await conn.execute("ROLLBACK")
                 raise
-            await conn.execute("COMMIT")
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[aiosqlite.Connection]:

@@ -64,7 +64,6 @@ MIGRATIONS: tuple[str, ...] = (
         status      TEXT NOT NULL,             -- applied, ignored, rejected
         reason      TEXT,
         sync_id     TEXT,                      -- the entity the action concerned
-        data        TEXT,                      -- submitted data (JSON) when no entity
         received_at INTEGER NOT NULL,
         PRIMARY KEY (user_id, action_id)
     ) STRICT, WITHOUT ROWID;

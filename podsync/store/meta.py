@@ -31,3 +31,10 @@ async def next_change_seqs(conn: aiosqlite.Connection, count: int) -> int:
         row = await cur.fetchone()
     assert row is not None, "migration 1 seeds change_seq"
     return int(row[0]) - count + 1
+
+
+async def current_change_seq(conn: aiosqlite.Connection) -> int:
+    """The last change sequence number handed out."""
+    value = await get(conn, "change_seq")
+    assert value is not None, "migration 1 seeds change_seq"
+    return int(value)

@@ -31,7 +31,8 @@ def error_name(status: int) -> str:
 
 
 def dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    # ASCII output: a lone surrogate echoed back from a request stays valid JSON.
+    return json.dumps(value, separators=(",", ":"))
 
 
 def json_ok(value: Any, status: int = 200) -> web.Response:

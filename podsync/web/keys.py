@@ -7,11 +7,15 @@ from aiohttp import web
 from podsync.config import Config
 from podsync.db import Database
 from podsync.services.auth import AuthService
+from podsync.services.listing import ListingService
+from podsync.services.sync import SyncService
 from podsync.store.users import User
 
 CONFIG = web.AppKey("config", Config)
 DB = web.AppKey("db", Database)
 AUTH = web.AppKey("auth", AuthService)
+SYNC = web.AppKey("sync", SyncService)
+LISTING = web.AppKey("listing", ListingService)
 
 REQUEST_ID = web.RequestKey("request_id", str)
 CLIENT_ADDRESS = web.RequestKey("client_address", str)

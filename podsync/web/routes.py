@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from podsync.web import auth_handlers, health
+from podsync.web import auth_handlers, health, openapi, opml_export, subscriptions, sync
 
 
 def setup_routes(app: web.Application) -> None:
@@ -13,5 +13,19 @@ def setup_routes(app: web.Application) -> None:
             web.get("/healthz", health.healthz, allow_head=False),
             web.post("/auth/login", auth_handlers.login),
             web.post("/auth/refresh", auth_handlers.refresh),
+            web.get("/api/v1/subscriptions", subscriptions.list_subscriptions, allow_head=False),
+            web.get(
+                "/api/v1/subscriptions.opml",
+                opml_export.export_subscriptions,
+                allow_head=False,
+            ),
+            web.get(
+                "/api/v1/subscriptions/{sync_id}",
+                subscriptions.get_subscription,
+                allow_head=False,
+            ),
+            web.post("/api/v1/sync", sync.post_batch),
+            web.get("/api/v1/sync", sync.get_changes, allow_head=False),
+            web.get("/api/v1/openapi.json", openapi.openapi, allow_head=False),
         ]
     )

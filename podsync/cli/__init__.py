@@ -1,0 +1,79 @@
+"""The `podsync` command line: thin commands over the same services the server uses.
+
+The group and `serve` live here; each command group has its own module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import click
+
+from podsync import __version__
+from podsync.cli import db, opml, users
+from podsync.cli.base import Context, pass_context
+from podsync.config import ConfigError
+from podsync.db import SchemaTooNew
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="podsync", message="%(prog)s %(version)s")
+@click.option(
+    "--config",
+    "config_path",
+    envvar="PODSYNC_CONFIG",
+    type=click.Path(dir_okay=False),
+    help="TOML config file (default: ./podsync.toml when it exists).",
+)
+@click.pass_context
+def cli(ctx: click.Context, config_path: str | None) -> None:
+    """podsync: keep podcast subscriptions in sync between your apps.
+
+    \b
+    Example:
+      podsync user add alice
+      podsync serve --port 8080
+    """
+    ctx.obj = Context(config_path)
+
+
+@cli.command()
+@click.option("--host", help="Address to listen on (default: server.host).")
+@click.option("--port", type=click.IntRange(0, 65535), help="Port (default: server.port).")
+@pass_context
+def serve(ctx: Context, host: str | None, port: int | None) -> None:
+    """Run the sync server until SIGINT or SIGTERM.
+
+    \b
+    Example:
+      podsync --config /etc/podsync/podsync.toml serve --port 8080
+    """
+    from podsync.web.server import configure_logging
+    from podsync.web.server import serve as run_server
+
+    config = ctx.config
+    overrides: dict[str, Any] = {}
+    if host is not None:
+        overrides["host"] = host
+    if port is not None:
+        overrides["port"] = port
+    if overrides:
+        try:
+            config = config.replace("server", **overrides)
+        except ConfigError as exc:
+            raise click.ClickException(str(exc)) from None
+    configure_logging(config.log.level)
+    try:
+        asyncio.run(run_server(config))
+    except (OSError, SchemaTooNew) as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+cli.add_command(users.user)
+cli.add_command(opml.opml)
+cli.add_command(db.db)
+
+
+def main() -> None:
+    cli(prog_name="podsync")

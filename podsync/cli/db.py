@@ -1,0 +1,91 @@
+"""`podsync db ...`: migrate, online backup, integrity check."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import click
+
+from podsync import maintenance
+from podsync.cli.base import Context, pass_context, run_with_db
+from podsync.db import Database
+from podsync.errors import PodsyncError
+
+
+@click.group()
+def db() -> None:
+    """Database maintenance."""
+
+
+@db.command("migrate")
+@pass_context
+def db_migrate(ctx: Context) -> None:
+    """Bring the database schema to the current version (serve does this too).
+
+    \b
+    Example:
+      podsync db migrate
+    """
+
+    async def version(database: Database) -> int:
+        async with database.read() as conn, conn.execute("PRAGMA user_version") as cur:
+            row = await cur.fetchone()
+        return int(row[0]) if row else 0
+
+    current = run_with_db(ctx.config, version)
+    click.echo(f"database {ctx.config.database.path} is at schema version {current}")
+
+
+@db.command("backup")
+@click.argument("dest", type=click.Path(dir_okay=False))
+@click.option("--force", is_flag=True, help="Overwrite DEST when it exists.")
+@pass_context
+def db_backup(ctx: Context, dest: str, force: bool) -> None:
+    """Copy the database to DEST, consistently, while the server keeps running.
+
+    DEST is one self-contained SQLite file. An existing DEST is refused unless
+    --force is given.
+
+    \b
+    Example:
+      podsync db backup /var/backups/podsync-$(date +%F).db
+    """
+    config = ctx.config
+    # Create and migrate first, like every command but `db check`.
+    run_with_db(config, _noop)
+    try:
+        size = maintenance.backup(config.database.path, dest, force)
+    except PodsyncError as exc:
+        raise click.ClickException(str(exc)) from None
+    except (sqlite3.Error, OSError) as exc:
+        raise click.ClickException(f"backup to {dest} failed: {exc}") from None
+    click.echo(f"backup of {config.database.path} written to {dest} ({size} bytes)")
+
+
+async def _noop(database: Database) -> None:
+    return None
+
+
+@db.command("check")
+@pass_context
+def db_check(ctx: Context) -> None:
+    """Check the database's integrity and foreign keys; exit 1 when damaged.
+
+    Never creates or migrates the database: a missing file is an error.
+
+    \b
+    Example:
+      podsync db check && echo healthy
+    """
+    path = ctx.config.database.path
+    try:
+        report = maintenance.check(path)
+    except PodsyncError as exc:
+        raise click.ClickException(str(exc)) from None
+    except sqlite3.Error as exc:
+        raise click.ClickException(f"database {path} is damaged or not a database: {exc}") from None
+    if not report.ok:
+        for problem in report.problems:
+            click.echo(problem, err=True)
+        raise click.ClickException(f"database {path} is damaged")
+    click.echo(f"database {path} is ok (schema version {report.schema_version})")

@@ -1,0 +1,137 @@
+"""`podsync user ...`: account administration."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from podsync import timestamps
+from podsync.cli.base import Context, pass_context, read_password, run_with_accounts
+from podsync.errors import InvalidInput
+from podsync.services.accounts import check_username
+
+
+@click.group()
+def user() -> None:
+    """Manage user accounts."""
+
+
+_password_stdin = click.option(
+    "--password-stdin", is_flag=True, help="Read the password as one line from standard input."
+)
+
+
+@user.command("add")
+@click.argument("name")
+@_password_stdin
+@pass_context
+def user_add(ctx: Context, name: str, password_stdin: bool) -> None:
+    """Create a user.
+
+    \b
+    Example:
+      podsync user add alice
+      printf '%s\\n' "$PASSWORD" | podsync user add alice --password-stdin
+    """
+    try:
+        check_username(name)  # before asking for a password
+    except InvalidInput as exc:
+        raise click.ClickException(str(exc)) from None
+    password = read_password(password_stdin)
+    run_with_accounts(ctx.config, lambda accounts: accounts.add_user(name, password))
+    click.echo(f"user {name} created")
+
+
+@user.command("passwd")
+@click.argument("name")
+@_password_stdin
+@pass_context
+def user_passwd(ctx: Context, name: str, password_stdin: bool) -> None:
+    """Set a user's password and revoke all their tokens.
+
+    \b
+    Example:
+      podsync user passwd alice
+    """
+    run_with_accounts(ctx.config, lambda accounts: accounts.get_user(name))  # exists?
+    password = read_password(password_stdin)
+    run_with_accounts(ctx.config, lambda accounts: accounts.set_password(name, password))
+    click.echo(f"password of {name} changed; their apps must log in again")
+
+
+@user.command("list")
+@pass_context
+def user_list(ctx: Context) -> None:
+    """List users: name, enabled, subscribed feeds, created (RFC 3339).
+
+    \b
+    Example:
+      podsync user list
+    """
+    summaries = run_with_accounts(ctx.config, lambda accounts: accounts.list_users())
+    for s in summaries:
+        state = "enabled" if s.enabled else "disabled"
+        click.echo(f"{s.name}\t{state}\t{s.subscriptions}\t{timestamps.format(s.created_at)}")
+
+
+@user.command("disable")
+@click.argument("name")
+@pass_context
+def user_disable(ctx: Context, name: str) -> None:
+    """Block a user's logins and revoke their tokens.
+
+    \b
+    Example:
+      podsync user disable alice
+    """
+    run_with_accounts(ctx.config, lambda accounts: accounts.set_enabled(name, False))
+    click.echo(f"user {name} disabled")
+
+
+@user.command("enable")
+@click.argument("name")
+@pass_context
+def user_enable(ctx: Context, name: str) -> None:
+    """Allow a disabled user to log in again.
+
+    \b
+    Example:
+      podsync user enable alice
+    """
+    run_with_accounts(ctx.config, lambda accounts: accounts.set_enabled(name, True))
+    click.echo(f"user {name} enabled")
+
+
+@user.command("logout")
+@click.argument("name")
+@pass_context
+def user_logout(ctx: Context, name: str) -> None:
+    """Revoke every access and refresh token of a user.
+
+    \b
+    Example:
+      podsync user logout alice
+    """
+    run_with_accounts(ctx.config, lambda accounts: accounts.logout(name))
+    click.echo(f"every token of {name} revoked")
+
+
+@user.command("delete")
+@click.argument("name")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@pass_context
+def user_delete(ctx: Context, name: str, yes: bool) -> None:
+    """Delete a user and all their subscriptions.
+
+    \b
+    Example:
+      podsync user delete alice --yes
+    """
+    if not yes:
+        if not sys.stdin.isatty():
+            raise click.ClickException("refusing to delete without --yes (no terminal to ask)")
+        if not click.confirm(f"Delete user {name} and all their data?", default=False):
+            raise click.ClickException("not deleted")
+    run_with_accounts(ctx.config, lambda accounts: accounts.delete_user(name))
+    click.echo(f"user {name} deleted")

@@ -1,0 +1,86 @@
+"""Database maintenance beside a running server: online backup and integrity check.
+
+Both use the plain sqlite3 module: they are one-shot admin commands, and the
+SQLite backup API (`Connection.backup`) is not exposed by aiosqlite.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+from podsync.db import BUSY_TIMEOUT_MS
+from podsync.errors import Conflict, NotFound
+
+PROBLEMS_SHOWN = 20
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    schema_version: int
+    problems: list[str]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def backup(source: str, dest: str, force: bool = False) -> int:
+    """Copy the database `source` to `dest` consistently while others write; the
+    size in bytes. The copy is written beside `dest` and renamed into place, so a
+    failed backup never leaves a half-written `dest`."""
+    target = Path(dest)
+    if not target.parent.is_dir():
+        raise NotFound(f"directory {target.parent} does not exist")
+    if target.is_dir():
+        raise Conflict(f"{dest} is a directory")
+    if target.exists():
+        if not force:
+            raise Conflict(f"{dest} already exists; add --force to overwrite it")
+        if target.resolve() == Path(source).resolve():
+            raise Conflict(f"{dest} is the database itself")
+    partial = target.with_name(target.name + ".partial")
+    partial.unlink(missing_ok=True)
+    try:
+        with (
+            contextlib.closing(_connect(source)) as src,
+            contextlib.closing(sqlite3.connect(partial)) as out,
+        ):
+            # pages=-1: one step under one read transaction, so the copy is a
+            # single snapshot; in WAL mode writers go on meanwhile.
+            src.backup(out, pages=-1)
+            # A self-contained file: no -wal beside the copy.
+            out.execute("PRAGMA journal_mode = DELETE").fetchone()
+        os.replace(partial, target)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    return target.stat().st_size
+
+
+def check(path: str) -> CheckReport:
+    """PRAGMA integrity_check and foreign_key_check; never creates the file."""
+    if not Path(path).is_file():
+        raise NotFound(f"database {path} does not exist")
+    with contextlib.closing(_connect(path, read_only=True)) as conn:
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        problems = [
+            str(row[0])
+            for row in conn.execute(f"PRAGMA integrity_check({PROBLEMS_SHOWN})")
+            if row[0] != "ok"
+        ]
+        for table, rowid, parent, _ in conn.execute("PRAGMA foreign_key_check"):
+            if len(problems) >= PROBLEMS_SHOWN:
+                break
+            problems.append(f"{table} row {rowid} refers to a missing {parent} row")
+    return CheckReport(version, problems)
+
+
+def _connect(path: str, read_only: bool = False) -> sqlite3.Connection:
+    uri = Path(path).absolute().as_uri() + ("?mode=ro" if read_only else "?mode=rw")
+    conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    return conn

@@ -1,0 +1,139 @@
+"""Reading subscriptions: keyset pages, one entity, the change feed (sections 4, 5, 7).
+
+Cursors are opaque and tamper-evident: itsdangerous-signed, bound to the user, and
+naming a position (an internal id, or a change sequence number), never an offset.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from itsdangerous import BadData, URLSafeSerializer
+
+from podsync import timestamps
+from podsync.db import Database
+from podsync.errors import InvalidInput, NotFound
+from podsync.services.sync import canonical_uuid
+from podsync.store import meta
+from podsync.store import subscriptions as store
+from podsync.store.subscriptions import Subscription
+
+CURSOR_SALT = "podsync.cursor"
+NEXT, PREV, FEED = "n", "p", "f"
+
+
+@dataclass(frozen=True)
+class Page:
+    results: list[Subscription]
+    next_cursor: str | None
+    prev_cursor: str | None
+
+
+@dataclass(frozen=True)
+class Changes:
+    results: list[Subscription]
+    has_next: bool
+    next_since: str
+
+
+class Cursors:
+    """Signs and checks cursor positions for one user."""
+
+    def __init__(self, secret_key: str) -> None:
+        self._serializer = URLSafeSerializer(secret_key, salt=CURSOR_SALT)
+
+    def make(self, kind: str, user_id: int, position: int) -> str:
+        return str(self._serializer.dumps([kind, user_id, position]))
+
+    def read(self, token: str, user_id: int, kinds: tuple[str, ...]) -> tuple[str, int]:
+        try:
+            value: Any = self._serializer.loads(token)
+        except (BadData, UnicodeError, ValueError):
+            raise InvalidInput("since is not a cursor this server issued") from None
+        if (
+            not isinstance(value, list)
+            or len(value) != 3
+            or value[0] not in kinds
+            or value[1] != user_id
+            or type(value[2]) is not int
+        ):
+            raise InvalidInput("since is not a cursor for this user and this list")
+        return value[0], value[2]
+
+
+class ListingService:
+    def __init__(self, db: Database, secret_key: str) -> None:
+        self.db = db
+        self.cursors = Cursors(secret_key)
+
+    async def get(self, user_id: int, sync_id: str) -> Subscription:
+        canonical = canonical_uuid(sync_id)
+        found = None
+        if canonical is not None:
+            async with self.db.read() as conn:
+                found = await store.get_by_sync_id(conn, user_id, canonical)
+        if found is None:
+            raise NotFound(f"no subscription with sync_id {sync_id!r}")
+        return found
+
+    async def page(
+        self, user_id: int, since: str | None, limit: int, include_unsubscribed: bool
+    ) -> Page:
+        """One page in creation order, after (or, for a prev cursor, before) a position."""
+        kind, position = self.cursors.read(since, user_id, (NEXT, PREV)) if since else (NEXT, 0)
+        async with self.db.snapshot() as conn:
+            if kind == NEXT:
+                rows = await store.page_after(
+                    conn, user_id, position, include_unsubscribed, limit + 1
+                )
+                has_next, rows = len(rows) > limit, rows[:limit]
+                first = rows[0].id if rows else position + 1
+                assert first is not None
+                has_prev = await store.exists_beyond(
+                    conn, user_id, first, False, include_unsubscribed
+                )
+            else:
+                rows = await store.page_before(
+                    conn, user_id, position, include_unsubscribed, limit + 1
+                )
+                has_prev, rows = len(rows) > limit, rows[:limit][::-1]
+                last = rows[-1].id if rows else position - 1
+                assert last is not None
+                has_next = await store.exists_beyond(
+                    conn, user_id, last, True, include_unsubscribed
+                )
+        next_cursor = prev_cursor = None
+        if has_next:
+            last_id = rows[-1].id if rows else position - 1
+            assert last_id is not None
+            next_cursor = self.cursors.make(NEXT, user_id, last_id)
+        if has_prev:
+            first_id = rows[0].id if rows else (position + 1 if kind == NEXT else position)
+            assert first_id is not None
+            prev_cursor = self.cursors.make(PREV, user_id, first_id)
+        return Page(rows, next_cursor, prev_cursor)
+
+    async def changes(
+        self,
+        user_id: int,
+        since: str | None,
+        limit: int,
+        exclude_client: str | None,
+    ) -> Changes:
+        """Entities changed after a cursor (or at or after a time), in change order."""
+        async with self.db.snapshot() as conn:
+            after = 0
+            if since:
+                try:
+                    moment = timestamps.parse(since)
+                except timestamps.InvalidTimestamp:
+                    after = self.cursors.read(since, user_id, (FEED,))[1]
+                else:
+                    first = await store.first_change_since(conn, user_id, moment)
+                    after = first - 1 if first is not None else await meta.current_change_seq(conn)
+            rows = await store.changes_after(conn, user_id, after, exclude_client, limit + 1)
+            has_next, rows = len(rows) > limit, rows[:limit]
+            # Without more rows, every change up to the database's counter has been seen.
+            upto = rows[-1].change_seq if has_next else await meta.current_change_seq(conn)
+        return Changes(rows, has_next, self.cursors.make(FEED, user_id, max(upto, after)))

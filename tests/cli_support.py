@@ -1,0 +1,77 @@
+"""Running the real CLI (Click's CliRunner) on the test's config, and reading what
+it stored straight from the SQLite file."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+from click.testing import CliRunner, Result
+
+from podsync import timestamps
+from podsync.cli import cli
+from podsync.config import Config
+from podsync.db import Database
+from podsync.services.sync import Action, SyncService
+from tests.conftest import PASSWORD
+
+
+def config_path(config: Config) -> str:
+    return str(Path(config.database.path).parent / "podsync.toml")
+
+
+def run(config: Config, *args: str, input: str | bytes | None = None) -> Result:
+    return CliRunner().invoke(cli, ["--config", config_path(config), *args], input=input)
+
+
+def add_user(config: Config, name: str = "alice", password: str = PASSWORD) -> None:
+    result = run(config, "user", "add", name, "--password-stdin", input=password + "\n")
+    assert result.exit_code == 0, result.output
+
+
+def stored(config: Config, name: str = "alice") -> set[tuple[str, str | None, bool]]:
+    """(feed_url, title, subscribed) of every entity of the user."""
+    with closing(sqlite3.connect(config.database.path)) as conn:
+        rows = conn.execute(
+            "SELECT s.feed_url, s.title, s.unsubscribed_at IS NULL FROM subscriptions s "
+            "JOIN users u ON u.id = s.user_id WHERE u.name = ?",
+            (name,),
+        ).fetchall()
+    return {(url, title, bool(subscribed)) for url, title, subscribed in rows}
+
+
+def dump(config: Config) -> list[str]:
+    """Every row of every table, to compare a database before and after."""
+    with closing(sqlite3.connect(config.database.path)) as conn:
+        return list(conn.iterdump())
+
+
+def big_opml(path: Path, feeds: int) -> None:
+    outlines = "\n".join(
+        f'<outline type="rss" text="Feed {i}" xmlUrl="https://feeds.example.com/{i}/rss"/>'
+        for i in range(feeds)
+    )
+    path.write_text(f'<opml version="2.0"><body>\n{outlines}\n</body></opml>\n')
+
+
+def unsubscribe(config: Config, feed_url: str, occurred_at: int) -> None:
+    """An unsubscribe sent through the same sync rules the API uses."""
+
+    async def send() -> None:
+        async with Database(config.database.path) as db:
+            with closing(sqlite3.connect(config.database.path)) as conn:
+                (user_id,) = conn.execute("SELECT id FROM users WHERE name = 'alice'").fetchone()
+            action = Action(
+                index=0,
+                action_id=None,
+                type="subscription",
+                action="unsubscribe",
+                occurred_at=timestamps.format(occurred_at),
+                data={"feed_url": feed_url},
+            )
+            [result] = await SyncService(db, config.sync).apply_batch(user_id, [action], None)
+            assert result.status == "applied", result
+
+    asyncio.run(send())
