@@ -65,6 +65,20 @@ async def migrate(conn: aiosqlite.Connection) -> int:
     return len(MIGRATIONS)
 
 
+async def _rollback(conn: aiosqlite.Connection) -> None:
+    """Roll back whatever transaction the statements queued before this one left open.
+
+    aiosqlite runs statements in order on one thread, so this ROLLBACK runs after a
+    BEGIN or COMMIT a cancelled task had queued; "no transaction is active" then
+    means there is nothing to undo.
+    """
+    try:
+        await conn.execute("ROLLBACK")
+    except sqlite3.OperationalError as exc:
+        if "no transaction is active" not in str(exc):
+            raise
+
+
 def _statements(script: str) -> list[str]:
     """Split a migration script into complete statements (sqlite3.complete_statement)."""
     statements: list[str] = []
@@ -139,15 +153,16 @@ class Database:
             raise RuntimeError("database is not open")
         async with self._write_lock:
             conn = self._writer
-            await conn.execute("BEGIN IMMEDIATE")
             try:
+                await conn.execute("BEGIN IMMEDIATE")
                 yield conn
                 await conn.execute("COMMIT")
             except BaseException:
-                # Also when COMMIT itself fails (disk full, I/O error): never leave the
-                # shared writer inside a transaction for the next caller.
-                if conn.in_transaction:
-                    await conn.execute("ROLLBACK")
+                # Never leave the shared writer inside a transaction for the next caller:
+                # not when COMMIT fails (disk full, I/O error), nor when the task is
+                # cancelled while BEGIN or COMMIT is still queued on the connection's
+                # thread (asking `in_transaction` then gives the wrong answer).
+                await _rollback(conn)
                 raise
 
     @asynccontextmanager
