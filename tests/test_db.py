@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
+import subprocess
+import sys
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -16,7 +19,7 @@ from podsync.config import Config
 from podsync.db import BUSY_TIMEOUT_MS, Database, SchemaTooNew
 from podsync.migrations import MIGRATIONS
 from podsync.store import meta
-from tests.conftest import PASSWORD, login, run_cli
+from tests.conftest import PASSWORD, config_file, login, run_cli
 
 
 async def _pragma(conn: aiosqlite.Connection, name: str) -> Any:
@@ -169,3 +172,26 @@ async def test_cancelling_a_write_at_any_point_leaves_the_writer_clean(tmp_path:
     assert counts["after"] == 40
     # A task cancelled while its COMMIT was already queued has committed all the same.
     assert committed <= counts.get("1", 0) <= 40
+
+
+@pytest.mark.parametrize("command", [["user", "list"], ["serve", "--port", "0"]])
+def test_a_file_that_is_not_a_database_is_one_error_line(
+    config: Config, tmp_path: Path, command: list[str]
+) -> None:
+    Path(config.database.path).write_bytes(b"this is not an SQLite database, " * 8)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PODSYNC_")}
+    # A connection left open keeps a non-daemon thread alive: the process would hang.
+    result = subprocess.run(
+        [sys.executable, "-m", "podsync", "--config", str(config_file(config)), *command],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[-1] == (
+        f"Error: database {config.database.path}: file is not a database"
+    )
+    assert "Traceback" not in result.stderr
