@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import sqlite3
 from contextlib import closing
+from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestClient
 from itsdangerous import URLSafeTimedSerializer
 
+from podsync import timestamps
 from podsync.config import Config
 from podsync.services.auth import ACCESS_SALT, SECRET_META_KEY
 from tests.conftest import WHOAMI, MakeConfig, app_with_test_routes, bearer, login, raw_http
@@ -209,3 +212,18 @@ async def test_configured_secret_key_is_used_instead(
     assert await _whoami(client, token) == 200
     # Tokens signed with the generated key no longer verify.
     assert await _whoami(client, old_token) == 401
+
+
+async def test_refresh_tokens_are_stored_only_as_hashes_with_their_expiry(
+    api: TestClient[Any, Any], config: Config
+) -> None:
+    tokens = await login(api)
+    expires = timestamps.parse(tokens["refresh_expires"])
+    with closing(sqlite3.connect(config.database.path)) as conn:
+        rows = conn.execute("SELECT token_hash, expires_at FROM refresh_tokens").fetchall()
+    assert rows == [(hashlib.sha256(tokens["refresh_token"].encode()).digest(), expires)]
+    await api.close()  # checkpoint the WAL into the file, then look at every byte
+    raw = await asyncio.to_thread(Path(config.database.path).read_bytes)
+    assert hashlib.sha256(tokens["refresh_token"].encode()).digest() in raw
+    assert tokens["refresh_token"].encode() not in raw
+    assert tokens["access_token"].encode() not in raw
