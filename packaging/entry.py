@@ -1,0 +1,5 @@
+"""Entry point of the frozen executable (PyInstaller runs this as __main__)."""
+
+from podsync.cli import main
+
+main()

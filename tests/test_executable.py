@@ -1,0 +1,266 @@
+"""The one-file executable, built by packaging/build.sh, works on its own.
+
+The binary is copied alone into an empty directory and run from there with no
+virtualenv, no PYTHONPATH and no PODSYNC_* variables, the way an admin would run
+it after copying it to /usr/local/bin. Deselect locally with `-m "not executable"`;
+.ci/run runs it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import sysconfig
+import threading
+import time
+import urllib.request
+import uuid
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.executable
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD_SCRIPT = ROOT / "packaging" / "build.sh"
+PASSWORD = "correct horse battery staple"
+FEED = "https://podcasts.example.org/show/feed.xml"
+IMPORTED_FEED = "https://other.example.net/rss?id=7&amp;fmt=mp3"
+OPML = f"""<?xml version="1.0" encoding="UTF-8"?>
+<opml version="2.0"><head><title>from my phone</title></head><body>
+  <outline text="Show" type="rss" xmlUrl="{FEED}"/>
+  <outline text="Other" type="rss" xmlUrl="{IMPORTED_FEED}"/>
+</body></opml>
+"""
+LISTENING = re.compile(r"listening on (http://127\.0\.0\.1:\d+)")
+
+
+def _cannot_freeze_reason() -> str | None:
+    if sys.platform not in ("linux", "darwin"):
+        return f"packaging/build.sh is a POSIX shell script; this is {sys.platform}"
+    if sys.platform == "linux" and not sysconfig.get_config_var("Py_ENABLE_SHARED"):
+        return "PyInstaller needs a Python built with --enable-shared (no libpython here)"
+    return None
+
+
+@pytest.fixture(scope="session")
+def podsync_binary() -> Path:
+    """Build dist/podsync once per test session (build.sh reuses its venv)."""
+    reason = _cannot_freeze_reason()
+    if reason:
+        pytest.skip(reason)
+    env = {**os.environ, "PYTHON": sys.executable}
+    done = subprocess.run(
+        ["bash", str(BUILD_SCRIPT)],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        check=False,
+    )
+    if done.returncode != 0:
+        pytest.fail(f"packaging/build.sh failed ({done.returncode}):\n{done.stderr[-4000:]}")
+    return ROOT / "dist" / "podsync"
+
+
+def _bare_env(tmp: Path) -> dict[str, str]:
+    """The environment minus anything Python- or venv-related and any PODSYNC_* setting."""
+    venv_bins = {str(Path(sys.prefix) / "bin"), str(Path(sys.executable).parent)}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("PYTHON", "VIRTUAL_ENV", "PODSYNC_"))
+    }
+    path = [p for p in env.get("PATH", "/usr/bin:/bin").split(os.pathsep) if p not in venv_bins]
+    env["PATH"] = os.pathsep.join(path)
+    env["TMPDIR"] = str(tmp)  # where the one-file bundle unpacks; checked for leftovers
+    return env
+
+
+@pytest.fixture
+def installed(podsync_binary: Path, tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """(the binary copied alone, beside only its config, into an empty dir; the bare env)."""
+    workdir = tmp_path / "srv"
+    workdir.mkdir()
+    unpack = tmp_path / "tmp"
+    unpack.mkdir()
+    binary = workdir / "podsync"
+    shutil.copy2(podsync_binary, binary)
+    (workdir / "podsync.toml").write_text(
+        '[server]\nport = 0\n\n[database]\npath = "data/podsync.db"\n'
+    )
+    (workdir / "data").mkdir()
+    return binary, _bare_env(unpack)
+
+
+def run(binary: Path, env: dict[str, str], *args: str, stdin: str = "") -> str:
+    done = subprocess.run(
+        [str(binary), *args],
+        cwd=binary.parent,
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, f"podsync {' '.join(args)}: {done.returncode}\n{done.stderr}"
+    return done.stdout
+
+
+def call(
+    method: str, url: str, body: Any = None, token: str | None = None
+) -> tuple[int, dict[str, Any]]:
+    headers = {"Content-Type": "application/json", "Client-ID": str(uuid.uuid4())}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    data = json.dumps(body).encode() if body is not None else None
+    # S310: the URL is the server's own loopback address from its log.
+    request = urllib.request.Request(url, data=data, method=method, headers=headers)  # noqa: S310
+    with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
+        return response.status, json.loads(response.read())
+
+
+class Server:
+    """`podsync serve` as a child process; its stderr is collected line by line."""
+
+    def __init__(self, binary: Path, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            [str(binary), "serve"],
+            cwd=binary.parent,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.lines: queue.Queue[str | None] = queue.Queue()  # None: end of the log
+        self.log: list[str] = []
+        self.pump = threading.Thread(target=self._pump, daemon=True)
+        self.pump.start()
+
+    def _pump(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def wait_for(self, pattern: re.Pattern[str], timeout: float = 30) -> re.Match[str]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                line = self.lines.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            if line is None:
+                break
+            self.log.append(line)
+            if match := pattern.search(line):
+                return match
+        raise AssertionError(f"no {pattern.pattern!r} in the server log:\n{''.join(self.log)}")
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=30)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+            self.pump.join(timeout=10)
+            assert self.proc.stderr is not None
+            self.proc.stderr.close()
+
+
+def test_the_bundle_holds_the_compiled_bindings_data_and_metadata(podsync_binary: Path) -> None:
+    viewer = ROOT / "build" / "venv" / "bin" / "pyi-archive_viewer"
+    listing = subprocess.run(
+        [str(viewer), "--recursive", "--brief", str(podsync_binary)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    names = {line.strip().strip("'") for line in listing.splitlines()}
+    assert "podsync/web/openapi.json" in names
+    assert f"podsync-{version('podsync')}.dist-info/METADATA" in names
+    for module in ("listparser", "aiosqlite", "argon2", "podsync.cli.opml", "podsync.web.server"):
+        assert module in names, module
+    for compiled in ("_argon2_cffi_bindings/_ffi.", "_cffi_backend.", "aiohttp/_http_parser."):
+        assert any(name.startswith(compiled) for name in names), compiled
+    # Optional parsers that would change how listparser reads OPML stay out.
+    assert not any(name.startswith(("lxml", "requests")) for name in names)
+
+
+def test_version_matches_the_package(installed: tuple[Path, dict[str, str]]) -> None:
+    binary, env = installed
+    assert run(binary, env, "--version").strip() == f"podsync {version('podsync')}"
+
+
+def test_the_binary_alone_serves_syncs_exports_and_stops_on_sigterm(
+    installed: tuple[Path, dict[str, str]],
+) -> None:
+    binary, env = installed
+    assert "user alice created" in run(
+        binary, env, "user", "add", "alice", "--password-stdin", stdin=PASSWORD + "\n"
+    )
+
+    server = Server(binary, env)
+    try:
+        base = server.wait_for(LISTENING).group(1)
+        assert call("GET", f"{base}/healthz") == (200, {"status": "ok"})
+
+        status, document = call("GET", f"{base}/api/v1/openapi.json")
+        assert status == 200
+        assert document["openapi"].startswith("3.1")
+
+        status, tokens = call(
+            "POST", f"{base}/auth/login", {"username": "alice", "password": PASSWORD}
+        )
+        assert status == 200
+        access = tokens["access_token"]
+
+        action_id = str(uuid.uuid4())
+        subscribe = {
+            "action_id": action_id,
+            "occurred_at": "2026-01-02T03:04:05Z",
+            "type": "subscription",
+            "action": "subscribe",
+            "data": {"feed_url": FEED},
+        }
+        status, synced = call("POST", f"{base}/api/v1/sync", {"requests": [subscribe]}, access)
+        assert status == 200
+        [result] = synced["results"]
+        assert (result["action_id"], result["status"]) == (action_id, "applied")
+
+        status, page = call("GET", f"{base}/api/v1/subscriptions", token=access)
+        assert status == 200
+        assert [s["feed_url"] for s in page["results"]] == [FEED]
+        assert page["results"][0]["sync_id"] == result["data"]["sync_id"]
+
+        # The CLI works on the same database while the server runs; import parses
+        # with the bundled listparser.
+        (binary.parent / "phone.opml").write_text(OPML)
+        report = run(binary, env, "opml", "import", "alice", "phone.opml").splitlines()
+        assert "added: 1" in report
+        assert "already subscribed: 1" in report
+        opml = run(binary, env, "opml", "export", "alice")
+        assert f'xmlUrl="{FEED}"' in opml
+        assert f'xmlUrl="{IMPORTED_FEED}"' in opml
+    finally:
+        code = server.stop()
+    assert code == 0, "".join(server.log)
+    server.wait_for(re.compile(r"\bstopped\b"), timeout=5)
+    # The bootloader removed the bundle it unpacked.
+    assert list(Path(env["TMPDIR"]).iterdir()) == []
