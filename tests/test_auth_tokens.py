@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import sqlite3
+import time
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -45,14 +46,19 @@ async def test_tokens_expire_after_their_configured_lifetimes(
 ) -> None:
     config = make_config(auth={"access_token_lifetime": 1, "refresh_token_lifetime": 1})
     client = await aiohttp_client(app_with_test_routes(config))
+    before = time.time()
     tokens = await login(client)
+    after = time.time()
     assert tokens["expires_in"] == 1
     assert await _whoami(client, tokens["access_token"]) == 200
     refreshed = await client.post("/auth/refresh", json={"refresh_token": tokens["refresh_token"]})
     assert refreshed.status == 200
     assert (await refreshed.json())["expires_in"] == 1
-    # itsdangerous counts whole seconds: a 1 s token is dead 2 s after it was issued.
-    await asyncio.sleep(2.05)
+    # Valid for at least the lifetime and less than a second more (itsdangerous
+    # counts whole seconds): alive until issued + 1 s, dead at issued + 2 s.
+    await asyncio.sleep(before + 0.8 - time.time())
+    assert await _whoami(client, tokens["access_token"]) == 200
+    await asyncio.sleep(after + 2.05 - time.time())
     assert await _whoami(client, tokens["access_token"]) == 401
     expired = await client.post("/auth/refresh", json={"refresh_token": tokens["refresh_token"]})
     assert expired.status == 401
