@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 import tracemalloc
 from typing import Any
 
@@ -70,14 +71,15 @@ async def test_successful_logins_never_count(
 async def test_window_slides_over_failures_only(
     aiohttp_client: Any, make_config: MakeConfig, seeded_users: Any
 ) -> None:
-    client = await _client(aiohttp_client, make_config, login_lockout_seconds=2)
-    assert await _login(client, "alice", WRONG) == 401  # failure A at t=0
-    await asyncio.sleep(1.0)
-    assert await _login(client, "alice", WRONG) == 401  # failure B at t=1
+    client = await _client(aiohttp_client, make_config, login_lockout_seconds=3)
+    assert await _login(client, "alice", WRONG) == 401  # failure A
+    a_recorded = time.monotonic()  # A was recorded before this
+    await asyncio.sleep(1.5)
+    assert await _login(client, "alice", WRONG) == 401  # failure B, >= 1.5 s after A
     # Refused attempts while locked do not count (nor move the window).
     assert [await _login(client, "alice", PASSWORD) for _ in range(3)] == [429, 429, 429]
-    await asyncio.sleep(1.2)
-    # A left the window (t>2): one failure remains, so the right password works...
+    await asyncio.sleep(a_recorded + 3.05 - time.monotonic())
+    # A left the window: one failure remains, so the right password works...
     assert await _login(client, "alice", PASSWORD) == 200
     # ...and the window slides: B and a new failure C lock the pair again at once.
     assert await _login(client, "alice", WRONG) == 401
