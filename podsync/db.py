@@ -29,9 +29,15 @@ class SchemaTooNew(Exception):
 
 async def _connect(path: str, durability: str) -> aiosqlite.Connection:
     conn = await aiosqlite.connect(path, isolation_level=None)
-    await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    await conn.execute("PRAGMA foreign_keys = ON")
-    await conn.execute(f"PRAGMA synchronous = {SYNCHRONOUS[durability]}")
+    try:
+        await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        await conn.execute("PRAGMA foreign_keys = ON")
+        # The first statement that reads the file: fails on one that is not a database.
+        await conn.execute(f"PRAGMA synchronous = {SYNCHRONOUS[durability]}")
+    except BaseException:
+        # An unclosed aiosqlite connection keeps a non-daemon thread: the process hangs.
+        await conn.close()
+        raise
     return conn
 
 
@@ -63,6 +69,20 @@ async def migrate(conn: aiosqlite.Connection) -> int:
             await conn.execute("ROLLBACK")
             raise
     return len(MIGRATIONS)
+
+
+async def _rollback(conn: aiosqlite.Connection) -> None:
+    """Roll back whatever transaction the statements queued before this one left open.
+
+    aiosqlite runs statements in order on one thread, so this ROLLBACK runs after a
+    BEGIN or COMMIT a cancelled task had queued; "no transaction is active" then
+    means there is nothing to undo.
+    """
+    try:
+        await conn.execute("ROLLBACK")
+    except sqlite3.OperationalError as exc:
+        if "no transaction is active" not in str(exc):
+            raise
 
 
 def _statements(script: str) -> list[str]:
@@ -139,22 +159,16 @@ class Database:
             raise RuntimeError("database is not open")
         async with self._write_lock:
             conn = self._writer
-            await conn.execute("BEGIN IMMEDIATE")
             try:
+                await conn.execute("BEGIN IMMEDIATE")
                 yield conn
                 await conn.execute("COMMIT")
             except BaseException:
-                # Also when COMMIT itself fails (disk full, I/O error): never leave the
-                # shared writer inside a transaction for the next caller.
-                if conn.in_transaction:
-                    try:
-                        await conn.execute("ROLLBACK")
-                    except sqlite3.OperationalError:
-                        # A cancelled COMMIT goes on in aiosqlite's thread, so there may be
-                        # nothing left to roll back. The original exception (above all a
-                        # CancelledError) must propagate, not this one.
-                        if conn.in_transaction:
-                            raise
+                # Never leave the shared writer inside a transaction for the next caller:
+                # not when COMMIT fails (disk full, I/O error), nor when the task is
+                # cancelled while BEGIN or COMMIT is still queued on the connection's
+                # thread (asking `in_transaction` then gives the wrong answer).
+                await _rollback(conn)
                 raise
 
     @asynccontextmanager

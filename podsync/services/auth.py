@@ -18,6 +18,7 @@ from podsync import timestamps
 from podsync.config import AuthConfig
 from podsync.db import Database
 from podsync.errors import TooManyRequests, Unauthorized
+from podsync.services.accounts import USERNAME
 from podsync.services.passwords import PasswordService
 from podsync.services.throttle import LoginThrottle
 from podsync.store import meta, tokens, users
@@ -79,8 +80,12 @@ class AuthService:
                 f"try again in {retry_after} s",
                 retry_after,
             )
-        async with self.db.read() as conn:
-            user = await users.get_by_name(conn, username)
+        user = None
+        # A name no account can have (a lone surrogate would even break the SQLite
+        # query) is an unknown user: same dummy verification, same 401.
+        if USERNAME.fullmatch(username):
+            async with self.db.read() as conn:
+                user = await users.get_by_name(conn, username)
         # Unknown users still cost one verification (DUMMY_HASH) so timing tells nothing.
         ok = await self.passwords.verify(user.password_hash if user else None, password)
         if user is None or not ok or not user.enabled:
@@ -118,6 +123,10 @@ class AuthService:
 
     async def authenticate(self, access_token: str) -> User:
         """The user an access token belongs to; Unauthorized when it is not valid now."""
+        if not access_token.isascii():
+            # Header bytes that are not UTF-8 arrive as lone surrogates, which
+            # itsdangerous cannot encode; no token we issue has a non-ASCII character.
+            raise Unauthorized(BAD_TOKEN)
         try:
             payload: Any = self._serializer.loads(
                 access_token, max_age=self.config.access_token_lifetime
