@@ -47,9 +47,15 @@ class SchemaTooNew(Exception):
 
 async def _connect(path: str, durability: str) -> aiosqlite.Connection:
     conn = await aiosqlite.connect(path, isolation_level=None)
-    await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    await conn.execute("PRAGMA foreign_keys = ON")
-    await conn.execute(f"PRAGMA synchronous = {SYNCHRONOUS[durability]}")
+    try:
+        await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        await conn.execute("PRAGMA foreign_keys = ON")
+        # The first statement that reads the file: fails on one that is not a database.
+        await conn.execute(f"PRAGMA synchronous = {SYNCHRONOUS[durability]}")
+    except BaseException:
+        # An unclosed aiosqlite connection keeps a non-daemon thread: the process hangs.
+        await conn.close()
+        raise
     return conn
 
 

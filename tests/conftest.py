@@ -7,18 +7,30 @@ test's tmp_path; `client` runs create_app(config) under aiohttp's test client;
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import asyncio
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
 from aiohttp.test_utils import TestClient
+from click.testing import CliRunner, Result
 
+from podsync.cli import cli
 from podsync.config import Config, load_config
 from podsync.db import Database
 from podsync.services.accounts import AccountService
 from podsync.services.passwords import PasswordService
 from podsync.web.app import create_app
+from podsync.web.keys import USER
 
 PASSWORD = "correct horse battery"
 
@@ -100,3 +112,154 @@ async def alice(client: TestClient[Any, Any], create_user: Callable[..., Awaitab
     await create_user("alice")
     token: str = (await login(client, "alice"))["access_token"]
     return token
+
+
+# --- helpers shared by the foundation tests (auth, errors, logs, CLI, serve) ---
+
+WHOAMI = "/api/test/whoami"  # test-only routes: protected like every /api path
+BOOM = "/api/test/boom"
+
+
+async def _whoami(request: web.Request) -> web.Response:
+    return web.json_response({"name": request[USER].name})
+
+
+async def _boom(request: web.Request) -> web.Response:
+    raise RuntimeError("boom: forced by the test")
+
+
+def app_with_test_routes(config: Config) -> web.Application:
+    """create_app(config) plus GET /api/test/whoami and GET /api/test/boom."""
+    app = create_app(config)
+    app.router.add_get(WHOAMI, _whoami, allow_head=False)
+    app.router.add_get(BOOM, _boom, allow_head=False)
+    return app
+
+
+SEEDED_USERS = ("alice", "bob", "carol")
+
+
+@pytest.fixture(scope="session")
+def seeded_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A database holding SEEDED_USERS (password PASSWORD), hashed once per session."""
+    path = tmp_path_factory.mktemp("seed") / "podsync.db"
+
+    async def seed() -> None:
+        async with Database(str(path)) as db:
+            passwords = PasswordService()
+            try:
+                accounts = AccountService(db, passwords)
+                for name in SEEDED_USERS:
+                    await accounts.add_user(name, PASSWORD)
+            finally:
+                passwords.close()
+
+    asyncio.run(seed())
+    return path
+
+
+@pytest.fixture
+def seeded_users(config: Config, seeded_template: Path) -> tuple[str, ...]:
+    """alice, bob and carol (password PASSWORD) exist in the test's database file.
+    Request it before anything that opens the database."""
+    shutil.copyfile(seeded_template, config.database.path)
+    return SEEDED_USERS
+
+
+@pytest.fixture
+async def api(
+    aiohttp_client: Any, config: Config, seeded_users: tuple[str, ...]
+) -> TestClient[Any, Any]:
+    """Like `client`, with the seeded users and the test-only WHOAMI and BOOM routes."""
+    result: TestClient[Any, Any] = await aiohttp_client(app_with_test_routes(config))
+    return result
+
+
+async def raw_http(port: int, data: bytes) -> bytes:
+    """Send raw bytes to 127.0.0.1:port and read the answer until the server closes."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(data)
+        await writer.drain()
+        return await asyncio.wait_for(reader.read(), 5.0)
+    finally:
+        writer.close()
+
+
+def run_cli(config: Config | None, *args: str, input: str | None = None) -> Result:
+    """The real CLI under CliRunner, on the config's file when one is given."""
+    options = ["--config", str(config_file(config))] if config is not None else []
+    return CliRunner().invoke(cli, [*options, *args], input=input, catch_exceptions=False)
+
+
+def config_file(config: Config) -> Path:
+    """The TOML file make_config wrote (beside the database)."""
+    return Path(config.database.path).parent / "podsync.toml"
+
+
+LISTENING = re.compile(r"listening on (http://127\.0\.0\.1:(\d+))")
+
+
+class ServeProcess:
+    """`python -m podsync serve` in a subprocess; stderr goes to a file we can read."""
+
+    def __init__(self, args: list[str], cwd: Path, env: dict[str, str] | None = None) -> None:
+        self.log_path = cwd / f"serve-{time.monotonic_ns()}.log"
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith("PODSYNC_")}
+        full_env.update(env or {})
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "podsync", *args],
+            cwd=cwd,
+            env=full_env,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+        self.url = self._wait_for_listening()
+
+    def _wait_for_listening(self) -> str:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            match = LISTENING.search(self.output())
+            if match:
+                return match.group(1)
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        self.stop()
+        raise AssertionError(f"serve did not start:\n{self.output()}")
+
+    @property
+    def port(self) -> int:
+        return int(self.url.rsplit(":", 1)[1])
+
+    def output(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            code = self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            code = self.proc.wait()
+        self._log.close()
+        return code
+
+
+@pytest.fixture
+def serve_process(tmp_path: Path) -> Iterator[Callable[..., ServeProcess]]:
+    """Start `podsync [--config FILE] serve --port 0`; every process is stopped at the end."""
+    started: list[ServeProcess] = []
+
+    def start(config: Config | None = None, env: dict[str, str] | None = None) -> ServeProcess:
+        options = ["--config", str(config_file(config))] if config is not None else []
+        process = ServeProcess([*options, "serve", "--port", "0"], tmp_path, env)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        process.stop()

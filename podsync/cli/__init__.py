@@ -6,6 +6,7 @@ The group and `serve` live here; each command group has its own module.
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from typing import Any
 
 import click
@@ -68,6 +69,8 @@ def serve(ctx: Context, host: str | None, port: int | None) -> None:
         asyncio.run(run_server(config))
     except (OSError, SchemaTooNew) as exc:
         raise click.ClickException(str(exc)) from None
+    except sqlite3.Error as exc:
+        raise click.ClickException(f"database {config.database.path}: {exc}") from None
 
 
 cli.add_command(users.user)

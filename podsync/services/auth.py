@@ -81,8 +81,8 @@ class AuthService:
                 retry_after,
             )
         user = None
-        # No user has a name outside the username rule, so such a name is not looked
-        # up at all (a lone surrogate in it could not even be bound into the query).
+        # A name no account can have (a lone surrogate would even break the SQLite
+        # query) is an unknown user: same dummy verification, same 401.
         if USERNAME.fullmatch(username):
             async with self.db.read() as conn:
                 user = await users.get_by_name(conn, username)
@@ -123,6 +123,10 @@ class AuthService:
 
     async def authenticate(self, access_token: str) -> User:
         """The user an access token belongs to; Unauthorized when it is not valid now."""
+        if not access_token.isascii():
+            # Header bytes that are not UTF-8 arrive as lone surrogates, which
+            # itsdangerous cannot encode; no token we issue has a non-ASCII character.
+            raise Unauthorized(BAD_TOKEN)
         try:
             payload: Any = self._serializer.loads(
                 access_token, max_age=self.config.access_token_lifetime

@@ -3,16 +3,26 @@
 After `max_failures` failed logins of one pair within `window` seconds, further
 logins of that pair are refused until the oldest of those failures leaves the
 window. Only failures count; refused and successful logins do not.
+
+Pairs are keyed by a digest of the username, so memory per pair stays the same
+however long the names a client sends (any string fits in a login body).
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
 
 MAX_TRACKED_PAIRS = 10_000
+
+PairKey = tuple[bytes, str]
+
+
+def _pair(username: str, address: str) -> PairKey:
+    return hashlib.sha256(username.encode("utf-8", "surrogatepass")).digest(), address
 
 
 class LoginThrottle:
@@ -27,9 +37,9 @@ class LoginThrottle:
         self.window = window
         self.max_pairs = max_pairs
         self._clock = clock
-        self._failures: OrderedDict[tuple[str, str], deque[float]] = OrderedDict()
+        self._failures: OrderedDict[PairKey, deque[float]] = OrderedDict()
 
-    def _recent(self, key: tuple[str, str], now: float) -> deque[float] | None:
+    def _recent(self, key: PairKey, now: float) -> deque[float] | None:
         times = self._failures.get(key)
         if times is None:
             return None
@@ -43,7 +53,7 @@ class LoginThrottle:
     def retry_after(self, username: str, address: str) -> int | None:
         """Seconds until this pair may try again, or None when it may try now."""
         now = self._clock()
-        times = self._recent((username, address), now)
+        times = self._recent(_pair(username, address), now)
         if times is None or len(times) < self.max_failures:
             return None
         # The pair is free once enough failures have aged out of the window.
@@ -52,7 +62,7 @@ class LoginThrottle:
 
     def record_failure(self, username: str, address: str) -> None:
         now = self._clock()
-        key = (username, address)
+        key = _pair(username, address)
         times = self._recent(key, now)
         if times is None:
             times = deque(maxlen=self.max_failures)

@@ -6,6 +6,7 @@ import asyncio
 import logging
 import signal
 import ssl
+import uuid
 from typing import Any
 
 from aiohttp import web
@@ -52,14 +53,26 @@ class _QuietRequestHandler(RequestHandler):
         message: str | None = None,
     ) -> web.StreamResponse:
         kind = type(exc).__name__ if exc is not None else "error"
-        log.warning("rejected a malformed request from %s (%s, %d)", request.remote, kind, status)
+        request_id = uuid.uuid4().hex
+        log.warning(
+            "rejected a malformed request from %s (%s, %d, request id %s)",
+            request.remote,
+            kind,
+            status,
+            request_id,
+        )
         if request.writer.output_size > 0:
             raise ConnectionError("response already started; closing the connection")
         description = (
             "the request is not valid HTTP" if status < 500 else "the server failed unexpectedly"
         )
         body = {"error": error_name(status), "description": description}
-        response = web.Response(status=status, text=dumps(body), content_type="application/json")
+        response = web.Response(
+            status=status,
+            text=dumps(body),
+            content_type="application/json",
+            headers={"X-Request-ID": request_id},
+        )
         response.force_close()
         return response
 
@@ -135,3 +148,6 @@ def configure_logging(level: str, **kwargs: Any) -> None:
     )
     # aiohttp's own access logger is replaced by ours; keep its noise down.
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    # At DEBUG aiosqlite logs every statement with its parameters: the secret key,
+    # password hashes, usernames. Never let that reach the log, whatever the level.
+    logging.getLogger("aiosqlite").setLevel(logging.INFO)
