@@ -1,6 +1,6 @@
 """Load bench: podsync against two bare aiohttp handlers, driven by wrk over loopback.
 
-    python bench/load.py                 # ~3 minutes, prints a table
+    python bench/load.py                 # ~4 minutes, prints a table
     python bench/load.py --json          # the same figures as JSON
     python bench/load.py --duration 2 --big 20000   # a quick check of the harness
 
@@ -144,11 +144,18 @@ def run(duration: float, warmup: float, big: int, workdir: Path) -> dict[str, An
             end = with_limit(
                 last_page_path(base, list_token, with_limit(start, 500), "next_cursor"), 50
             )
-            results = {}
-            for where, path in (("start", start), ("end", end)):
-                run_wrk(base + path, "get.lua", [list_token], workdir, warmup)
-                results[where] = run_wrk(base + path, "get.lua", [list_token], workdir, duration)
-                rows[f"list {size:,}: page of 50 at the {where}"] = figure(results[where], None) | {
+            # start, end, start, end, each pair pooled: a drift in the machine's load
+            # during the four runs cannot pass for a difference between the pages.
+            runs: dict[str, list[WrkResult]] = {"start": [], "end": []}
+            for _ in range(2):
+                for where, path in (("start", start), ("end", end)):
+                    run_wrk(base + path, "get.lua", [list_token], workdir, warmup)
+                    runs[where].append(
+                        run_wrk(base + path, "get.lua", [list_token], workdir, duration)
+                    )
+            results = {where: pooled(*pair) for where, pair in runs.items()}
+            for where, result in results.items():
+                rows[f"list {size:,}: page of 50 at the {where}"] = figure(result, None) | {
                     "bare": "get"
                 }
             figures[f"list_{size}_end_over_start_cost"] = round(
