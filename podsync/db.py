@@ -4,22 +4,40 @@ Writes go through `Database.write()`, which serialises writers inside this proce
 with a lock and across processes (the CLI beside a running server) with
 `BEGIN IMMEDIATE` and a busy timeout. Connections run in autocommit mode
 (`isolation_level=None`) so that the only transactions are the ones we open.
+
+Group commit: a COMMIT (an fsync with durability "full") costs as much as a whole
+batch's work, so writers that queue up behind one another share it. Each
+`write()` block runs inside its own SAVEPOINT of one group transaction; the block
+that finds no other writer waiting commits the group, and every writer of the
+group returns only after that COMMIT. A block that fails is rolled back to its
+savepoint alone; the others of its group still commit.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import TypeVar
 
 import aiosqlite
 
 from podsync.migrations import MIGRATIONS
 
+T = TypeVar("T")
+
 BUSY_TIMEOUT_MS = 10_000
-READERS = 2
+# At most this many write blocks share one COMMIT, so a steady stream of writers
+# cannot hold the first of them back for long.
+MAX_GROUP = 32
+# Readers in the pool. A request holds one for its bearer-token lookup and again for
+# its page (a read transaction of a few queries); with only two, requests queued for
+# a reader and the list p99 under 8 concurrent clients was ~50 ms; four halve it
+# (bench/load.py). Each costs a thread and a small page cache.
+READERS = 4
 SYNCHRONOUS = {"full": "FULL", "normal": "NORMAL"}
 
 
@@ -71,20 +89,6 @@ async def migrate(conn: aiosqlite.Connection) -> int:
     return len(MIGRATIONS)
 
 
-async def _rollback(conn: aiosqlite.Connection) -> None:
-    """Roll back whatever transaction the statements queued before this one left open.
-
-    aiosqlite runs statements in order on one thread, so this ROLLBACK runs after a
-    BEGIN or COMMIT a cancelled task had queued; "no transaction is active" then
-    means there is nothing to undo.
-    """
-    try:
-        await conn.execute("ROLLBACK")
-    except sqlite3.OperationalError as exc:
-        if "no transaction is active" not in str(exc):
-            raise
-
-
 def _statements(script: str) -> list[str]:
     """Split a migration script into complete statements (sqlite3.complete_statement)."""
     statements: list[str] = []
@@ -100,6 +104,42 @@ def _statements(script: str) -> list[str]:
     return statements
 
 
+async def _run(conn: aiosqlite.Connection, sql: str) -> None:
+    """Run one statement of the writer's own; when the caller is cancelled meanwhile,
+    wait until the statement is through before the cancellation goes on. aiosqlite
+    runs it in its thread whether or not anyone still awaits it, and runs a
+    connection's statements in order, so a barrier query behind it tells when. The
+    writer's state (inside a transaction or not) is then known before the next
+    step, or the next writer, looks at it."""
+    try:
+        await conn.execute(sql)
+    except asyncio.CancelledError:
+        await asyncio.shield(conn.execute("SELECT 1"))
+        raise
+
+
+async def _through(step: Awaitable[T]) -> T:
+    """Await `step` (a coroutine of several statements) to its end even when the
+    caller is cancelled meanwhile, then let the cancellation through."""
+    task = asyncio.ensure_future(step)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await asyncio.wait([task])  # not cancelled by a second cancel of ours
+        raise
+
+
+async def _undo_block(conn: aiosqlite.Connection) -> None:
+    """Roll a failed write block back to its savepoint. Never raises an error of its
+    own over the block's: when SQLite has ended the whole transaction (it does on
+    some errors, disk full among them), the group's COMMIT step reports that to the
+    other writers of the group."""
+    if conn.in_transaction:
+        with contextlib.suppress(sqlite3.Error):
+            await _run(conn, "ROLLBACK TO write_block")
+            await _run(conn, "RELEASE write_block")
+
+
 class Database:
     """One SQLite database file: a writer connection and a small pool of readers."""
 
@@ -111,6 +151,10 @@ class Database:
         self._readers: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
         self._all_readers: list[aiosqlite.Connection] = []
         self._write_lock = asyncio.Lock()
+        self._waiting = 0  # writers blocked on the write lock
+        self._group: list[asyncio.Future[None]] | None = None  # open group transaction
+        self._background: set[asyncio.Task[None]] = set()
+        self.commits = 0  # group transactions committed (for tests and the bench)
 
     async def open(self) -> None:
         """Open (creating the file when needed), switch to WAL and migrate."""
@@ -150,26 +194,86 @@ class Database:
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[aiosqlite.Connection]:
-        """One write transaction: BEGIN IMMEDIATE, then COMMIT, or ROLLBACK on error.
+        """One atomic write: the block's changes all commit, or none do.
 
-        When the block exits normally, the transaction is committed (and with
-        durability "full", synced to disk).
+        The block runs in a SAVEPOINT of a group transaction (BEGIN IMMEDIATE) shared
+        with the writers queued behind it. When the block exits normally, this
+        returns only once the group is committed (and with durability "full",
+        synced to disk). When it raises, its own changes are rolled back and the
+        exception propagates; the rest of the group is unaffected.
         """
         if self._writer is None:
             raise RuntimeError("database is not open")
-        async with self._write_lock:
-            conn = self._writer
+        conn = self._writer
+        self._waiting += 1
+        try:
+            await self._write_lock.acquire()
+        except BaseException:
+            self._waiting -= 1
+            self._flush_if_abandoned()
+            raise
+        self._waiting -= 1
+        committed: asyncio.Future[None] | None = None
+        try:
+            if self._group is None:
+                self._group = []
+                await _run(conn, "BEGIN IMMEDIATE")
+            await _run(conn, "SAVEPOINT write_block")
             try:
-                await conn.execute("BEGIN IMMEDIATE")
                 yield conn
-                await conn.execute("COMMIT")
             except BaseException:
-                # Never leave the shared writer inside a transaction for the next caller:
-                # not when COMMIT fails (disk full, I/O error), nor when the task is
-                # cancelled while BEGIN or COMMIT is still queued on the connection's
-                # thread (asking `in_transaction` then gives the wrong answer).
-                await _rollback(conn)
+                await _undo_block(conn)
                 raise
+            await _run(conn, "RELEASE write_block")
+            committed = asyncio.get_running_loop().create_future()
+            self._group.append(committed)
+        finally:
+            try:
+                if self._group is not None and (
+                    self._waiting == 0 or len(self._group) >= MAX_GROUP or not conn.in_transaction
+                ):
+                    group, self._group = self._group, None
+                    # A cancelled caller must not leave the others uncommitted, nor let
+                    # the next writer in before the COMMIT is through.
+                    await _through(self._commit(conn, group))
+            finally:
+                self._write_lock.release()
+        if committed is not None:
+            await committed
+
+    async def _commit(self, conn: aiosqlite.Connection, group: list[asyncio.Future[None]]) -> None:
+        """COMMIT the group transaction and answer each of its writers (never raises)."""
+        try:
+            if not conn.in_transaction:
+                # SQLite rolls a whole transaction back on some errors (disk full, I/O).
+                raise sqlite3.OperationalError("the write transaction was rolled back by SQLite")
+            await conn.execute("COMMIT")
+            self.commits += 1
+        except Exception as exc:
+            if conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):  # report the COMMIT's error
+                    await conn.execute("ROLLBACK")
+            for future in group:
+                if not future.done():
+                    future.set_exception(exc)
+            return
+        for future in group:
+            if not future.done():
+                future.set_result(None)
+
+    def _flush_if_abandoned(self) -> None:
+        """A writer gave up waiting for the lock: if the writers before it left the group
+        open for it, and nobody else will come, commit the group in the background."""
+        if self._group is not None and self._waiting == 0 and not self._write_lock.locked():
+            task = asyncio.get_running_loop().create_task(self._flush())
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
+    async def _flush(self) -> None:
+        async with self._write_lock:
+            if self._group is not None and self._writer is not None:
+                group, self._group = self._group, None
+                await self._commit(self._writer, group)
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[aiosqlite.Connection]:

@@ -21,8 +21,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from xml.sax.saxutils import escape, quoteattr
 
-import listparser
-
 from podsync.errors import InvalidInput
 
 _BOMS = (
@@ -70,6 +68,11 @@ def parse_opml(data: bytes) -> list[OutlineFeed]:
     Raises OpmlError when the bytes are not a well-formed XML document with an
     <opml> root.
     """
+    # Imported here, not at the top: `podsync serve` loads the whole CLI but never
+    # parses OPML, and listparser pulls in `requests` when it is installed (~5 MiB of
+    # the server's resident memory for nothing).
+    import listparser
+
     text = decode_document(data)
     outlines = _check_well_formed(text)
     parsed = listparser.parse(_as_utf8(text))

@@ -11,6 +11,7 @@ import time
 from datetime import UTC, datetime, timedelta
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_NAIVE_EPOCH = datetime(1970, 1, 1)
 _US = 1_000_000
 _RFC3339 = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?"
@@ -56,12 +57,11 @@ def parse(text: str) -> int:
 
 def format(value: int) -> str:
     """Microseconds since the epoch -> `YYYY-MM-DDTHH:MM:SS[.ffffff]Z`."""
-    moment = _EPOCH + timedelta(microseconds=value)
-    text = moment.strftime("%Y-%m-%dT%H:%M:%S")
-    if moment.year < 1000:  # strftime does not pad the year on every platform
-        text = f"{moment.year:04d}{text[text.index('-') :]}"
-    if moment.microsecond:
-        text += f".{moment.microsecond:06d}".rstrip("0")
+    # isoformat() of a naive datetime is C code that always pads the year to four
+    # digits; strftime took three times as long, and a list page formats 50 of these.
+    text = (_NAIVE_EPOCH + timedelta(microseconds=value)).isoformat()
+    if "." in text:  # trim the fraction's trailing zeros (it still round-trips)
+        text = text.rstrip("0")
     return text + "Z"
 
 

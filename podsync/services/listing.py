@@ -82,27 +82,24 @@ class ListingService:
     ) -> Page:
         """One page in creation order, after (or, for a prev cursor, before) a position."""
         kind, position = self.cursors.read(since, user_id, (NEXT, PREV)) if since else (NEXT, 0)
-        async with self.db.snapshot() as conn:
-            if kind == NEXT:
-                rows = await store.page_after(
-                    conn, user_id, position, include_unsubscribed, limit + 1
+        # The page and the flag for the other side come from one statement. Beyond
+        # the page, the flag does not depend on its rows: the page starts at the
+        # first matching entity past `position`, so "an entity before the page's
+        # first" is "an entity at or before `position`" (and likewise backwards).
+        forward = kind == NEXT
+        async with self.db.read() as conn:
+            rows, edge = await store.page_and_edge(
+                conn, user_id, position, forward, include_unsubscribed, limit + 1
+            )
+            if edge is None:  # an empty page carries no flag: ask for it alone
+                pivot = position + 1 if forward else position - 1
+                edge = await store.exists_beyond(
+                    conn, user_id, pivot, not forward, include_unsubscribed
                 )
-                has_next, rows = len(rows) > limit, rows[:limit]
-                first = rows[0].id if rows else position + 1
-                assert first is not None
-                has_prev = await store.exists_beyond(
-                    conn, user_id, first, False, include_unsubscribed
-                )
-            else:
-                rows = await store.page_before(
-                    conn, user_id, position, include_unsubscribed, limit + 1
-                )
-                has_prev, rows = len(rows) > limit, rows[:limit][::-1]
-                last = rows[-1].id if rows else position - 1
-                assert last is not None
-                has_next = await store.exists_beyond(
-                    conn, user_id, last, True, include_unsubscribed
-                )
+        if forward:
+            has_next, rows, has_prev = len(rows) > limit, rows[:limit], edge
+        else:
+            has_prev, rows, has_next = len(rows) > limit, rows[:limit][::-1], edge
         next_cursor = prev_cursor = None
         if has_next:
             last_id = rows[-1].id if rows else position - 1
@@ -122,18 +119,24 @@ class ListingService:
         exclude_client: str | None,
     ) -> Changes:
         """Entities changed after a cursor (or at or after a time), in change order."""
-        async with self.db.snapshot() as conn:
-            after = 0
-            if since:
-                try:
-                    moment = timestamps.parse(since)
-                except timestamps.InvalidTimestamp:
-                    after = self.cursors.read(since, user_id, (FEED,))[1]
-                else:
-                    first = await store.first_change_since(conn, user_id, moment)
-                    after = first - 1 if first is not None else await meta.current_change_seq(conn)
-            rows = await store.changes_after(conn, user_id, after, exclude_client, limit + 1)
-            has_next, rows = len(rows) > limit, rows[:limit]
-            # Without more rows, every change up to the database's counter has been seen.
-            upto = rows[-1].change_seq if has_next else await meta.current_change_seq(conn)
+        after = 0
+        moment = None
+        if since:
+            try:
+                moment = timestamps.parse(since)
+            except timestamps.InvalidTimestamp:
+                after = self.cursors.read(since, user_id, (FEED,))[1]
+        # A poll with a cursor is one statement; a time needs a read transaction, for
+        # the position it maps to must agree with the changes read after it.
+        reading = self.db.read() if moment is None else self.db.snapshot()
+        async with reading as conn:
+            if moment is not None:
+                first = await store.first_change_since(conn, user_id, moment)
+                after = first - 1 if first is not None else await meta.current_change_seq(conn)
+            rows, counter = await store.changes_and_counter(
+                conn, user_id, after, exclude_client, limit + 1
+            )
+        has_next, rows = len(rows) > limit, rows[:limit]
+        # Without more rows, every change up to the database's counter has been seen.
+        upto = rows[-1].change_seq if has_next else counter
         return Changes(rows, has_next, self.cursors.make(FEED, user_id, max(upto, after)))

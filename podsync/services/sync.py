@@ -328,6 +328,14 @@ class SyncService:
         now = timestamps.now_us() if now is None else now
         keys = [canonical_uuid(a.action_id) for a in actions]
         retention = self.config.action_id_retention_days * _US_PER_DAY
+        # The per-action checks need no database: run them before taking the writer,
+        # so that other batches' writes are not held up by this batch's CPU work.
+        checked: dict[int, _Valid | _Outcome] = {}
+        for action in actions:
+            try:
+                checked[action.index] = _validate(action, now, self.config.max_clock_skew)
+            except Rejected as exc:
+                checked[action.index] = _Outcome(REJECTED, str(exc))
         async with self.db.write() as conn:
             recorded = await action_log.get_many(
                 conn, user_id, [k for k in keys if k], newer_than=now - retention
@@ -340,10 +348,11 @@ class SyncService:
                     if key in recorded or key in first_of:
                         continue
                     first_of[key] = action.index
-                try:
-                    valid.append(_validate(action, now, self.config.max_clock_skew))
-                except Rejected as exc:
-                    outcomes[action.index] = _Outcome(REJECTED, str(exc))
+                check = checked[action.index]
+                if isinstance(check, _Valid):
+                    valid.append(check)
+                else:
+                    outcomes[action.index] = check
 
             sync_ids = {v.sync_id for v in valid if v.sync_id}
             sync_ids.update(r.sync_id for r in recorded.values() if r.sync_id)

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import aiosqlite
 
+from podsync.store import fetch_all
+
 _CHUNK = 500
 
 
@@ -28,13 +30,13 @@ async def get_many(
     for start in range(0, len(unique), _CHUNK):
         chunk = unique[start : start + _CHUNK]
         marks = ",".join("?" * len(chunk))
-        async with conn.execute(
+        for row in await fetch_all(
+            conn,
             "SELECT action_id, status, reason, sync_id, received_at FROM actions "
             f"WHERE user_id = ? AND received_at > ? AND action_id IN ({marks})",
             (user_id, newer_than, *chunk),
-        ) as cur:
-            for row in await cur.fetchall():
-                found[row[0]] = RecordedAction(*row)
+        ):
+            found[row[0]] = RecordedAction(*row)
     return found
 
 

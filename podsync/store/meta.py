@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import aiosqlite
 
+from podsync.store import fetch_one
+
 
 async def get(conn: aiosqlite.Connection, key: str) -> str | None:
-    async with conn.execute("SELECT value FROM meta WHERE key = ?", (key,)) as cur:
-        row = await cur.fetchone()
+    row = await fetch_one(conn, "SELECT value FROM meta WHERE key = ?", (key,))
     return None if row is None else str(row[0])
 
 
@@ -23,12 +24,12 @@ async def put_if_absent(conn: aiosqlite.Connection, key: str, value: str) -> str
 
 async def next_change_seqs(conn: aiosqlite.Connection, count: int) -> int:
     """Reserve `count` change sequence numbers; return the first. Call inside a write."""
-    async with conn.execute(
+    row = await fetch_one(
+        conn,
         "UPDATE meta SET value = CAST(CAST(value AS INTEGER) + ? AS TEXT) "
         "WHERE key = 'change_seq' RETURNING CAST(value AS INTEGER)",
         (count,),
-    ) as cur:
-        row = await cur.fetchone()
+    )
     assert row is not None, "migration 1 seeds change_seq"
     return int(row[0]) - count + 1
 

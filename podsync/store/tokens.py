@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import aiosqlite
 
+from podsync.store import fetch_one
+
 
 async def add(
     conn: aiosqlite.Connection, token_hash: bytes, user_id: int, expires_at: int, now: int
@@ -17,11 +19,11 @@ async def add(
 
 async def user_for(conn: aiosqlite.Connection, token_hash: bytes, now: int) -> int | None:
     """The user id of an unexpired refresh token, or None."""
-    async with conn.execute(
+    row = await fetch_one(
+        conn,
         "SELECT user_id FROM refresh_tokens WHERE token_hash = ? AND expires_at > ?",
         (token_hash, now),
-    ) as cur:
-        row = await cur.fetchone()
+    )
     return None if row is None else int(row[0])
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import aiosqlite
 
 from podsync.errors import Conflict, NotFound
+from podsync.store import fetch_one
 
 
 @dataclass(frozen=True)
@@ -45,14 +46,12 @@ def _user(row: Any) -> User:
 
 
 async def get_by_name(conn: aiosqlite.Connection, name: str) -> User | None:
-    async with conn.execute(f"SELECT {_COLUMNS} FROM users WHERE name = ?", (name,)) as cur:
-        row = await cur.fetchone()
+    row = await fetch_one(conn, f"SELECT {_COLUMNS} FROM users WHERE name = ?", (name,))
     return None if row is None else _user(row)
 
 
 async def get_by_id(conn: aiosqlite.Connection, user_id: int) -> User | None:
-    async with conn.execute(f"SELECT {_COLUMNS} FROM users WHERE id = ?", (user_id,)) as cur:
-        row = await cur.fetchone()
+    row = await fetch_one(conn, f"SELECT {_COLUMNS} FROM users WHERE id = ?", (user_id,))
     return None if row is None else _user(row)
 
 
