@@ -4,5 +4,5 @@ from importlib.metadata import PackageNotFoundError, version
 
 try:
     __version__ = version("podsync")
-except PackageNotFoundError:  # running from a source tree or a frozen build without metadata
-    __version__ = "0.1.0"
+except PackageNotFoundError:  # a source tree that was never installed: say so, never guess
+    __version__ = "0+unknown"

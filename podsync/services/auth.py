@@ -100,6 +100,16 @@ class AuthService:
             else None
         )
         async with self.db.write() as conn:
+            # The password was checked against a row read before hashing (~0.1 s). If an
+            # admin changed the password, disabled, logged out or deleted the user since,
+            # a refresh token written now would outlive that revocation.
+            current = await users.get_by_id(conn, user.id)
+            if current is None or (
+                not current.enabled
+                or current.token_generation != user.token_generation
+                or current.password_hash != user.password_hash
+            ):
+                raise Unauthorized(BAD_CREDENTIALS)
             await tokens.add(conn, hash_refresh_token(refresh), user.id, expires, now)
             await tokens.delete_expired(conn, now)
             if new_hash is not None:
