@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -96,14 +97,26 @@ async def list_all(
     return await _select(conn, where + " ORDER BY id", (user_id,))
 
 
+# The columns a batch writes; an entity is addressed by (user_id, sync_id).
+_STATE = (
+    "guid",
+    "feed_url",
+    "url_key",
+    "title",
+    "subscribed_at",
+    "unsubscribed_at",
+    "last_updated",
+    "last_client_id",
+    "change_seq",
+    "changed_at",
+)
+_state = operator.attrgetter(*_STATE)
 _INSERT = (
-    "INSERT INTO subscriptions (user_id, sync_id, guid, feed_url, url_key, title, subscribed_at, "
-    "unsubscribed_at, last_updated, last_client_id, change_seq, changed_at) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    f"INSERT INTO subscriptions (user_id, sync_id, {', '.join(_STATE)}) "
+    f"VALUES (?, ?, {', '.join('?' * len(_STATE))})"
 )
 _UPDATE = (
-    "UPDATE subscriptions SET guid = ?, feed_url = ?, url_key = ?, title = ?, subscribed_at = ?, "
-    "unsubscribed_at = ?, last_updated = ?, last_client_id = ?, change_seq = ?, changed_at = ? "
+    f"UPDATE subscriptions SET {', '.join(f'{c} = ?' for c in _STATE)} "
     "WHERE user_id = ? AND sync_id = ?"
 )
 
@@ -123,47 +136,9 @@ async def save(
             [(s.user_id, s.sync_id) for s in moved_keys],
         )
     if changed:
-        await conn.executemany(
-            _UPDATE,
-            [
-                (
-                    s.guid,
-                    s.feed_url,
-                    s.url_key,
-                    s.title,
-                    s.subscribed_at,
-                    s.unsubscribed_at,
-                    s.last_updated,
-                    s.last_client_id,
-                    s.change_seq,
-                    s.changed_at,
-                    s.user_id,
-                    s.sync_id,
-                )
-                for s in changed
-            ],
-        )
+        await conn.executemany(_UPDATE, [(*_state(s), s.user_id, s.sync_id) for s in changed])
     if created:
-        await conn.executemany(
-            _INSERT,
-            [
-                (
-                    s.user_id,
-                    s.sync_id,
-                    s.guid,
-                    s.feed_url,
-                    s.url_key,
-                    s.title,
-                    s.subscribed_at,
-                    s.unsubscribed_at,
-                    s.last_updated,
-                    s.last_client_id,
-                    s.change_seq,
-                    s.changed_at,
-                )
-                for s in created
-            ],
-        )
+        await conn.executemany(_INSERT, [(s.user_id, s.sync_id, *_state(s)) for s in created])
 
 
 def _keyset(include_unsubscribed: bool) -> tuple[str, str]:
