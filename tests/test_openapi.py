@@ -57,3 +57,19 @@ async def test_documented_error_statuses_use_the_error_shape(client: TestClient[
                 name = response["$ref"].rsplit("/", 1)[-1]
                 schema = responses[name]["content"]["application/json"]["schema"]
                 assert schema == {"$ref": "#/components/schemas/Error"}, (path, method, status)
+
+
+async def test_document_states_the_configured_page_size_limit(
+    aiohttp_client: Any, make_config: Any
+) -> None:
+    client = await aiohttp_client(create_app(make_config(sync={"page_size_max": 120})))
+    document = await (await client.get("/api/v1/openapi.json")).json()
+    limits = [
+        parameter["schema"]["maximum"]
+        for path in document["paths"].values()
+        for operation in path.values()
+        for parameter in operation.get("parameters", ())
+        if parameter["name"] == "limit"
+    ]
+    assert limits == [120, 120]
+    validate(document)
