@@ -34,12 +34,16 @@ class ServerConfig:
     max_body_bytes: int = 1048576
     tls_cert: str = ""
     tls_key: str = ""
+    shutdown_timeout: int = 10
+    cors_origins: tuple[str, ...] = ()
+    metrics: bool = False
 
 
 @dataclass(frozen=True)
 class DatabaseConfig:
     path: str = "podsync.db"
     durability: str = "full"
+    url: str = field(default="", repr=False)  # may hold a password
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,8 @@ class AuthConfig:
     refresh_token_lifetime: int = 2592000
     login_max_failures: int = 5
     login_lockout_seconds: int = 900
+    login_max_failures_per_address: int = 50
+    max_pending_logins: int = 16
 
 
 @dataclass(frozen=True)
@@ -57,12 +63,22 @@ class SyncConfig:
     page_size_default: int = 50
     page_size_max: int = 500
     action_id_retention_days: int = 90
+    max_subscriptions_per_user: int = 20000
 
 
 @dataclass(frozen=True)
 class LogConfig:
     level: str = "info"
     access_log: bool = True
+    format: str = "text"
+
+
+@dataclass(frozen=True)
+class GpodderConfig:
+    enabled: bool = True
+    session_lifetime: int = 2592000
+    episode_page_size: int = 1000
+    basic_cache_seconds: int = 300
 
 
 @dataclass(frozen=True)
@@ -72,6 +88,7 @@ class Config:
     auth: AuthConfig = AuthConfig()
     sync: SyncConfig = SyncConfig()
     log: LogConfig = LogConfig()
+    gpodder: GpodderConfig = GpodderConfig()
 
     def replace(self, section: str, **values: Any) -> Config:
         """A copy with some keys of one section changed, validated like a loaded config."""
@@ -87,10 +104,13 @@ _SECTION_TYPES: dict[str, type[Any]] = {
     "auth": AuthConfig,
     "sync": SyncConfig,
     "log": LogConfig,
+    "gpodder": GpodderConfig,
 }
 _PATH_KEYS = {("database", "path"), ("server", "tls_cert"), ("server", "tls_key")}
 LOG_LEVELS = ("debug", "info", "warning", "error")
 DURABILITIES = ("full", "normal")
+LOG_FORMATS = ("text", "json")
+DATABASE_URL_SCHEMES = ("postgresql", "postgres")
 
 
 def _key_types(section: str) -> dict[str, type]:
@@ -219,6 +239,7 @@ def _require(ok: bool, message: str) -> None:
 def validate(config: Config) -> Config:
     """Check ranges and cross-key rules; return the config unchanged when it is sound."""
     s, d, a, y, lg = config.server, config.database, config.auth, config.sync, config.log
+    g = config.gpodder
     _require(bool(s.host.strip()), "server.host must not be empty")
     _require(0 <= s.port <= 65535, f"server.port must be between 0 and 65535, not {s.port}")
     if s.public_url:
@@ -243,7 +264,31 @@ def validate(config: Config) -> Config:
         bool(s.tls_cert) == bool(s.tls_key),
         "server.tls_cert and server.tls_key must be set together",
     )
+    _require(
+        s.shutdown_timeout >= 0,
+        f"server.shutdown_timeout must be >= 0, not {s.shutdown_timeout}",
+    )
+    for origin in s.cors_origins:
+        parts = urlsplit(origin)
+        _require(
+            origin == "*"
+            or (
+                parts.scheme in ("http", "https")
+                and bool(parts.netloc)
+                and not parts.path
+                and not parts.query
+                and not parts.fragment
+            ),
+            f"server.cors_origins: {origin!r} is not an origin like https://app.example.org "
+            f'(scheme and host, no path) or "*"',
+        )
     _require(bool(d.path), "database.path must not be empty")
+    if d.url:
+        _require(
+            urlsplit(d.url).scheme in DATABASE_URL_SCHEMES,
+            "database.url must be a postgresql:// URL like "
+            "postgresql://user:password@host:5432/dbname (or empty for SQLite)",
+        )
     _require(
         d.durability in DURABILITIES,
         f'database.durability must be "full" or "normal", not {d.durability!r}',
@@ -268,6 +313,15 @@ def validate(config: Config) -> Config:
         a.login_lockout_seconds >= 1,
         f"auth.login_lockout_seconds must be at least 1, not {a.login_lockout_seconds}",
     )
+    _require(
+        a.login_max_failures_per_address >= 1,
+        f"auth.login_max_failures_per_address must be at least 1, "
+        f"not {a.login_max_failures_per_address}",
+    )
+    _require(
+        a.max_pending_logins >= 1,
+        f"auth.max_pending_logins must be at least 1, not {a.max_pending_logins}",
+    )
     _require(y.max_clock_skew >= 0, f"sync.max_clock_skew must be >= 0, not {y.max_clock_skew}")
     _require(y.page_size_max >= 1, f"sync.page_size_max must be at least 1, not {y.page_size_max}")
     _require(
@@ -280,7 +334,27 @@ def validate(config: Config) -> Config:
         f"sync.action_id_retention_days must be at least 1, not {y.action_id_retention_days}",
     )
     _require(
+        y.max_subscriptions_per_user >= 1,
+        f"sync.max_subscriptions_per_user must be at least 1, not {y.max_subscriptions_per_user}",
+    )
+    _require(
         lg.level in LOG_LEVELS,
         f"log.level must be one of {', '.join(LOG_LEVELS)}, not {lg.level!r}",
+    )
+    _require(
+        lg.format in LOG_FORMATS,
+        f"log.format must be one of {', '.join(LOG_FORMATS)}, not {lg.format!r}",
+    )
+    _require(
+        g.session_lifetime >= 1,
+        f"gpodder.session_lifetime must be at least 1, not {g.session_lifetime}",
+    )
+    _require(
+        g.episode_page_size >= 1,
+        f"gpodder.episode_page_size must be at least 1, not {g.episode_page_size}",
+    )
+    _require(
+        g.basic_cache_seconds >= 0,
+        f"gpodder.basic_cache_seconds must be >= 0, not {g.basic_cache_seconds}",
     )
     return config

@@ -233,6 +233,17 @@ def test_bad_environment_value_is_an_error_naming_the_key(var: str, raw: str, ke
         ("sync", {"page_size_default": 0}, "sync.page_size_default"),
         ("sync", {"action_id_retention_days": 0}, "sync.action_id_retention_days"),
         ("log", {"level": "verbose"}, "log.level"),
+        ("server", {"shutdown_timeout": -1}, "server.shutdown_timeout"),
+        ("server", {"cors_origins": ("app.example.org",)}, "server.cors_origins"),
+        ("server", {"cors_origins": ("https://app.example.org/x",)}, "server.cors_origins"),
+        ("database", {"url": "mysql://u@h/db"}, "database.url"),
+        ("auth", {"login_max_failures_per_address": 0}, "auth.login_max_failures_per_address"),
+        ("auth", {"max_pending_logins": 0}, "auth.max_pending_logins"),
+        ("sync", {"max_subscriptions_per_user": 0}, "sync.max_subscriptions_per_user"),
+        ("log", {"format": "xml"}, "log.format"),
+        ("gpodder", {"session_lifetime": 0}, "gpodder.session_lifetime"),
+        ("gpodder", {"episode_page_size": 0}, "gpodder.episode_page_size"),
+        ("gpodder", {"basic_cache_seconds": -1}, "gpodder.basic_cache_seconds"),
     ],
 )
 def test_value_out_of_range_is_an_error_naming_the_key(
