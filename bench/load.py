@@ -208,6 +208,7 @@ def main() -> None:
     out = parser.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print JSON")
     out.add_argument("--markdown", action="store_true", help="print the README's table only")
+    parser.add_argument("--save", type=Path, help="also write the JSON figures to this file")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (logs, DBs)")
     args = parser.parse_args()
     only = {name.strip() for name in args.only.split(",") if name.strip()}
@@ -229,6 +230,8 @@ def main() -> None:
             print(f"kept {workdir}", file=sys.stderr)
         else:
             shutil.rmtree(workdir, ignore_errors=True)
+    if args.save:
+        args.save.write_text(json.dumps(figures, indent=2) + "\n")
     if args.json:
         print(json.dumps(figures, indent=2))
     elif args.markdown:

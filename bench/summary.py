@@ -37,6 +37,7 @@ FILE_GROUPS: tuple[tuple[str, str], ...] = (
     ("podsync/services/sync.py", "rules (sync service)"),
     ("podsync/rules.py", "rules (sync service)"),
     ("podsync/model.py", "rules (sync service)"),
+    ("podsync/feeds.py", "rules: feed URL checks, GUIDs (feeds.py)"),
     ("podsync/services/listing.py", "listing (rows to JSON-ready dicts)"),
     ("podsync/timestamps.py", "timestamps (format/parse)"),
     ("podsync/services/auth.py", "auth (token checks)"),

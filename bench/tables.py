@@ -38,6 +38,8 @@ def targets(row: dict[str, Any]) -> tuple[str, str]:
     limits = ", ".join(
         ("p99 " + c["limit"] + " ms") if i else c["limit"] for i, c in enumerate(row["checks"])
     )
+    if row["unit"] == "MiB":
+        limits += " MiB"
     met = "met" if all(c["met"] for c in row["checks"]) else "MISSED"
     return limits, met
 
