@@ -76,7 +76,7 @@ def measure(
 ) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     base = pod.base
-    bare_get = get_side(bare.base + "/bare/page")
+    bare_get = get_side(bare.pid, bare.base + "/bare/page")
     if "rss" in only:
         time.sleep(1)  # let start-up's garbage settle
         rss = round(pod.memory_kib()["VmRSS"] / 1024, 1)
@@ -89,7 +89,7 @@ def measure(
         row = against_bare(
             "list page of 50 (user with 10k subscriptions), rendered per request",
             bare_get,
-            get_side(base + LIST_PATH, token_10k),
+            get_side(pod.pid, base + LIST_PATH, token_10k),
             s,
             "of a bare GET",
             0.25,
@@ -97,7 +97,7 @@ def measure(
         )
         rows.append(row)
     if "feed" in only:
-        feed = get_side(base + feed_head_path(base, token_10k), token_10k)
+        feed = get_side(pod.pid, base + feed_head_path(base, token_10k), token_10k)
         rows.append(
             against_bare(
                 "change-feed poll at the head (nothing new)",
@@ -114,22 +114,25 @@ def measure(
         for user, size in users.items():
             token = token_10k if user == "bench-10k" else login(base, user)
             last = last_page_path(base, token, with_limit(LIST_PATH, 500), "next_cursor")
-            end = get_side(base + with_limit(last, 50), token)
+            end = get_side(pod.pid, base + with_limit(last, 50), token)
             rows.append(
                 podsync_pair(
                     f"end page / first page at {size:,}",
                     ("first", "end"),
-                    get_side(base + LIST_PATH, token),
+                    get_side(pod.pid, base + LIST_PATH, token),
                     end,
                     s,
                     lambda first, end: first.per_second / end.per_second,
                     "time per end page / per first page",
                     1.2,
+                    lambda first, end: end.cpu_ms / first.cpu_ms,
                 )
             )
     if "storm" in only:
-        quiet = get_side(base + LIST_PATH, token_10k)
-        storm = Side(quiet.url, quiet.script, quiet.args, (base + "/auth/login", "bench-10k"))
+        quiet = get_side(pod.pid, base + LIST_PATH, token_10k)
+        storm = Side(
+            quiet.url, quiet.script, quiet.args, pod.pid, (base + "/auth/login", "bench-10k")
+        )
         rows.append(
             podsync_pair(
                 f"list p99 during a login storm ({LOGIN_CLIENTS} clients) / quiet",
@@ -146,8 +149,8 @@ def measure(
         token = login(base, "bench-sync")
         row = against_bare(
             f"sync batch of {BATCH} subscribes, durability full",
-            sync_side(bare.base + "/bare/sync"),
-            sync_side(base + "/api/v1/sync", token),
+            sync_side(bare.pid, bare.base + "/bare/sync"),
+            sync_side(pod.pid, base + "/api/v1/sync", token),
             s,
             f"of a bare {BATCH}-row insert at FULL",
             0.40,

@@ -64,14 +64,14 @@ class ProfiledServer(Server):
         return int(children[0])
 
 
-def scenario_side(name: str, base: str) -> Side:
+def scenario_side(name: str, base: str, pid: int) -> Side:
     if name == "sync":
-        return sync_side(base + "/api/v1/sync", login(base, "bench-sync"))
+        return sync_side(pid, base + "/api/v1/sync", login(base, "bench-sync"))
     token = login(base, "bench-10k")
     if name == "list":
         call(base, "GET", LIST_PATH, token=token)  # a probe: 200 with JSON, or raise
-        return get_side(base + LIST_PATH, token)
-    return get_side(base + feed_head_path(base, token), token)
+        return get_side(pid, base + LIST_PATH, token)
+    return get_side(pid, base + feed_head_path(base, token), token)
 
 
 def profile(
@@ -85,10 +85,11 @@ def profile(
     argv = ["py-spy", "record", "--format", "raw", "--rate", str(rate), "--threads"]
     argv += ["--native"] if native else []
     argv += ["--output", str(stacks), "--", *podsync_argv(config)]
-    with quiet_env(), ProfiledServer(argv, port, "/healthz", workdir / "podsync.log") as server:
-        side = scenario_side(name, server.base)
+    profiled = ProfiledServer(argv, port, "/healthz", workdir / "podsync.log")
+    with quiet_env(), profiled as server:
+        side = scenario_side(name, server.base, profiled.server_pid())
         side.run(workdir, 1)  # warm-up, inside the profile (a small share of it)
-        result = side.run(workdir, seconds)
+        result = side.run(workdir, seconds).wrk
         requests = result.requests + round(result.per_second)  # with the warm-up's, roughly
     header = (
         f"scenario {name}: {result.per_second:.1f} req/s, p50 {result.p50_ms:.2f} ms, "

@@ -7,6 +7,7 @@ the order flips every round so that a steady drift favours neither side.
 
 from __future__ import annotations
 
+import os
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,6 +20,40 @@ BATCH = 30
 LOGIN_CLIENTS = 20
 
 
+def cpu_seconds(pid: int) -> tuple[float, float]:
+    """CPU time (user + system) of process `pid`, all threads and its main thread."""
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def read(path: str) -> float:
+        fields = open(path).read().rpartition(")")[2].split()  # noqa: SIM115
+        return (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+
+    return read(f"/proc/{pid}/stat"), read(f"/proc/{pid}/task/{pid}/stat")
+
+
+@dataclass(frozen=True)
+class Run:
+    """One wrk run and the CPU time the server spent meanwhile. CPU per request
+    moves much less with the machine's load than requests per second do."""
+
+    wrk: WrkResult
+    cpu_s: float  # the server process, all threads
+    loop_cpu_s: float  # its main thread: the event loop
+
+    @property
+    def per_second(self) -> float:
+        return self.wrk.per_second
+
+    @property
+    def p99_ms(self) -> float:
+        return self.wrk.p99_ms
+
+    @property
+    def cpu_ms(self) -> float:
+        """CPU milliseconds per request, all threads."""
+        return 1000 * self.cpu_s / max(self.wrk.requests, 1)
+
+
 @dataclass(frozen=True)
 class Side:
     """One side of a round: what wrk drives. `args` is called per run, so a sync
@@ -27,9 +62,16 @@ class Side:
     url: str
     script: str
     args: Callable[[], list[str]]
+    pid: int  # the server's, for its CPU time
     login_storm: tuple[str, str] | None = None  # (login URL, user) run alongside
 
-    def run(self, workdir: Path, seconds: float) -> WrkResult:
+    def run(self, workdir: Path, seconds: float) -> Run:
+        cpu_before, loop_before = cpu_seconds(self.pid)
+        result = self._wrk(workdir, seconds)
+        cpu_after, loop_after = cpu_seconds(self.pid)
+        return Run(result, cpu_after - cpu_before, loop_after - loop_before)
+
+    def _wrk(self, workdir: Path, seconds: float) -> WrkResult:
         if self.login_storm is None:
             return run_wrk(self.url, self.script, self.args(), workdir, seconds)
         login_url, user = self.login_storm
@@ -50,7 +92,7 @@ class Settings:
     workdir: Path
 
 
-def rounds(a: Side, b: Side, s: Settings) -> list[tuple[WrkResult, WrkResult]]:
+def rounds(a: Side, b: Side, s: Settings) -> list[tuple[Run, Run]]:
     """`s.rounds` rounds of (a, b) back to back, order flipped every round."""
     if s.warmup:
         a.run(s.workdir, s.warmup)
@@ -71,11 +113,13 @@ def median(values: list[float], digits: int = 3) -> float:
     return round(statistics.median(values), digits)
 
 
-def wrk_dict(r: WrkResult) -> dict[str, float]:
+def wrk_dict(r: Run) -> dict[str, float]:
     return {
         "per_second": round(r.per_second, 1),
-        "p50_ms": round(r.p50_ms, 2),
+        "p50_ms": round(r.wrk.p50_ms, 2),
         "p99_ms": round(r.p99_ms, 2),
+        "cpu_ms_per_request": round(r.cpu_ms, 4),
+        "loop_cpu_ms_per_request": round(1000 * r.loop_cpu_s / max(r.wrk.requests, 1), 4),
     }
 
 
@@ -96,11 +140,16 @@ def against_bare(
     """A row whose figure is podsync's requests/s over the bare handler's, per round."""
     got = rounds(bare, pod, s)
     ratios = [p.per_second / b.per_second for b, p in got]
+    cpu = [b.cpu_ms / p.cpu_ms for b, p in got]
     row: dict[str, Any] = {
         "scenario": title,
         "unit": unit,
         "ratio": median(ratios),
         "ratio_rounds": [round(r, 3) for r in ratios],
+        # the same ratio from CPU time per request (bare's / podsync's): a check on
+        # the throughput ratio when the machine is busy with other work
+        "cpu_ratio": median(cpu),
+        "cpu_ratio_rounds": [round(r, 3) for r in cpu],
         "sides": ["bare", "podsync"],
         "p99_ms": median([p.p99_ms for _, p in got], 1),
         "podsync": [wrk_dict(p) for _, p in got],
@@ -118,18 +167,27 @@ def podsync_pair(
     a: Side,
     b: Side,
     s: Settings,
-    figure: Callable[[WrkResult, WrkResult], float],
+    figure: Callable[[Run, Run], float],
     what: str,
     limit: float,
+    cpu_figure: Callable[[Run, Run], float] | None = None,
 ) -> dict[str, Any]:
     """A row comparing podsync with itself (a, b), `figure` per round, to stay <= limit."""
     got = rounds(a, b, s)
     values = [figure(ra, rb) for ra, rb in got]
+    cpu = {}
+    if cpu_figure is not None:
+        cpu_values = [cpu_figure(ra, rb) for ra, rb in got]
+        cpu = {
+            "cpu_ratio": median(cpu_values),
+            "cpu_ratio_rounds": [round(v, 3) for v in cpu_values],
+        }
     return {
         "scenario": title,
         "unit": what,
         "ratio": median(values),
         "ratio_rounds": [round(v, 3) for v in values],
+        **cpu,
         "sides": list(sides),
         sides[0]: [wrk_dict(ra) for ra, _ in got],
         sides[1]: [wrk_dict(rb) for _, rb in got],
@@ -137,9 +195,9 @@ def podsync_pair(
     }
 
 
-def get_side(url: str, token: str = "") -> Side:
-    return Side(url, "get.lua", lambda: [token])
+def get_side(pid: int, url: str, token: str = "") -> Side:
+    return Side(url, "get.lua", lambda: [token], pid)
 
 
-def sync_side(url: str, token: str = "") -> Side:
-    return Side(url, "sync.lua", lambda: [token, nonce(), str(BATCH)])
+def sync_side(pid: int, url: str, token: str = "") -> Side:
+    return Side(url, "sync.lua", lambda: [token, nonce(), str(BATCH)], pid)

@@ -54,12 +54,16 @@ def print_markdown(f: dict[str, Any]) -> None:
         + (f" Settings: {json.dumps(f['overrides'])}." if f["overrides"] else "")
     )
     print()
-    print(f"| scenario | podsync (median of {f['rounds']} rounds) | per round | target | |")
-    print("|---|---|---|---|---|")
+    print(
+        f"| scenario | podsync (median of {f['rounds']} rounds) | per round | "
+        "same ratio from CPU time per request | target | |"
+    )
+    print("|---|---|---|---|---|---|")
     for row in f["rows"]:
         limits, met = targets(row)
         per_round = ", ".join(f"{v:g}" for v in row.get("ratio_rounds", [])) or "-"
-        print(f"| {row['scenario']} | {summary(row)} | {per_round} | {limits} | {met} |")
+        cpu = f"{row['cpu_ratio']:.3f}" if "cpu_ratio" in row else "-"
+        print(f"| {row['scenario']} | {summary(row)} | {per_round} | {cpu} | {limits} | {met} |")
 
 
 def print_text(f: dict[str, Any]) -> None:
@@ -69,9 +73,10 @@ def print_text(f: dict[str, Any]) -> None:
         for i, value in enumerate(row.get("ratio_rounds", [])):
             a, b = (row[side][i] for side in sides)
             print(
-                f"  round {i + 1}: {sides[0]} {a['per_second']:>9.1f}/s p99 {a['p99_ms']:>7.2f} ms"
-                f" | {sides[1]} {b['per_second']:>9.1f}/s p99 {b['p99_ms']:>7.2f} ms"
-                f" | {value:.3f}"
+                f"  round {i + 1}: {value:6.3f} | {sides[0]} {a['per_second']:>8.1f}/s "
+                f"p99 {a['p99_ms']:>7.2f} ms cpu {a['cpu_ms_per_request']:.3f} ms/req | "
+                f"{sides[1]} {b['per_second']:>8.1f}/s p99 {b['p99_ms']:>7.2f} ms "
+                f"cpu {b['cpu_ms_per_request']:.3f} ms/req"
             )
     print()
     print_markdown(f)
