@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
 from typing import Any
 
 from podsync.model import Subscription, subscription_view
@@ -116,9 +115,12 @@ async def save(
         return {}
     first_seq = await meta.next_change_seqs(conn, len(entities))
     saved: dict[str, Subscription] = {}
-    for offset, old in enumerate(entities):
-        entity = replace(old, change_seq=first_seq + offset, changed_at=now)
-        saved[entity.sync_id] = replace(entity, view=subscription_view(entity))
+    for offset, entity in enumerate(entities):
+        # The plan's own copies (new, or made by its replace): filled in place.
+        entity.change_seq = first_seq + offset
+        entity.changed_at = now
+        entity.view = subscription_view(entity)
+        saved[entity.sync_id] = entity
     if moved_keys:
         await conn.execute_many(
             "UPDATE subscriptions SET url_key = '#' || sync_id WHERE user_id = ? AND sync_id = ?",

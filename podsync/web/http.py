@@ -31,9 +31,9 @@ def error_name(status: int) -> str:
     return ERROR_NAMES[500] if status >= 500 else ERROR_NAMES[400]
 
 
-def dumps(value: Any) -> str:
-    # ASCII output: a lone surrogate echoed back from a request stays valid JSON.
-    return json.dumps(value, separators=(",", ":"))
+# Built once (json.dumps with custom separators builds an encoder per call). ASCII
+# output: a lone surrogate echoed back from a request stays valid JSON.
+dumps = json.JSONEncoder(separators=(",", ":")).encode
 
 
 def json_ok(value: Any, status: int = 200) -> web.Response:
