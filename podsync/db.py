@@ -237,18 +237,11 @@ class Database:
 
     # Reads ---------------------------------------------------------------------
 
-    @asynccontextmanager
-    async def read(self, *, threaded: bool = False) -> AsyncIterator[Connection]:
-        """A reader connection for the block's exclusive use (autocommit). With
-        `threaded`, its statements run on a worker thread (for reads of many rows)."""
-        if self._writer is None:
-            raise RuntimeError("database is not open")
-        raw = self._idle_readers.pop() if self._idle_readers else self._new_reader()
-        try:
-            yield Connection(raw, threaded)
-        finally:
-            if raw in self._all_readers:  # not closed meanwhile
-                self._idle_readers.append(raw)
+    def read(self, *, threaded: bool = False) -> _Reading:
+        """`async with db.read() as conn`: a reader connection for the block's exclusive
+        use (autocommit). With `threaded`, its statements run on a worker thread (for
+        reads of many rows). A class, not a generator: every request makes one."""
+        return _Reading(self, threaded)
 
     @asynccontextmanager
     async def snapshot(self, *, threaded: bool = False) -> AsyncIterator[Connection]:
@@ -368,6 +361,27 @@ class Database:
             if self._group is not None and self._writer is not None:
                 group, self._group = self._group, None
                 await self._commit(self._writer, group)
+
+
+class _Reading:
+    __slots__ = ("_db", "_raw", "_threaded")
+
+    def __init__(self, db: Database, threaded: bool) -> None:
+        self._db = db
+        self._threaded = threaded
+        self._raw: sqlite3.Connection | None = None
+
+    async def __aenter__(self) -> Connection:
+        db = self._db
+        if db._writer is None:
+            raise RuntimeError("database is not open")
+        self._raw = db._idle_readers.pop() if db._idle_readers else db._new_reader()
+        return Connection(self._raw, self._threaded)
+
+    async def __aexit__(self, *exc: object) -> None:
+        raw, self._raw = self._raw, None
+        if raw is not None and raw in self._db._all_readers:  # not closed meanwhile
+            self._db._idle_readers.append(raw)
 
 
 def _undo_block(raw: sqlite3.Connection) -> None:
