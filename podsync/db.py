@@ -25,6 +25,7 @@ from typing import TypeVar
 
 import aiosqlite
 
+from podsync.errors import Unavailable
 from podsync.migrations import MIGRATIONS
 
 T = TypeVar("T")
@@ -41,8 +42,35 @@ READERS = 4
 SYNCHRONOUS = {"full": "FULL", "normal": "NORMAL"}
 
 
+# SQLite primary result codes (sqlite3.h) that mean "not now" rather than a bug.
+_SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_READONLY, _SQLITE_FULL = 5, 6, 8, 13
+RETRY_AFTER_LOCKED = 1  # another writer: seconds, at most
+RETRY_AFTER_STORAGE = 60  # an admin has to free space or remount: minutes
+
+
 class SchemaTooNew(Exception):
     """The database was written by a newer podsync than this one."""
+
+
+def unavailable_error(exc: BaseException) -> Unavailable | None:
+    """The Unavailable (503) a SQLite error stands for, or None when it is not one of
+    the "not now" conditions: locked past the busy timeout, disk full, read-only.
+    The one place that reads SQLite's result codes, for every engine-facing layer."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if not isinstance(exc, sqlite3.Error) or not isinstance(code, int):
+        return None
+    primary = code & 0xFF  # extended codes keep the primary one in the low byte
+    if primary in (_SQLITE_BUSY, _SQLITE_LOCKED):
+        return Unavailable(
+            f"the database is locked by another writer (waited {BUSY_TIMEOUT_MS // 1000} s); "
+            f"try again shortly",
+            RETRY_AFTER_LOCKED,
+        )
+    if primary == _SQLITE_FULL:
+        return Unavailable("the disk holding the database is full", RETRY_AFTER_STORAGE)
+    if primary == _SQLITE_READONLY:
+        return Unavailable("the database is read-only", RETRY_AFTER_STORAGE)
+    return None
 
 
 async def _connect(path: str, durability: str) -> aiosqlite.Connection:
@@ -155,6 +183,10 @@ class Database:
         self._group: list[asyncio.Future[None]] | None = None  # open group transaction
         self._background: set[asyncio.Task[None]] = set()
         self.commits = 0  # group transactions committed (for tests and the bench)
+        self._ended_by: sqlite3.Error | None = None  # why SQLite ended the open group
+        # Set when a write failed because the database is full or read-only, cleared
+        # when one commits again: /healthz reports it.
+        self.write_failure: Unavailable | None = None
 
     async def open(self) -> None:
         """Open (creating the file when needed), switch to WAL and migrate."""
@@ -194,6 +226,23 @@ class Database:
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[aiosqlite.Connection]:
+        """One atomic write (see `_write`). SQLite's "not now" errors (locked, full,
+        read-only) leave as `Unavailable`; a full or read-only database is remembered
+        in `write_failure` until a write commits again."""
+        try:
+            async with self._write() as conn:
+                yield conn
+        except sqlite3.Error as exc:
+            unavailable = unavailable_error(exc)
+            if unavailable is None:
+                raise
+            if unavailable.retry_after == RETRY_AFTER_STORAGE:
+                self.write_failure = unavailable
+            raise unavailable from exc
+        self.write_failure = None
+
+    @asynccontextmanager
+    async def _write(self) -> AsyncIterator[aiosqlite.Connection]:
         """One atomic write: the block's changes all commit, or none do.
 
         The block runs in a SAVEPOINT of a group transaction (BEGIN IMMEDIATE) shared
@@ -217,11 +266,14 @@ class Database:
         try:
             if self._group is None:
                 self._group = []
+                self._ended_by = None
                 await _run(conn, "BEGIN IMMEDIATE")
             await _run(conn, "SAVEPOINT write_block")
             try:
                 yield conn
-            except BaseException:
+            except BaseException as exc:
+                if isinstance(exc, sqlite3.Error) and not conn.in_transaction:
+                    self._ended_by = exc  # SQLite ended the group; say why to the others
                 await _undo_block(conn)
                 raise
             await _run(conn, "RELEASE write_block")
@@ -246,7 +298,14 @@ class Database:
         try:
             if not conn.in_transaction:
                 # SQLite rolls a whole transaction back on some errors (disk full, I/O).
-                raise sqlite3.OperationalError("the write transaction was rolled back by SQLite")
+                ended = sqlite3.OperationalError(
+                    f"the write transaction was rolled back by SQLite: {self._ended_by}"
+                )
+                # The same result code, so the other writers get the same 503.
+                code = getattr(self._ended_by, "sqlite_errorcode", None)
+                if isinstance(code, int):
+                    ended.sqlite_errorcode = code
+                raise ended
             await conn.execute("COMMIT")
             self.commits += 1
         except Exception as exc:
@@ -283,6 +342,11 @@ class Database:
         conn = await self._readers.get()
         try:
             yield conn
+        except sqlite3.Error as exc:
+            unavailable = unavailable_error(exc)
+            if unavailable is None:
+                raise
+            raise unavailable from exc
         finally:
             self._readers.put_nowait(conn)
 

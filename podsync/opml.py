@@ -102,6 +102,10 @@ def decode_document(data: bytes) -> str:
         raise OpmlError(
             f"the file is not valid {encoding} text (line {line}, column {column})"
         ) from None
+    except (UnicodeError, ValueError, TypeError) as exc:
+        # Codecs such as "punycode" raise a bare UnicodeError (no position); others
+        # that call themselves text encodings may raise anything of this kind.
+        raise OpmlError(f"the file cannot be decoded as {encoding}: {exc}") from None
     return text
 
 
@@ -132,7 +136,10 @@ def _detect_encoding(data: bytes) -> tuple[str, int]:
 
 def _position(prefix: bytes, encoding: str) -> tuple[int, int]:
     """Line and column (1-based) just after the valid text `prefix`."""
-    text = prefix.decode(encoding, "replace")
+    try:
+        text = prefix.decode(encoding, "replace")
+    except (UnicodeError, ValueError, TypeError):
+        text = prefix.decode("latin-1")
     line = text.count("\n") + 1
     return line, len(text) - (text.rfind("\n") + 1) + 1
 

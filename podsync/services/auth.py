@@ -136,23 +136,23 @@ class AuthService:
         if not access_token.isascii():
             # Header bytes that are not UTF-8 arrive as lone surrogates, which
             # itsdangerous cannot encode; no token we issue has a non-ASCII character.
-            raise Unauthorized(BAD_TOKEN)
+            raise Unauthorized(BAD_TOKEN, invalid_token=True)
         try:
             payload: Any = self._serializer.loads(
                 access_token, max_age=self.config.access_token_lifetime
             )
         except SignatureExpired:  # a subclass of BadSignature: catch it first
-            raise Unauthorized("access token has expired; refresh it") from None
+            raise Unauthorized("access token has expired; refresh it", invalid_token=True) from None
         except BadSignature:
-            raise Unauthorized(BAD_TOKEN) from None
+            raise Unauthorized(BAD_TOKEN, invalid_token=True) from None
         if (
             not isinstance(payload, dict)
             or type(payload.get("u")) is not int
             or type(payload.get("g")) is not int
         ):
-            raise Unauthorized(BAD_TOKEN)
+            raise Unauthorized(BAD_TOKEN, invalid_token=True)
         async with self.db.read() as conn:
             user = await users.get_by_id(conn, payload["u"])
         if user is None or not user.enabled or user.token_generation != payload["g"]:
-            raise Unauthorized(BAD_TOKEN)
+            raise Unauthorized(BAD_TOKEN, invalid_token=True)
         return user

@@ -39,3 +39,14 @@ async def current_change_seq(conn: aiosqlite.Connection) -> int:
     value = await get(conn, "change_seq")
     assert value is not None, "migration 1 seeds change_seq"
     return int(value)
+
+
+async def ping(conn: aiosqlite.Connection) -> None:
+    """The cheapest statement that needs the database to answer."""
+    await fetch_one(conn, "SELECT 1")
+
+
+async def touch(conn: aiosqlite.Connection) -> None:
+    """Rewrite one row unchanged: a write SQLite refuses on a read-only database.
+    Call inside a write."""
+    await conn.execute("UPDATE meta SET value = value WHERE key = 'change_seq'")

@@ -15,7 +15,14 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from podsync.errors import Conflict, InvalidInput, NotFound, TooManyRequests, Unauthorized
+from podsync.errors import (
+    Conflict,
+    InvalidInput,
+    NotFound,
+    TooManyRequests,
+    Unauthorized,
+    Unavailable,
+)
 from podsync.web.http import json_error
 from podsync.web.keys import AUTH, CLIENT_ADDRESS, CONFIG, REQUEST_ID, USER
 
@@ -24,6 +31,10 @@ log = logging.getLogger("podsync.web")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 REQUEST_ID_PATTERN = re.compile(r"[A-Za-z0-9._:-]{1,128}", re.ASCII)
 WWW_AUTHENTICATE = 'Bearer realm="podsync"'
+# RFC 6750 section 3.1: a token was sent, and it is expired, revoked or forged.
+INVALID_TOKEN_CHALLENGE = 'Bearer realm="podsync", error="invalid_token"'  # noqa: S105
+# The Server header names the product, never a version (contract 8).
+SERVER_HEADER = "podsync"
 # Routes anyone may call; everything else needs a bearer token.
 PUBLIC_PATHS = frozenset({"/healthz", "/auth/login", "/auth/refresh", "/api/v1/openapi.json"})
 
@@ -47,18 +58,24 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
     request_id = given if REQUEST_ID_PATTERN.fullmatch(given) else uuid.uuid4().hex
     request[REQUEST_ID] = request_id
     response: web.StreamResponse
+    challenge = WWW_AUTHENTICATE
     try:
         response = await handler(request)
     except InvalidInput as exc:
         response = json_error(400, str(exc))
     except Unauthorized as exc:
         response = json_error(401, str(exc))
+        if exc.invalid_token:
+            challenge = INVALID_TOKEN_CHALLENGE
     except NotFound as exc:
         response = json_error(404, str(exc))
     except Conflict as exc:
         response = json_error(400, str(exc))
     except TooManyRequests as exc:
         response = json_error(429, str(exc), headers={"Retry-After": str(exc.retry_after)})
+    except Unavailable as exc:
+        log.warning("answered 503 (request id %s): %s", request_id, exc.reason)
+        response = json_error(503, exc.reason, headers={"Retry-After": str(exc.retry_after)})
     except web.HTTPException as exc:
         if exc.status < 400:  # podsync never redirects; let any other success through
             raise
@@ -76,7 +93,7 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
             500, f"the server failed unexpectedly; quote request id {request_id} to the admin"
         )
     if response.status == 401:
-        response.headers["WWW-Authenticate"] = WWW_AUTHENTICATE
+        response.headers["WWW-Authenticate"] = challenge
     response.headers["X-Request-ID"] = request_id
     return response
 
@@ -140,3 +157,8 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
     if route_error is None and request.path not in PUBLIC_PATHS:
         request[USER] = await request.app[AUTH].authenticate(bearer_token(request))
     return await handler(request)
+
+
+async def set_server_header(request: web.Request, response: web.StreamResponse) -> None:
+    """on_response_prepare: replace aiohttp's `Python/3.x aiohttp/3.x` Server header."""
+    response.headers["Server"] = SERVER_HEADER

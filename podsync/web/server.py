@@ -18,6 +18,7 @@ from podsync.config import Config
 from podsync.web.app import create_app
 from podsync.web.http import dumps, error_name
 from podsync.web.keys import CLIENT_ADDRESS
+from podsync.web.middleware import SERVER_HEADER
 
 log = logging.getLogger("podsync")
 access_log = logging.getLogger("podsync.access")
@@ -71,7 +72,7 @@ class _QuietRequestHandler(RequestHandler):
             status=status,
             text=dumps(body),
             content_type="application/json",
-            headers={"X-Request-ID": request_id},
+            headers={"X-Request-ID": request_id, "Server": SERVER_HEADER},
         )
         response.force_close()
         return response
