@@ -209,7 +209,7 @@ def test_a_large_file_shows_a_progress_bar_on_a_terminal(config: Config, tmp_pat
     os.close(secondary)
     seen = bytearray()
     try:
-        read_until(main, b"in one transaction", seen)
+        read_until(main, b"saving feeds", seen)
         stdout, _ = process.communicate(timeout=60)
     finally:
         if process.poll() is None:

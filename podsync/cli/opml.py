@@ -12,6 +12,7 @@ import click
 from podsync import timestamps
 from podsync.cli.base import Context, pass_context, run_with_db
 from podsync.db import Database
+from podsync.errors import Unavailable
 from podsync.opml import OpmlError, parse_opml
 from podsync.services.opml_io import ImportReport, OpmlService
 from podsync.services.sync import SyncService
@@ -37,8 +38,10 @@ def opml_import(ctx: Context, name: str, file: BinaryIO) -> None:
     """Subscribe NAME to every feed in the OPML FILE ('-' reads standard input).
 
     Feeds already subscribed are left alone, unsubscribed ones are subscribed
-    again; invalid URLs and repeats are skipped. All or nothing: a file that is
-    not OPML imports nothing.
+    again; invalid URLs and repeats are skipped. The whole file is checked
+    first: a file that is not OPML imports nothing. Then feeds are saved in
+    transactions of 1000, so a running server is never held up for long; an
+    interrupted import can simply be run again.
 
     \b
     Example:
@@ -60,10 +63,22 @@ def opml_import(ctx: Context, name: str, file: BinaryIO) -> None:
             return await service.apply(user, service.plan(feeds, now), now)
         with click.progressbar(length=len(feeds), label="checking feeds", file=sys.stderr) as bar:
             plan = service.plan(feeds, now, progress=_advance(bar))
-        click.echo(f"saving {len(plan.actions)} feeds in one transaction", err=True)
-        return await service.apply(user, plan, now)
+        with click.progressbar(
+            length=len(plan.actions), label="saving feeds", file=sys.stderr
+        ) as bar:
+            return await service.apply(user, plan, now, progress=_advance(bar))
 
-    report = run_with_db(config, run)
+    async def run_resumable(db: Database) -> ImportReport:
+        try:
+            return await run(db)
+        except Unavailable as exc:
+            # Chunks written before the failure stay; a second run finishes the job.
+            raise Unavailable(
+                f"{exc.reason}; feeds saved so far are kept, run the import again to finish",
+                exc.retry_after,
+            ) from exc
+
+    report = run_with_db(config, run_resumable)
     click.echo(f"added: {report.added}")
     click.echo(f"resubscribed: {report.resubscribed}")
     click.echo(f"already subscribed: {report.already_subscribed}")
