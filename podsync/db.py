@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
@@ -29,6 +30,7 @@ from podsync.errors import Unavailable
 from podsync.migrations import MIGRATIONS
 
 T = TypeVar("T")
+log = logging.getLogger("podsync.db")
 
 BUSY_TIMEOUT_MS = 10_000
 # At most this many write blocks share one COMMIT, so a steady stream of writers
@@ -238,6 +240,7 @@ class Database:
                 raise
             if unavailable.retry_after == RETRY_AFTER_STORAGE:
                 self.write_failure = unavailable
+            log.warning("a write to %s failed: %s (%s)", self.path, unavailable.reason, exc)
             raise unavailable from exc
         self.write_failure = None
 

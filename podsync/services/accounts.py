@@ -11,7 +11,7 @@ from podsync import timestamps
 from podsync.db import Database
 from podsync.errors import InvalidInput
 from podsync.services.passwords import PasswordService, check_password_rules
-from podsync.store import tokens, users
+from podsync.store import login_failures, tokens, users
 from podsync.store.users import User, UserSummary
 
 USERNAME = re.compile(r"[A-Za-z0-9._-]{1,64}", re.ASCII)
@@ -43,6 +43,13 @@ class AccountService:
             user = await users.require_by_name(conn, name)
             await users.set_password_hash(conn, user.id, password_hash)
             await _revoke(conn, user.id)
+            await login_failures.clear_name(conn, user.name)
+
+    async def unlock(self, name: str) -> None:
+        """Forget the user's failed logins, so a throttled user may log in again."""
+        async with self.db.write() as conn:
+            user = await users.require_by_name(conn, name)
+            await login_failures.clear_name(conn, user.name)
 
     async def set_enabled(self, name: str, enabled: bool) -> None:
         async with self.db.write() as conn:

@@ -74,7 +74,6 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
     except TooManyRequests as exc:
         response = json_error(429, str(exc), headers={"Retry-After": str(exc.retry_after)})
     except Unavailable as exc:
-        log.warning("answered 503 (request id %s): %s", request_id, exc.reason)
         response = json_error(503, exc.reason, headers={"Retry-After": str(exc.retry_after)})
     except web.HTTPException as exc:
         if exc.status < 400:  # podsync never redirects; let any other success through
