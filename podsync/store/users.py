@@ -63,6 +63,15 @@ async def require_by_name(conn: aiosqlite.Connection, name: str) -> User:
 
 
 async def create(conn: aiosqlite.Connection, name: str, password_hash: str, now: int) -> User:
+    """Create a user; Conflict when the name exists in any letter case. Call inside a
+    write: the check and the insert are one transaction, so two cannot both pass."""
+    taken = await fetch_one(
+        conn, "SELECT name FROM users WHERE name = ? COLLATE NOCASE LIMIT 1", (name,)
+    )
+    if taken is not None:
+        raise Conflict(
+            f"a user named {str(taken[0])!r} already exists (names are unique ignoring case)"
+        )
     try:
         async with conn.execute(
             f"INSERT INTO users (name, password_hash, created_at) VALUES (?, ?, ?) "
