@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
@@ -48,6 +49,31 @@ SYNCHRONOUS = {"full": "FULL", "normal": "NORMAL"}
 _SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_READONLY, _SQLITE_FULL = 5, 6, 8, 13
 RETRY_AFTER_LOCKED = 1  # another writer: seconds, at most
 RETRY_AFTER_STORAGE = 60  # an admin has to free space or remount: minutes
+
+
+def owner_only(path: str) -> None:
+    """Create the database file readable by its owner only (0600, whatever the umask),
+    or take group and other access away from an existing one and its -wal/-shm: they
+    hold password hashes and the token-signing secret. SQLite creates -wal and -shm
+    with the database file's mode, so they follow."""
+    # Exists already, or cannot be created (read-only, no such directory): the
+    # connection that follows reports what is wrong in SQLite's words.
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.fchmod(fd, 0o600)  # the umask may have taken bits from 0600 too
+        finally:
+            os.close(fd)
+    for name in (path, f"{path}-wal", f"{path}-shm"):
+        try:
+            mode = os.stat(name).st_mode & 0o777
+            if mode & 0o077:
+                os.chmod(name, mode & 0o700)
+                log.warning("%s was open to others (mode %o), now %o", name, mode, mode & 0o700)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:  # a read-only file system: opening will say more
+            log.warning("cannot restrict the mode of %s: %s", name, exc.strerror)
 
 
 class SchemaTooNew(Exception):
@@ -195,6 +221,7 @@ class Database:
         parent = Path(self.path).parent
         if not parent.is_dir():
             raise FileNotFoundError(f"directory {parent} does not exist")
+        owner_only(self.path)
         try:
             self._writer = await _connect(self.path, self.durability)
             async with self._writer.execute("PRAGMA journal_mode = WAL") as cur:

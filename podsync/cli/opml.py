@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 import click
@@ -13,6 +14,7 @@ from podsync import timestamps
 from podsync.cli.base import Context, pass_context, run_with_db
 from podsync.db import Database
 from podsync.errors import Unavailable
+from podsync.maintenance import create_owner_only
 from podsync.opml import OpmlError, parse_opml
 from podsync.services.opml_io import ImportReport, OpmlService
 from podsync.services.sync import SyncService
@@ -114,15 +116,23 @@ def _advance(bar: ProgressBar[int]) -> Callable[[int], None]:
 @click.option(
     "--include-unsubscribed", is_flag=True, help="Also list feeds the user unsubscribed from."
 )
+@click.option("--force", is_flag=True, help="Overwrite the -o file when it exists.")
 @pass_context
-def opml_export(ctx: Context, name: str, output: str | None, include_unsubscribed: bool) -> None:
+def opml_export(
+    ctx: Context, name: str, output: str | None, include_unsubscribed: bool, force: bool
+) -> None:
     """Write NAME's subscribed feeds as OPML 2.0 to standard output or a file.
+
+    The file is readable by its owner only; an existing one is refused unless
+    --force is given; a failed export leaves nothing behind.
 
     \b
     Example:
       podsync opml export alice -o alice.opml
       podsync opml export alice --include-unsubscribed > everything.opml
     """
+    if output is not None and os.path.lexists(output) and not force:
+        raise click.ClickException(f"{output} already exists; add --force to overwrite it")
 
     async def run(db: Database) -> bytes:
         service = OpmlService(db, SyncService(db, ctx.config.sync))
@@ -134,10 +144,15 @@ def opml_export(ctx: Context, name: str, output: str | None, include_unsubscribe
         sys.stdout.buffer.write(document)
         sys.stdout.flush()
         return
-    temporary = f"{output}.partial"
+    temporary = Path(f"{output}.partial")
     try:
-        with open(temporary, "wb") as out:
+        temporary.unlink(missing_ok=True)
+        create_owner_only(temporary)
+        with temporary.open("wb") as out:
             out.write(document)
+            out.flush()
+            os.fsync(out.fileno())
         os.replace(temporary, output)
     except OSError as exc:
+        temporary.unlink(missing_ok=True)  # a full disk must not leave half a file
         raise click.ClickException(f"cannot write {output}: {exc.strerror}") from None
