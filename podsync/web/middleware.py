@@ -33,6 +33,9 @@ REQUEST_ID_PATTERN = re.compile(r"[A-Za-z0-9._:-]{1,128}", re.ASCII)
 WWW_AUTHENTICATE = 'Bearer realm="podsync"'
 # RFC 6750 section 3.1: a token was sent, and it is expired, revoked or forged.
 INVALID_TOKEN_CHALLENGE = 'Bearer realm="podsync", error="invalid_token"'  # noqa: S105
+# nginx's "client closed request": what the access log shows for a client that hung
+# up before its request was read (the response is never sent).
+CLIENT_CLOSED_REQUEST = 499
 # The Server header names the product, never a version (contract 8).
 SERVER_HEADER = "podsync"
 # Routes anyone may call; everything else needs a bearer token.
@@ -81,20 +84,37 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
         response = json_error(exc.status, _framework_description(exc, request))
         if "Allow" in exc.headers:
             response.headers["Allow"] = exc.headers["Allow"]
-    except Exception:
-        log.exception(
-            "unhandled error in %s %s (request id %s)",
-            request.method,
-            request.rel_url.raw_path,
-            request_id,
-        )
-        response = json_error(
-            500, f"the server failed unexpectedly; quote request id {request_id} to the admin"
-        )
+    except Exception as exc:
+        if isinstance(exc, ConnectionError) and _client_gone(request):
+            # The client hung up mid-request (mid-body, say): nothing to answer, no
+            # fault of ours, and anyone can do it: no traceback, no 500 in the log.
+            log.info(
+                "client went away during %s %s (request id %s): %s",
+                request.method,
+                request.rel_url.raw_path,
+                request_id,
+                exc,
+            )
+            response = web.Response(status=CLIENT_CLOSED_REQUEST)
+        else:
+            log.exception(
+                "unhandled error in %s %s (request id %s)",
+                request.method,
+                request.rel_url.raw_path,
+                request_id,
+            )
+            response = json_error(
+                500, f"the server failed unexpectedly; quote request id {request_id} to the admin"
+            )
     if response.status == 401:
         response.headers["WWW-Authenticate"] = challenge
     response.headers["X-Request-ID"] = request_id
     return response
+
+
+def _client_gone(request: web.Request) -> bool:
+    transport = request.transport
+    return transport is None or transport.is_closing()
 
 
 Networks = tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]

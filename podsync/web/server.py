@@ -91,9 +91,14 @@ class PodsyncRunner(web.AppRunner):
 
 
 def make_runner(app: web.Application, config: Config) -> PodsyncRunner:
+    # On SIGTERM in-flight requests get shutdown_timeout seconds (aiohttp's default
+    # is 60, past systemd's TimeoutStopSec of 30), then they are cancelled.
+    timeout = float(config.server.shutdown_timeout)
     if config.log.access_log:
-        return PodsyncRunner(app, access_log_class=AccessLogger, access_log=access_log)
-    return PodsyncRunner(app, access_log=None)
+        return PodsyncRunner(
+            app, access_log_class=AccessLogger, access_log=access_log, shutdown_timeout=timeout
+        )
+    return PodsyncRunner(app, access_log=None, shutdown_timeout=timeout)
 
 
 def _ssl_context(config: Config) -> ssl.SSLContext | None:
