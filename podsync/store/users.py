@@ -69,9 +69,9 @@ async def create(conn: aiosqlite.Connection, name: str, password_hash: str, now:
         conn, "SELECT name FROM users WHERE name = ? COLLATE NOCASE LIMIT 1", (name,)
     )
     if taken is not None:
-        raise Conflict(
-            f"a user named {str(taken[0])!r} already exists (names are unique ignoring case)"
-        )
+        existing = str(taken[0])
+        hint = "" if existing == name else " (names are unique ignoring case)"
+        raise Conflict(f"a user named {existing!r} already exists{hint}")
     try:
         async with conn.execute(
             f"INSERT INTO users (name, password_hash, created_at) VALUES (?, ?, ?) "

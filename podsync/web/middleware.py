@@ -179,5 +179,9 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
 
 
 async def set_server_header(request: web.Request, response: web.StreamResponse) -> None:
-    """on_response_prepare: replace aiohttp's `Python/3.x aiohttp/3.x` Server header."""
+    """on_response_prepare: replace aiohttp's `Python/3.x aiohttp/3.x` Server header,
+    and give a streamed response (sent before the middleware sees it) its request id."""
     response.headers["Server"] = SERVER_HEADER
+    request_id = request.get(REQUEST_ID)
+    if request_id is not None:
+        response.headers["X-Request-ID"] = request_id
