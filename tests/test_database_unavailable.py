@@ -95,7 +95,7 @@ async def test_sqlite_full_and_read_only_errors_are_unavailable_at_the_db_layer(
             async with db.write() as conn:
                 await conn.execute("PRAGMA max_page_count = 1")
                 await conn.execute("CREATE TABLE filler (x)")
-                await conn.executemany("INSERT INTO filler VALUES (?)", [(LONG,)] * 50)
+                await conn.execute_many("INSERT INTO filler VALUES (?)", [(LONG,)] * 50)
         assert full.value.retry_after == 60
         assert db.write_failure is not None
         async with db.write() as conn:  # the next write that commits clears it

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +16,9 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from podsync.config import Config
 from podsync.db import Database
-from podsync.store import fetch_one, login_failures
+from podsync.services.auth import loggable_name
+from podsync.store import login_failures
+from podsync.web.server import LOG_FORMAT
 from tests.conftest import PASSWORD, MakeConfig, app_with_test_routes, run_cli
 
 WRONG = "not the password"
@@ -133,8 +137,31 @@ async def test_stored_failures_are_bounded_whatever_the_names(
             async with db.write() as conn:
                 await login_failures.record(conn, str(i) * 10_000, f"192.0.2.{i % 7}", i + 1, 0)
         async with db.read() as conn:
-            count, width = await fetch_one(
-                conn, "SELECT count(*), max(length(name_hash)) FROM login_failures"
+            count, width = await conn.fetch_one(
+                "SELECT count(*), max(length(name_hash)) FROM login_failures"
             )
     assert count == 50
     assert width == 32  # a digest, not the 10 kB name
+
+
+def test_the_readme_fail2ban_filter_finds_the_address_in_both_lines(
+    caplog: Any,
+) -> None:
+    """The failregex shown in the README, with fail2ban's <HOST> as a group, against
+    the lines podsync writes (its own log format; fail2ban strips the timestamp)."""
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    [regex] = re.findall(r"^failregex = (.*)$", readme, re.MULTILINE)
+    pattern = re.compile(regex.replace("<HOST>", r"(?P<host>[0-9a-fA-F.:]+)"))
+    formatter = logging.Formatter(LOG_FORMAT)
+    auth_log = logging.getLogger("podsync.auth")
+    caplog.set_level(logging.WARNING, logger="podsync.auth")
+    auth_log.warning("login failed for user %s from %s", loggable_name("a b"), "203.0.113.7")
+    auth_log.warning("login throttled for user %s from %s", "alice", "2001:db8::1")
+    hosts = []
+    for record in caplog.records:
+        line = formatter.format(record)
+        without_date = re.sub(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+", "", line)
+        found = pattern.search(without_date)
+        assert found is not None, line
+        hosts.append(found["host"])
+    assert hosts == ["203.0.113.7", "2001:db8::1"]

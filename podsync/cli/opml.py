@@ -66,7 +66,7 @@ def opml_import(ctx: Context, name: str, file: BinaryIO) -> None:
         with click.progressbar(length=len(feeds), label="checking feeds", file=sys.stderr) as bar:
             plan = service.plan(feeds, now, progress=_advance(bar))
         with click.progressbar(
-            length=len(plan.actions), label="saving feeds", file=sys.stderr
+            length=len(plan.subscribes), label="saving feeds", file=sys.stderr
         ) as bar:
             return await service.apply(user, plan, now, progress=_advance(bar))
 

@@ -1,7 +1,7 @@
 """OPML import and export of one user's subscriptions (contract section 10).
 
-The import sends every feed through the sync rules (`SyncService.apply_batch`) as
-a server-made `subscribe`, in transactions of at most IMPORT_CHUNK feeds once the
+The import sends every feed through the sync rules (`SyncService.apply`) as a
+server-made `Subscribe`, in transactions of at most IMPORT_CHUNK feeds once the
 whole file is checked, so the CLI and the API share one code path. Feeds with
 invalid URLs and repeats within the file (same url key) never reach the batch;
 they are skipped and reported.
@@ -17,10 +17,11 @@ from datetime import UTC, datetime
 from podsync import timestamps
 from podsync.db import Database
 from podsync.feeds import InvalidFeedUrl, check_feed_url, has_bad_characters, url_key
+from podsync.model import User
 from podsync.opml import OPML_TAIL, OutlineFeed, opml_head, opml_outlines
-from podsync.services.sync import APPLIED, IGNORED, Action, ActionResult, SyncService
+from podsync.rules import APPLIED, IGNORED, Subscribe
+from podsync.services.sync import CommandResult, SyncService
 from podsync.store import subscriptions, users
-from podsync.store.users import User
 
 MAX_TITLE = 1024
 # Feeds written per transaction (contract 10, rev. 2): ~1000 subscribes take well
@@ -39,7 +40,7 @@ class SkippedFeed:
 
 @dataclass
 class ImportPlan:
-    actions: list[Action] = field(default_factory=list)
+    subscribes: list[Subscribe] = field(default_factory=list)
     skipped: list[SkippedFeed] = field(default_factory=list)
 
 
@@ -85,7 +86,6 @@ class OpmlService:
     ) -> ImportPlan:
         """Check every feed (no database): the subscribes to send and the skipped;
         `progress(n)` after n feeds."""
-        occurred_at = timestamps.format(now)
         plan = ImportPlan()
         first_of_key: dict[str, str] = {}
         for number, feed in enumerate(feeds, start=1):
@@ -93,16 +93,8 @@ class OpmlService:
             if reason is not None:
                 plan.skipped.append(SkippedFeed(feed.url, reason))
             else:
-                plan.actions.append(
-                    Action(
-                        index=len(plan.actions),
-                        action_id=None,
-                        type="subscription",
-                        action="subscribe",
-                        occurred_at=occurred_at,
-                        data={"feed_url": feed.url},
-                        title=clean_title(feed.title),
-                    )
+                plan.subscribes.append(
+                    Subscribe(feed.url, occurred_at=now, title=clean_title(feed.title))
                 )
             if progress is not None:
                 progress(number)
@@ -121,18 +113,20 @@ class OpmlService:
         cut short can simply be repeated (what it wrote is `already subscribed`).
         `progress(n)` after n feeds are written."""
         report = ImportReport(skipped=list(plan.skipped))
-        for start in range(0, len(plan.actions), IMPORT_CHUNK):
-            chunk = plan.actions[start : start + IMPORT_CHUNK]
-            results = await self.sync.apply_batch(user.id, chunk, client_id=None, now=now)
-            self._count(report, results)
+        for start in range(0, len(plan.subscribes), IMPORT_CHUNK):
+            chunk = plan.subscribes[start : start + IMPORT_CHUNK]
+            outcome = await self.sync.apply(user.id, None, chunk, now=now)
+            self._count(report, chunk, outcome.results)
             if progress is not None:
                 progress(start + len(chunk))
         return report
 
     @staticmethod
-    def _count(report: ImportReport, results: Sequence[ActionResult]) -> None:
-        for result in results:
-            url = result.action.data["feed_url"]
+    def _count(
+        report: ImportReport, chunk: Sequence[Subscribe], results: Sequence[CommandResult]
+    ) -> None:
+        for command, result in zip(chunk, results, strict=True):
+            url = command.feed_url
             if result.status == APPLIED and result.created:
                 report.added += 1
             elif result.status == APPLIED:

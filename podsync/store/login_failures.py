@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import hashlib
 
-import aiosqlite
-
-from podsync.store import fetch_one
+from podsync.store import Connection
 
 # At most this many rows in all, whatever number of addresses an attacker has.
 MAX_ROWS = 100_000
@@ -18,7 +16,7 @@ def name_digest(name: str) -> bytes:
     return hashlib.sha256(name.encode("utf-8", "surrogatepass")).digest()
 
 
-async def record(conn: aiosqlite.Connection, name: str, address: str, now: int, since: int) -> None:
+async def record(conn: Connection, name: str, address: str, now: int, since: int) -> None:
     """Record one failure at `now`; forget the ones at or before `since` (out of the
     window) and the oldest beyond MAX_ROWS. Call inside a write."""
     await conn.execute("DELETE FROM login_failures WHERE failed_at <= ?", (since,))
@@ -34,11 +32,10 @@ async def record(conn: aiosqlite.Connection, name: str, address: str, now: int, 
 
 
 async def nth_newest_for_pair(
-    conn: aiosqlite.Connection, name: str, address: str, since: int, n: int
+    conn: Connection, name: str, address: str, since: int, n: int
 ) -> int | None:
     """The time of the n-th newest failure of (name, address) after `since`, if any."""
-    row = await fetch_one(
-        conn,
+    row = await conn.fetch_one(
         "SELECT failed_at FROM login_failures "
         "WHERE name_hash = ? AND address = ? AND failed_at > ? "
         "ORDER BY failed_at DESC LIMIT 1 OFFSET ?",
@@ -47,12 +44,9 @@ async def nth_newest_for_pair(
     return None if row is None else int(row[0])
 
 
-async def nth_newest_for_address(
-    conn: aiosqlite.Connection, address: str, since: int, n: int
-) -> int | None:
+async def nth_newest_for_address(conn: Connection, address: str, since: int, n: int) -> int | None:
     """The time of the n-th newest failure from `address` (any name) after `since`."""
-    row = await fetch_one(
-        conn,
+    row = await conn.fetch_one(
         "SELECT failed_at FROM login_failures WHERE address = ? AND failed_at > ? "
         "ORDER BY failed_at DESC LIMIT 1 OFFSET ?",
         (address, since, n - 1),
@@ -60,6 +54,6 @@ async def nth_newest_for_address(
     return None if row is None else int(row[0])
 
 
-async def clear_name(conn: aiosqlite.Connection, name: str) -> None:
+async def clear_name(conn: Connection, name: str) -> None:
     """Forget every failure recorded for `name` (unlock, new password)."""
     await conn.execute("DELETE FROM login_failures WHERE name_hash = ?", (name_digest(name),))

@@ -7,9 +7,10 @@ exception is logged with its request id and answered with a bare 500.
 from __future__ import annotations
 
 import ipaddress
+import itertools
 import logging
 import re
-import uuid
+import secrets
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
@@ -38,6 +39,10 @@ INVALID_TOKEN_CHALLENGE = 'Bearer realm="podsync", error="invalid_token"'  # noq
 CLIENT_CLOSED_REQUEST = 499
 # The Server header names the product, never a version (contract 8).
 SERVER_HEADER = "podsync"
+# Request ids made here: a random prefix per process and a counter, unique without a
+# getrandom() syscall per request (uuid4 cost ~0.1 ms of a list page under load).
+_ID_PREFIX = secrets.token_hex(6)
+_ID_COUNTER = itertools.count(1)
 # Routes anyone may call; everything else needs a bearer token.
 PUBLIC_PATHS = frozenset({"/healthz", "/auth/login", "/auth/refresh", "/api/v1/openapi.json"})
 
@@ -58,7 +63,9 @@ def _framework_description(exc: web.HTTPException, request: web.Request) -> str:
 async def errors_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Outermost: request id on every response, every error in the JSON shape."""
     given = request.headers.get("X-Request-ID", "")
-    request_id = given if REQUEST_ID_PATTERN.fullmatch(given) else uuid.uuid4().hex
+    request_id = (
+        given if REQUEST_ID_PATTERN.fullmatch(given) else f"{_ID_PREFIX}{next(_ID_COUNTER):020x}"
+    )
     request[REQUEST_ID] = request_id
     response: web.StreamResponse
     challenge = WWW_AUTHENTICATE

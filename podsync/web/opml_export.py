@@ -3,6 +3,8 @@ streamed in pieces so that a huge list never holds the event loop."""
 
 from __future__ import annotations
 
+import asyncio
+
 from aiohttp import web
 
 from podsync.services.opml_io import OpmlService
@@ -23,5 +25,8 @@ async def export_subscriptions(request: web.Request) -> web.StreamResponse:
     await response.prepare(request)
     async for chunk in service.export_chunks(request[USER], include_unsubscribed):
         await response.write(chunk)
+        # Reads run on the loop and a write returns at once while the socket buffer
+        # has room, so nothing above yields: let the other requests in between pieces.
+        await asyncio.sleep(0)
     await response.write_eof()
     return response

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from urllib.parse import urlencode
 
@@ -51,3 +52,8 @@ def public_url(request: web.Request, path: str) -> str:
     """`path` (starting with "/") as the server returns it: relative, or absolute
     from `server.public_url` when that is set."""
     return request.app[CONFIG].server.public_url.rstrip("/") + path
+
+
+def json_url(request: web.Request, since_value: str) -> str:
+    """`relative_url` as a JSON string."""
+    return json.dumps(relative_url(request, since_value))

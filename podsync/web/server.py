@@ -21,6 +21,8 @@ from podsync.web.keys import CLIENT_ADDRESS
 from podsync.web.middleware import SERVER_HEADER
 
 log = logging.getLogger("podsync")
+# The fail2ban filter in the README matches lines of this shape.
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 access_log = logging.getLogger("podsync.access")
 
 
@@ -149,7 +151,7 @@ async def serve(config: Config) -> None:
 def configure_logging(level: str, **kwargs: Any) -> None:
     logging.basicConfig(
         level=getattr(logging, level.upper()),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        format=LOG_FORMAT,
         **kwargs,
     )
     # aiohttp's own access logger is replaced by ours; keep its noise down.
