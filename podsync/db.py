@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
@@ -32,9 +33,11 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from podsync.errors import Unavailable
 from podsync.migrations import MIGRATIONS
 
 T = TypeVar("T")
+log = logging.getLogger("podsync.db")
 
 BUSY_TIMEOUT_MS = 10_000
 # At most this many write blocks share one COMMIT, so a steady stream of writers
@@ -51,8 +54,58 @@ CHECKPOINT_WAL_BYTES = 4 * 1024 * 1024
 STATEMENT_CACHE = 256
 
 
+RETRY_AFTER_LOCKED = 1  # another writer: seconds, at most
+RETRY_AFTER_STORAGE = 60  # an admin has to free space or remount: minutes
+
+
 class SchemaTooNew(Exception):
     """The database was written by a newer podsync than this one."""
+
+
+def unavailable_error(exc: BaseException) -> Unavailable | None:
+    """The Unavailable (503) a SQLite error stands for, or None when it is not one of
+    the "not now" conditions: locked past the busy timeout, disk full, read-only.
+    The one place that reads SQLite's result codes, for every engine-facing layer."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if not isinstance(exc, sqlite3.Error) or not isinstance(code, int):
+        return None
+    primary = code & 0xFF  # extended codes keep the primary one in the low byte
+    if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+        return Unavailable(
+            f"the database is locked by another writer (waited {BUSY_TIMEOUT_MS // 1000} s); "
+            f"try again shortly",
+            RETRY_AFTER_LOCKED,
+        )
+    if primary == sqlite3.SQLITE_FULL:
+        return Unavailable("the disk holding the database is full", RETRY_AFTER_STORAGE)
+    if primary == sqlite3.SQLITE_READONLY:
+        return Unavailable("the database is read-only", RETRY_AFTER_STORAGE)
+    return None
+
+
+def owner_only(path: str) -> None:
+    """Create the database file readable by its owner only (0600, whatever the umask),
+    or take group and other access away from an existing one and its -wal/-shm: they
+    hold password hashes and the token-signing secret. SQLite creates -wal and -shm
+    with the database file's mode, so they follow."""
+    # Exists already, or cannot be created (read-only, no such directory): the
+    # connection that follows reports what is wrong in SQLite's words.
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.fchmod(fd, 0o600)  # the umask may have taken bits from 0600 too
+        finally:
+            os.close(fd)
+    for name in (path, f"{path}-wal", f"{path}-shm"):
+        try:
+            mode = os.stat(name).st_mode & 0o777
+            if mode & 0o077:
+                os.chmod(name, mode & 0o700)
+                log.warning("%s was open to others (mode %o), now %o", name, mode, mode & 0o700)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:  # a read-only file system: opening will say more
+            log.warning("cannot restrict the mode of %s: %s", name, exc.strerror)
 
 
 class Connection:
@@ -187,12 +240,17 @@ class Database:
         self._group: list[asyncio.Future[None]] | None = None  # open group transaction
         self._background: set[asyncio.Task[None]] = set()
         self.commits = 0  # group transactions committed (for tests, metrics and the bench)
+        self._ended_by: sqlite3.Error | None = None  # why SQLite ended the open group
+        # Set when a write failed because the database is full or read-only, cleared
+        # when one commits again: /healthz reports it.
+        self.write_failure: Unavailable | None = None
 
     async def open(self) -> None:
         """Open (creating the file when needed), switch to WAL and migrate."""
         parent = Path(self.path).parent
         if not parent.is_dir():
             raise FileNotFoundError(f"directory {parent} does not exist")
+        owner_only(self.path)
         self._committer = ThreadPoolExecutor(1, thread_name_prefix="podsync-commit")
         self._checkpointer = ThreadPoolExecutor(1, thread_name_prefix="podsync-checkpoint")
         try:
@@ -271,6 +329,24 @@ class Database:
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[Connection]:
+        """One atomic write (see `_write`). SQLite's "not now" errors (locked, full,
+        read-only) leave as `Unavailable`; a full or read-only database is remembered
+        in `write_failure` until a write commits again."""
+        try:
+            async with self._write() as conn:
+                yield conn
+        except sqlite3.Error as exc:
+            unavailable = unavailable_error(exc)
+            if unavailable is None:
+                raise
+            if unavailable.retry_after == RETRY_AFTER_STORAGE:
+                self.write_failure = unavailable
+            log.warning("a write to %s failed: %s (%s)", self.path, unavailable.reason, exc)
+            raise unavailable from exc
+        self.write_failure = None
+
+    @asynccontextmanager
+    async def _write(self) -> AsyncIterator[Connection]:
         """One atomic write: the block's changes all commit, or none do.
 
         The block runs in a SAVEPOINT of a group transaction (BEGIN IMMEDIATE) shared
@@ -298,7 +374,9 @@ class Database:
             raw.execute("SAVEPOINT write_block")
             try:
                 yield Connection(raw)
-            except BaseException:
+            except BaseException as exc:
+                if isinstance(exc, sqlite3.Error) and not raw.in_transaction:
+                    self._ended_by = exc  # SQLite ended the group; say why to the others
                 _undo_block(raw)
                 raise
             raw.execute("RELEASE write_block")
@@ -327,6 +405,7 @@ class Database:
         try:
             raw.execute("BEGIN IMMEDIATE")
             self._group = []
+            self._ended_by = None
             return
         except sqlite3.OperationalError as exc:
             if getattr(exc, "sqlite_errorcode", None) != sqlite3.SQLITE_BUSY:
@@ -341,13 +420,21 @@ class Database:
 
         await self._in_commit_thread(begin_waiting)
         self._group = []
+        self._ended_by = None
 
     async def _commit(self, raw: sqlite3.Connection, group: list[asyncio.Future[None]]) -> None:
         """COMMIT the group transaction and answer each of its writers (never raises)."""
         try:
             if not raw.in_transaction:
                 # SQLite rolls a whole transaction back on some errors (disk full, I/O).
-                raise sqlite3.OperationalError("the write transaction was rolled back by SQLite")
+                ended = sqlite3.OperationalError(
+                    f"the write transaction was rolled back by SQLite: {self._ended_by}"
+                )
+                # The same result code, so the other writers get the same 503.
+                code = getattr(self._ended_by, "sqlite_errorcode", None)
+                if isinstance(code, int):
+                    ended.sqlite_errorcode = code
+                raise ended
             await self._in_commit_thread(lambda: raw.execute("COMMIT"))
             self.commits += 1
             self._checkpoint_if_due()
@@ -419,10 +506,14 @@ class _Reading:
         self._raw = db._idle_readers.pop() if db._idle_readers else db._new_reader()
         return Connection(self._raw, self._threaded)
 
-    async def __aexit__(self, *exc: object) -> None:
+    async def __aexit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
         raw, self._raw = self._raw, None
         if raw is not None and raw in self._db._all_readers:  # not closed meanwhile
             self._db._idle_readers.append(raw)
+        if isinstance(exc, sqlite3.Error):
+            unavailable = unavailable_error(exc)
+            if unavailable is not None:
+                raise unavailable from exc
 
 
 def _undo_block(raw: sqlite3.Connection) -> None:

@@ -21,7 +21,14 @@ class Conflict(PodsyncError):
 
 
 class Unauthorized(PodsyncError):
-    """Credentials or token missing, wrong, expired or revoked (401)."""
+    """Credentials or token missing, wrong, expired or revoked (401).
+
+    `invalid_token`: a bearer token was sent but is expired, revoked or forged
+    (RFC 6750 `error="invalid_token"`), as opposed to no usable token at all."""
+
+    def __init__(self, message: str, invalid_token: bool = False) -> None:
+        super().__init__(message)
+        self.invalid_token = invalid_token
 
 
 class TooManyRequests(PodsyncError):
@@ -29,4 +36,14 @@ class TooManyRequests(PodsyncError):
 
     def __init__(self, message: str, retry_after: int) -> None:
         super().__init__(message)
+        self.retry_after = retry_after
+
+
+class Unavailable(PodsyncError):
+    """The database cannot take the request now (503 with `Retry-After`): locked
+    past the busy timeout, full, or read-only. `reason` says which, in words."""
+
+    def __init__(self, reason: str, retry_after: int) -> None:
+        super().__init__(reason)
+        self.reason = reason
         self.retry_after = retry_after

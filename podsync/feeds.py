@@ -5,12 +5,16 @@ Pure functions shared by the sync rules and the OPML import.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
+import unicodedata
 import uuid
 from functools import lru_cache
 from urllib.parse import urlsplit
+
+import idna
 
 MAX_FEED_URL = 2048
 MAX_GUID = 512
@@ -33,12 +37,20 @@ def has_bad_characters(text: str) -> bool:
     return _BAD_CHARACTERS.search(text) is not None
 
 
+def has_invisible_characters(text: str) -> bool:
+    """Format characters (Unicode Cf: U+200B, U+FEFF, U+202E, ...) show as nothing,
+    so two URLs that look the same would name two feeds. All are outside ASCII."""
+    return not text.isascii() and any(unicodedata.category(ch) == "Cf" for ch in text)
+
+
 def check_feed_url(url: str) -> str:
     """Return `url` when it is an absolute http(s) URL with a host; else InvalidFeedUrl."""
     if len(url) > MAX_FEED_URL:
         raise InvalidFeedUrl(f"feed_url is longer than {MAX_FEED_URL} characters")
     if has_bad_characters(url):
         raise InvalidFeedUrl("feed_url contains a control character")
+    if has_invisible_characters(url):
+        raise InvalidFeedUrl("feed_url contains an invisible (Unicode format) character")
     if _WHITE_SPACE.search(url):
         raise InvalidFeedUrl("feed_url contains white space")
     try:
@@ -50,6 +62,11 @@ def check_feed_url(url: str) -> str:
         raise InvalidFeedUrl("feed_url must be an absolute http or https URL")
     if not parts.hostname:
         raise InvalidFeedUrl("feed_url has no host")
+    if not parts.hostname.isascii():
+        try:
+            _ascii_host(parts.hostname)
+        except UnicodeError as exc:  # idna.IDNAError is one
+            raise InvalidFeedUrl(f"feed_url host is not a valid domain name: {exc}") from None
     return url
 
 
@@ -62,12 +79,24 @@ def _without_scheme(url: str) -> str:
 @lru_cache(maxsize=1024)
 def url_key(url: str) -> str:
     """`HTTPS://Example.com/feed/#x` -> `example.com/feed`: scheme, fragment and
-    trailing slashes removed, host lower-cased; port, path and query kept."""
+    trailing slashes removed, host lower-cased and in its IDNA ASCII form (after
+    NFC); port, path and query kept."""
     rest = _without_scheme(url).split("#", 1)[0]
     cut = min((i for i in (rest.find("/"), rest.find("?")) if i >= 0), default=len(rest))
     authority, tail = rest[:cut], rest[cut:]
     userinfo, at, host = authority.rpartition("@")
-    return (userinfo + at + host.lower() + tail).rstrip("/")
+    host = host.lower()
+    if not host.isascii():
+        name, colon, port = host.rpartition(":") if host.count(":") == 1 else (host, "", "")
+        with contextlib.suppress(UnicodeError):  # check_feed_url refused those already
+            host = _ascii_host(name) + colon + port
+    return (userinfo + at + host + tail).rstrip("/")
+
+
+def _ascii_host(host: str) -> str:
+    """`Bücher.example` (composed or decomposed) -> `xn--bcher-kva.example`: NFC, then
+    IDNA (UTS 46, non-transitional, as browsers do), so one host has one key."""
+    return str(idna.encode(unicodedata.normalize("NFC", host), uts46=True).decode("ascii"))
 
 
 @lru_cache(maxsize=1024)

@@ -45,6 +45,9 @@ def backup(source: str, dest: str, force: bool = False) -> int:
     partial = target.with_name(target.name + ".partial")
     partial.unlink(missing_ok=True)
     try:
+        # The copy holds the password hashes and the token-signing secret: 0600
+        # before SQLite writes a byte (SQLite keeps an existing file's mode).
+        create_owner_only(partial)
         with (
             contextlib.closing(_connect(source)) as src,
             contextlib.closing(sqlite3.connect(partial)) as out,
@@ -59,6 +62,15 @@ def backup(source: str, dest: str, force: bool = False) -> int:
         partial.unlink(missing_ok=True)
         raise
     return target.stat().st_size
+
+
+def create_owner_only(path: Path) -> None:
+    """Create an empty file readable and writable by its owner only, whatever the umask."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
 
 
 def check(path: str) -> CheckReport:

@@ -102,4 +102,23 @@ MIGRATIONS: tuple[Step, ...] = (
     CREATE INDEX actions_received ON actions(received_at);
     """,
     _stored_views,
+    # 3: failed logins in the database, shared by processes and kept over restarts
+    # (contract 3, rev. 2). Names as SHA-256 digests; times on the server's clock.
+    """
+    CREATE TABLE login_failures (
+        id        INTEGER PRIMARY KEY,
+        name_hash BLOB NOT NULL,
+        address   TEXT NOT NULL,
+        failed_at INTEGER NOT NULL
+    ) STRICT;
+    CREATE INDEX login_failures_pair ON login_failures(name_hash, address, failed_at);
+    CREATE INDEX login_failures_address ON login_failures(address, failed_at);
+    CREATE INDEX login_failures_time ON login_failures(failed_at);
+    """,
+    # 4: usernames are unique ignoring case (rev. 2). Not a UNIQUE index: a database
+    # of release 1 may already hold both `alice` and `Alice`; creating a user checks
+    # inside its write transaction, and this index makes that check a seek.
+    """
+    CREATE INDEX users_name_nocase ON users(name COLLATE NOCASE);
+    """,
 )

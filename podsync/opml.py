@@ -102,6 +102,10 @@ def decode_document(data: bytes) -> str:
         raise OpmlError(
             f"the file is not valid {encoding} text (line {line}, column {column})"
         ) from None
+    except (UnicodeError, ValueError, TypeError) as exc:
+        # Codecs such as "punycode" raise a bare UnicodeError (no position); others
+        # that call themselves text encodings may raise anything of this kind.
+        raise OpmlError(f"the file cannot be decoded as {encoding}: {exc}") from None
     return text
 
 
@@ -132,7 +136,10 @@ def _detect_encoding(data: bytes) -> tuple[str, int]:
 
 def _position(prefix: bytes, encoding: str) -> tuple[int, int]:
     """Line and column (1-based) just after the valid text `prefix`."""
-    text = prefix.decode(encoding, "replace")
+    try:
+        text = prefix.decode(encoding, "replace")
+    except (UnicodeError, ValueError, TypeError):
+        text = prefix.decode("latin-1")
     line = text.count("\n") + 1
     return line, len(text) - (text.rfind("\n") + 1) + 1
 
@@ -226,26 +233,40 @@ def _expat_pass(text: str) -> _Outlines:
 
 def serialise_opml(feeds: Iterable[OutlineFeed], title: str, created: datetime) -> bytes:
     """An OPML 2.0 document with one `type="rss"` outline per feed, as UTF-8 bytes."""
-    lines = [
-        '<?xml version="1.0" encoding="UTF-8"?>',
-        '<opml version="2.0">',
-        "  <head>",
-        f"    <title>{escape(_xml_text(title))}</title>",
-        f"    <dateCreated>{email.utils.format_datetime(created, usegmt=True)}</dateCreated>",
-        "  </head>",
-        "  <body>",
-    ]
+    return (opml_head(title, created) + opml_outlines(feeds) + OPML_TAIL).encode("utf-8")
+
+
+def opml_head(title: str, created: datetime) -> str:
+    """The document up to the first outline (for writing it in pieces)."""
+    return "\n".join(
+        [
+            '<?xml version="1.0" encoding="UTF-8"?>',
+            '<opml version="2.0">',
+            "  <head>",
+            f"    <title>{escape(_xml_text(title))}</title>",
+            f"    <dateCreated>{email.utils.format_datetime(created, usegmt=True)}</dateCreated>",
+            "  </head>",
+            "  <body>",
+            "",
+        ]
+    )
+
+
+def opml_outlines(feeds: Iterable[OutlineFeed]) -> str:
+    """One outline line per feed."""
+    lines = []
     for feed in feeds:
         url = _xml_text(feed.url)
-        title_attrs = ""
         if feed.title:
             kept = quoteattr(_xml_text(feed.title))
             title_attrs = f" text={kept} title={kept}"
         else:
             title_attrs = f" text={quoteattr(url)}"
-        lines.append(f'    <outline type="rss"{title_attrs} xmlUrl={quoteattr(url)}/>')
-    lines += ["  </body>", "</opml>", ""]
-    return "\n".join(lines).encode("utf-8")
+        lines.append(f'    <outline type="rss"{title_attrs} xmlUrl={quoteattr(url)}/>\n')
+    return "".join(lines)
+
+
+OPML_TAIL = "  </body>\n</opml>\n"
 
 
 def _xml_text(value: str) -> str:

@@ -40,6 +40,7 @@ def test_error_names_are_the_contracts_list() -> None:
         "Payload too large",
         "Too many requests",
         "Internal server error",
+        "Service unavailable",
     }
 
 
@@ -47,7 +48,7 @@ async def test_healthz_needs_no_token(api: TestClient[Any, Any]) -> None:
     response = await api.get("/healthz")
     assert response.status == 200
     assert response.content_type == "application/json"
-    assert await response.json() == {"status": "ok"}
+    assert (await response.json())["status"] == "ok"
     assert FRESH_ID.fullmatch(response.headers["X-Request-ID"])
 
 
@@ -73,9 +74,8 @@ async def test_unknown_path_is_404_even_without_a_token(
     [
         ("GET", "/auth/login", "POST"),
         ("PUT", "/auth/refresh", "POST"),
-        ("DELETE", "/healthz", "GET"),
-        ("POST", "/healthz", "GET"),
-        ("HEAD", "/healthz", "GET"),
+        ("DELETE", "/healthz", "GET,HEAD"),
+        ("POST", "/healthz", "GET,HEAD"),
         ("PATCH", WHOAMI, "GET"),
     ],
 )

@@ -219,7 +219,8 @@ def test_the_binary_alone_serves_syncs_exports_and_stops_on_sigterm(
     server = Server(binary, env)
     try:
         base = server.wait_for(LISTENING).group(1)
-        assert call("GET", f"{base}/healthz") == (200, {"status": "ok"})
+        health = {"status": "ok", "version": version("podsync")}
+        assert call("GET", f"{base}/healthz") == (200, health)
 
         status, document = call("GET", f"{base}/api/v1/openapi.json")
         assert status == 200

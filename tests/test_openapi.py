@@ -52,7 +52,7 @@ async def test_documented_error_statuses_use_the_error_shape(client: TestClient[
     for path, operations in document["paths"].items():
         for method, operation in operations.items():
             for status, response in operation["responses"].items():
-                if int(status) < 400:
+                if int(status) < 400 or path == "/healthz":  # its own shape (contract 8)
                     continue
                 name = response["$ref"].rsplit("/", 1)[-1]
                 schema = responses[name]["content"]["application/json"]["schema"]

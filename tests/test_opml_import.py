@@ -209,7 +209,7 @@ def test_a_large_file_shows_a_progress_bar_on_a_terminal(config: Config, tmp_pat
     os.close(secondary)
     seen = bytearray()
     try:
-        read_until(main, b"in one transaction", seen)
+        read_until(main, b"saving feeds", seen)
         stdout, _ = process.communicate(timeout=60)
     finally:
         if process.poll() is None:
@@ -228,3 +228,19 @@ def test_no_progress_bar_without_a_terminal(config: Config, tmp_path: Path) -> N
     result = run(config, "opml", "import", "alice", str(opml))
     assert result.exit_code == 0
     assert result.stderr == ""
+
+
+def test_a_punycode_declaration_is_one_error_line_not_a_traceback(
+    config: Config, tmp_path: Path
+) -> None:
+    # Issue 10 item 10: the CLI printed a traceback for encoding="punycode".
+    add_user(config)
+    path = tmp_path / "puny.opml"
+    path.write_bytes(
+        b'<?xml version="1.0" encoding="punycode"?>'
+        b'<opml version="2.0"><body><outline xmlUrl="https://a.example/f"/></body></opml>'
+    )
+    result = run(config, "opml", "import", "alice", str(path))
+    assert result.exit_code == 1
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"Error: {path}: the file cannot be decoded as punycode")

@@ -153,6 +153,18 @@ def test_a_declared_codec_that_is_not_a_text_encoding_is_refused() -> None:
         parse_opml(b'<?xml version="1.0" encoding="base64"?><opml/>')
 
 
+@pytest.mark.parametrize("codec", ["punycode", "punycode ", "PUNYCODE"])
+def test_a_declared_codec_python_cannot_decode_with_is_refused_not_a_crash(codec: str) -> None:
+    # Issue 10 item 10: punycode is a "text encoding" to Python, and its decoder
+    # raises a bare UnicodeError, which escaped as a traceback.
+    document = (
+        f'<?xml version="1.0" encoding="{codec.strip()}"?>'
+        '<opml version="2.0"><body><outline xmlUrl="https://a.example/f"/></body></opml>'
+    ).encode()
+    with pytest.raises(OpmlError, match="cannot be decoded as punycode"):
+        parse_opml(document)
+
+
 def test_external_entities_are_never_fetched_or_declared() -> None:
     doc = (
         b'<?xml version="1.0"?><!DOCTYPE opml [<!ENTITY xxe SYSTEM "file:///etc/passwd">]>'

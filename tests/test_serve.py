@@ -66,7 +66,7 @@ def test_serve_answers_and_stops_cleanly_on_a_signal(
     assert f"podsync listening on {server.url} (database {config.database.path})" in (
         server.output()
     )
-    assert _get(server.url + "/healthz") == (200, {"status": "ok"})
+    assert _get(server.url + "/healthz") == (200, {"status": "ok", "version": __version__})
     status, tokens = _post(server.url + "/auth/login", {"username": "alice", "password": PASSWORD})
     assert status == 200
     assert set(tokens) >= {"access_token", "refresh_token"}

@@ -11,6 +11,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from podsync import __version__
 from podsync.web.server import start
 from tests.conftest import MakeConfig
 
@@ -60,7 +61,7 @@ async def test_serves_https_with_the_configured_certificate(
         async with aiohttp.ClientSession() as session:
             async with session.get(f"{url}/healthz", ssl=trusted) as response:
                 assert response.status == 200
-                assert await response.json() == {"status": "ok"}
+                assert await response.json() == {"status": "ok", "version": __version__}
             plain = url.replace("https://", "http://")
             with pytest.raises(aiohttp.ClientError):
                 async with session.get(f"{plain}/healthz") as response:

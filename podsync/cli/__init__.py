@@ -16,6 +16,7 @@ from podsync.cli import db, opml, users
 from podsync.cli.base import Context, pass_context
 from podsync.config import ConfigError
 from podsync.db import SchemaTooNew
+from podsync.errors import PodsyncError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -67,7 +68,7 @@ def serve(ctx: Context, host: str | None, port: int | None) -> None:
     configure_logging(config.log.level)
     try:
         asyncio.run(run_server(config))
-    except (OSError, SchemaTooNew) as exc:
+    except (OSError, SchemaTooNew, PodsyncError) as exc:
         raise click.ClickException(str(exc)) from None
     except sqlite3.Error as exc:
         raise click.ClickException(f"database {config.database.path}: {exc}") from None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 import click
@@ -12,6 +13,8 @@ import click
 from podsync import timestamps
 from podsync.cli.base import Context, pass_context, run_with_db
 from podsync.db import Database
+from podsync.errors import Unavailable
+from podsync.maintenance import create_owner_only
 from podsync.opml import OpmlError, parse_opml
 from podsync.services.opml_io import ImportReport, OpmlService
 from podsync.services.sync import SyncService
@@ -37,8 +40,10 @@ def opml_import(ctx: Context, name: str, file: BinaryIO) -> None:
     """Subscribe NAME to every feed in the OPML FILE ('-' reads standard input).
 
     Feeds already subscribed are left alone, unsubscribed ones are subscribed
-    again; invalid URLs and repeats are skipped. All or nothing: a file that is
-    not OPML imports nothing.
+    again; invalid URLs and repeats are skipped. The whole file is checked
+    first: a file that is not OPML imports nothing. Then feeds are saved in
+    transactions of 1000, so a running server is never held up for long; an
+    interrupted import can simply be run again.
 
     \b
     Example:
@@ -60,10 +65,22 @@ def opml_import(ctx: Context, name: str, file: BinaryIO) -> None:
             return await service.apply(user, service.plan(feeds, now), now)
         with click.progressbar(length=len(feeds), label="checking feeds", file=sys.stderr) as bar:
             plan = service.plan(feeds, now, progress=_advance(bar))
-        click.echo(f"saving {len(plan.subscribes)} feeds in one transaction", err=True)
-        return await service.apply(user, plan, now)
+        with click.progressbar(
+            length=len(plan.subscribes), label="saving feeds", file=sys.stderr
+        ) as bar:
+            return await service.apply(user, plan, now, progress=_advance(bar))
 
-    report = run_with_db(config, run)
+    async def run_resumable(db: Database) -> ImportReport:
+        try:
+            return await run(db)
+        except Unavailable as exc:
+            # Chunks written before the failure stay; a second run finishes the job.
+            raise Unavailable(
+                f"{exc.reason}; feeds saved so far are kept, run the import again to finish",
+                exc.retry_after,
+            ) from exc
+
+    report = run_with_db(config, run_resumable)
     click.echo(f"added: {report.added}")
     click.echo(f"resubscribed: {report.resubscribed}")
     click.echo(f"already subscribed: {report.already_subscribed}")
@@ -99,15 +116,23 @@ def _advance(bar: ProgressBar[int]) -> Callable[[int], None]:
 @click.option(
     "--include-unsubscribed", is_flag=True, help="Also list feeds the user unsubscribed from."
 )
+@click.option("--force", is_flag=True, help="Overwrite the -o file when it exists.")
 @pass_context
-def opml_export(ctx: Context, name: str, output: str | None, include_unsubscribed: bool) -> None:
+def opml_export(
+    ctx: Context, name: str, output: str | None, include_unsubscribed: bool, force: bool
+) -> None:
     """Write NAME's subscribed feeds as OPML 2.0 to standard output or a file.
+
+    The file is readable by its owner only; an existing one is refused unless
+    --force is given; a failed export leaves nothing behind.
 
     \b
     Example:
       podsync opml export alice -o alice.opml
       podsync opml export alice --include-unsubscribed > everything.opml
     """
+    if output is not None and os.path.lexists(output) and not force:
+        raise click.ClickException(f"{output} already exists; add --force to overwrite it")
 
     async def run(db: Database) -> bytes:
         service = OpmlService(db, SyncService(db, ctx.config.sync))
@@ -119,10 +144,15 @@ def opml_export(ctx: Context, name: str, output: str | None, include_unsubscribe
         sys.stdout.buffer.write(document)
         sys.stdout.flush()
         return
-    temporary = f"{output}.partial"
+    temporary = Path(f"{output}.partial")
     try:
-        with open(temporary, "wb") as out:
+        temporary.unlink(missing_ok=True)
+        create_owner_only(temporary)
+        with temporary.open("wb") as out:
             out.write(document)
+            out.flush()
+            os.fsync(out.fileno())
         os.replace(temporary, output)
     except OSError as exc:
+        temporary.unlink(missing_ok=True)  # a full disk must not leave half a file
         raise click.ClickException(f"cannot write {output}: {exc.strerror}") from None

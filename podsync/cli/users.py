@@ -117,6 +117,20 @@ def user_logout(ctx: Context, name: str) -> None:
     click.echo(f"every token of {name} revoked")
 
 
+@user.command("unlock")
+@click.argument("name")
+@pass_context
+def user_unlock(ctx: Context, name: str) -> None:
+    """Clear a user's failed-login counters, so a throttled user may log in again.
+
+    \b
+    Example:
+      podsync user unlock alice
+    """
+    run_with_accounts(ctx.config, lambda accounts: accounts.unlock(name))
+    click.echo(f"failed logins of {name} cleared")
+
+
 @user.command("delete")
 @click.argument("name")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")

@@ -10,7 +10,7 @@ from podsync.db import Database
 from podsync.errors import InvalidInput
 from podsync.model import User, UserSummary
 from podsync.services.passwords import PasswordService, check_password_rules
-from podsync.store import Connection, tokens, users
+from podsync.store import Connection, login_failures, tokens, users
 
 USERNAME = re.compile(r"[A-Za-z0-9._-]{1,64}", re.ASCII)
 
@@ -41,6 +41,13 @@ class AccountService:
             user = await users.require_by_name(conn, name)
             await users.set_password_hash(conn, user.id, password_hash)
             await _revoke(conn, user.id)
+            await login_failures.clear_name(conn, user.name)
+
+    async def unlock(self, name: str) -> None:
+        """Forget the user's failed logins, so a throttled user may log in again."""
+        async with self.db.write() as conn:
+            user = await users.require_by_name(conn, name)
+            await login_failures.clear_name(conn, user.name)
 
     async def set_enabled(self, name: str, enabled: bool) -> None:
         async with self.db.write() as conn:

@@ -8,6 +8,8 @@ Refresh tokens are 256-bit random strings stored only as SHA-256 hashes.
 from __future__ import annotations
 
 import hashlib
+import logging
+import re
 import secrets
 import time
 from dataclasses import dataclass
@@ -17,7 +19,7 @@ from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 from podsync import timestamps
 from podsync.config import AuthConfig
 from podsync.db import Database
-from podsync.errors import TooManyRequests, Unauthorized
+from podsync.errors import TooManyRequests, Unauthorized, Unavailable
 from podsync.model import User
 from podsync.services.accounts import USERNAME
 from podsync.services.passwords import PasswordService
@@ -35,6 +37,28 @@ EXPIRED_TOKEN = "access token has expired; refresh it"
 # signature check is remembered: the user row is still read on every request, so a
 # revocation (another generation, a disabled or deleted user) ends the token at once.
 VERIFIED_TOKENS = 4096
+PENDING_LOGINS = "too many logins are being checked at once; try again in a moment"
+# Characters of a name that a log line shows as they are; any other (a space, a
+# newline, "from") is escaped, so a name cannot forge a second address for fail2ban.
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9._-]", re.ASCII)
+LOGGED_NAME_MAX = 64
+
+log = logging.getLogger("podsync.auth")
+
+
+def loggable_name(name: str) -> str:
+    """A client-sent name as one token for a log line: escaped, cut to 64 characters."""
+    shown = "".join(_escaped(ch) for ch in name[:LOGGED_NAME_MAX])
+    return shown + ("..." if len(name) > LOGGED_NAME_MAX else "")
+
+
+def _escaped(ch: str) -> str:
+    if _PLAIN_NAME.fullmatch(ch):
+        return ch
+    code = ord(ch)
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 @dataclass(frozen=True)
@@ -75,29 +99,33 @@ class AuthService:
         self._serializer = URLSafeTimedSerializer(secret_key, salt=ACCESS_SALT)
         # token -> (user id, generation, wall-clock second it stops being valid)
         self._verified: dict[str, tuple[int, int, int]] = {}
-        self.throttle = LoginThrottle(config.login_max_failures, config.login_lockout_seconds)
+        self.throttle = LoginThrottle(db, config)
+        self._pending = 0  # logins between the throttle check and their verification's end
 
     def issue_access_token(self, user: User) -> str:
         return self._serializer.dumps({"u": user.id, "g": user.token_generation})
 
     async def login(self, username: str, password: str, address: str) -> LoginResult:
-        retry_after = self.throttle.retry_after(username, address)
+        retry_after = await self.throttle.retry_after(username, address)
         if retry_after is not None:
+            log.warning("login throttled for user %s from %s", loggable_name(username), address)
             raise TooManyRequests(
-                f"too many failed logins for this user from this address; "
+                f"too many failed logins for this user or from this address; "
                 f"try again in {retry_after} s",
                 retry_after,
             )
-        user = None
-        # A name no account can have (a lone surrogate would even break the SQLite
-        # query) is an unknown user: same dummy verification, same 401.
-        if USERNAME.fullmatch(username):
-            async with self.db.read() as conn:
-                user = await users.get_by_name(conn, username)
-        # Unknown users still cost one verification (DUMMY_HASH) so timing tells nothing.
-        ok = await self.passwords.verify(user.password_hash if user else None, password)
+        # Each verification costs ~0.1 s of a hash thread: past this many waiting,
+        # a flood would only queue up and starve every other login. Refuse at once.
+        if self._pending >= self.config.max_pending_logins:
+            raise Unavailable(PENDING_LOGINS, retry_after=1)
+        self._pending += 1
+        try:
+            user, ok = await self._verify(username, password)
+        finally:
+            self._pending -= 1
         if user is None or not ok or not user.enabled:
-            self.throttle.record_failure(username, address)
+            log.warning("login failed for user %s from %s", loggable_name(username), address)
+            await self.throttle.record_failure(username, address)
             raise Unauthorized(BAD_CREDENTIALS)
         refresh = secrets.token_urlsafe(32)
         now = timestamps.now_us()
@@ -129,6 +157,17 @@ class AuthService:
             refresh_expires=expires,
         )
 
+    async def _verify(self, username: str, password: str) -> tuple[User | None, bool]:
+        user = None
+        # A name no account can have (a lone surrogate would even break the SQLite
+        # query) is an unknown user: same dummy verification, same 401.
+        if USERNAME.fullmatch(username):
+            async with self.db.read() as conn:
+                user = await users.get_by_name(conn, username)
+        # Unknown users still cost one verification (DUMMY_HASH) so timing tells nothing.
+        ok = await self.passwords.verify(user.password_hash if user else None, password)
+        return user, ok
+
     async def refresh(self, refresh_token: str) -> tuple[str, int]:
         """A new access token for a valid refresh token: (token, expires_in)."""
         now = timestamps.now_us()
@@ -148,7 +187,7 @@ class AuthService:
         async with self.db.read() as conn:
             user = await users.get_by_id(conn, user_id)
         if user is None or not user.enabled or user.token_generation != generation:
-            raise Unauthorized(BAD_TOKEN)
+            raise Unauthorized(BAD_TOKEN, invalid_token=True)
         return user
 
     def _verify_signature(self, access_token: str) -> tuple[int, int, int]:
@@ -156,22 +195,22 @@ class AuthService:
         if not access_token.isascii():
             # Header bytes that are not UTF-8 arrive as lone surrogates, which
             # itsdangerous cannot encode; no token we issue has a non-ASCII character.
-            raise Unauthorized(BAD_TOKEN)
+            raise Unauthorized(BAD_TOKEN, invalid_token=True)
         lifetime = self.config.access_token_lifetime
         try:
             payload, signed_at = self._serializer.loads(
                 access_token, max_age=lifetime, return_timestamp=True
             )
         except SignatureExpired:  # a subclass of BadSignature: catch it first
-            raise Unauthorized(EXPIRED_TOKEN) from None
+            raise Unauthorized(EXPIRED_TOKEN, invalid_token=True) from None
         except BadSignature:
-            raise Unauthorized(BAD_TOKEN) from None
+            raise Unauthorized(BAD_TOKEN, invalid_token=True) from None
         if (
             not isinstance(payload, dict)
             or type(payload.get("u")) is not int
             or type(payload.get("g")) is not int
         ):
-            raise Unauthorized(BAD_TOKEN)
+            raise Unauthorized(BAD_TOKEN, invalid_token=True)
         # itsdangerous counts age in whole seconds and refuses an age above max_age:
         # the token is good while int(now) - signed <= lifetime, i.e. before this second.
         verified = (payload["u"], payload["g"], int(signed_at.timestamp()) + lifetime + 1)

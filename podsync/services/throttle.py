@@ -1,76 +1,50 @@
-"""Login throttling per (username, client address), in memory and bounded.
+"""Login throttling (contract 3): per (username, client address) and per address,
+with the counters in the database so that every process shares them.
 
-After `max_failures` failed logins of one pair within `window` seconds, further
-logins of that pair are refused until the oldest of those failures leaves the
-window. Only failures count; refused and successful logins do not.
-
-Pairs are keyed by a digest of the username, so memory per pair stays the same
-however long the names a client sends (any string fits in a login body).
+After `login_max_failures` failed logins of one pair within the window, or
+`login_max_failures_per_address` failed logins from one address under any names,
+further logins of that pair (or from that address) are refused until enough of
+those failures leave the window. Only failures count; refused and successful
+logins do not. A password change and `podsync user unlock NAME` clear a name.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
-import time
-from collections import OrderedDict, deque
-from collections.abc import Callable
 
-MAX_TRACKED_PAIRS = 10_000
+from podsync import timestamps
+from podsync.config import AuthConfig
+from podsync.db import Database
+from podsync.store import login_failures
 
-PairKey = tuple[bytes, str]
-
-
-def _pair(username: str, address: str) -> PairKey:
-    return hashlib.sha256(username.encode("utf-8", "surrogatepass")).digest(), address
+_US = 1_000_000
 
 
 class LoginThrottle:
-    def __init__(
-        self,
-        max_failures: int,
-        window: float,
-        max_pairs: int = MAX_TRACKED_PAIRS,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.max_failures = max_failures
-        self.window = window
-        self.max_pairs = max_pairs
-        self._clock = clock
-        self._failures: OrderedDict[PairKey, deque[float]] = OrderedDict()
+    def __init__(self, db: Database, config: AuthConfig) -> None:
+        self.db = db
+        self.max_failures = config.login_max_failures
+        self.max_per_address = config.login_max_failures_per_address
+        self.window_us = config.login_lockout_seconds * _US
 
-    def _recent(self, key: PairKey, now: float) -> deque[float] | None:
-        times = self._failures.get(key)
-        if times is None:
+    async def retry_after(self, name: str, address: str) -> int | None:
+        """Seconds until this name may try again from this address, or None: now."""
+        now = timestamps.now_us()
+        since = now - self.window_us
+        async with self.db.read() as conn:
+            # The pair (or address) is free once its n-th newest failure ages out.
+            pair = await login_failures.nth_newest_for_pair(
+                conn, name, address, since, self.max_failures
+            )
+            whole = await login_failures.nth_newest_for_address(
+                conn, address, since, self.max_per_address
+            )
+        frees_at = max((t for t in (pair, whole) if t is not None), default=None)
+        if frees_at is None:
             return None
-        while times and times[0] <= now - self.window:
-            times.popleft()
-        if not times:
-            del self._failures[key]
-            return None
-        return times
+        return max(1, math.ceil((frees_at + self.window_us - now) / _US))
 
-    def retry_after(self, username: str, address: str) -> int | None:
-        """Seconds until this pair may try again, or None when it may try now."""
-        now = self._clock()
-        times = self._recent(_pair(username, address), now)
-        if times is None or len(times) < self.max_failures:
-            return None
-        # The pair is free once enough failures have aged out of the window.
-        frees_at = times[len(times) - self.max_failures] + self.window
-        return max(1, math.ceil(frees_at - now))
-
-    def record_failure(self, username: str, address: str) -> None:
-        now = self._clock()
-        key = _pair(username, address)
-        times = self._recent(key, now)
-        if times is None:
-            times = deque(maxlen=self.max_failures)
-            self._failures[key] = times
-        times.append(now)
-        self._failures.move_to_end(key)
-        while len(self._failures) > self.max_pairs:
-            self._failures.popitem(last=False)
-
-    def __len__(self) -> int:
-        return len(self._failures)
+    async def record_failure(self, name: str, address: str) -> None:
+        now = timestamps.now_us()
+        async with self.db.write() as conn:
+            await login_failures.record(conn, name, address, now, now - self.window_us)

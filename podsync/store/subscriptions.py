@@ -71,6 +71,20 @@ async def list_all(
     return await _select(conn, where + " ORDER BY id", (user_id,))
 
 
+async def feeds_after(
+    conn: Connection, user_id: int, include_unsubscribed: bool, after: int, limit: int
+) -> list[tuple[int, str, str | None]]:
+    """(id, feed_url, title) of up to `limit` entities after id `after`, in creation
+    order: the OPML export in pages, without building an entity per row."""
+    filtered = "" if include_unsubscribed else " AND unsubscribed_at IS NULL"
+    rows = await conn.fetch_all(
+        "SELECT id, feed_url, title FROM subscriptions "
+        f"WHERE user_id = ? AND id > ?{filtered} ORDER BY id LIMIT ?",
+        (user_id, after, limit),
+    )
+    return [(int(i), str(u), None if t is None else str(t)) for i, u, t in rows]
+
+
 # The columns a batch writes; an entity is addressed by (user_id, sync_id).
 _STATE = (
     "guid",

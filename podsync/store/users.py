@@ -44,6 +44,15 @@ async def require_by_name(conn: Connection, name: str) -> User:
 
 
 async def create(conn: Connection, name: str, password_hash: str, now: int) -> User:
+    """Create a user; Conflict when the name exists in any letter case. Call inside a
+    write: the check and the insert are one transaction, so two cannot both pass."""
+    taken = await conn.fetch_one(
+        "SELECT name FROM users WHERE name = ? COLLATE NOCASE LIMIT 1", (name,)
+    )
+    if taken is not None:
+        existing = str(taken[0])
+        hint = "" if existing == name else " (names are unique ignoring case)"
+        raise Conflict(f"a user named {existing!r} already exists{hint}")
     try:
         row = await conn.fetch_one(
             f"INSERT INTO users (name, password_hash, created_at) VALUES (?, ?, ?) "

@@ -12,11 +12,17 @@ from aiohttp import web
 from podsync.config import Config
 from podsync.db import Database
 from podsync.services.auth import AuthService, load_secret_key
+from podsync.services.health import require_writable
 from podsync.services.listing import ListingService
 from podsync.services.passwords import PasswordService
 from podsync.services.sync import SyncService
 from podsync.web.keys import AUTH, CONFIG, DB, LISTING, SYNC
-from podsync.web.middleware import auth_middleware, client_address_middleware, errors_middleware
+from podsync.web.middleware import (
+    auth_middleware,
+    client_address_middleware,
+    errors_middleware,
+    set_server_header,
+)
 from podsync.web.routes import setup_routes
 
 log = logging.getLogger("podsync")
@@ -42,6 +48,8 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
     passwords = PasswordService()
     pruner: asyncio.Task[None] | None = None
     try:
+        # A server that cannot write would answer every sync with an error: refuse.
+        await require_writable(db)
         secret = await load_secret_key(db, config.auth.secret_key)
         app[DB] = db
         app[AUTH] = AuthService(db, config.auth, secret, passwords)
@@ -68,6 +76,7 @@ def create_app(config: Config) -> web.Application:
         ],
     )
     app[CONFIG] = config
+    app.on_response_prepare.append(set_server_header)
     app.cleanup_ctx.append(_resources)
     setup_routes(app)
     return app

@@ -8,8 +8,9 @@ from aiohttp import web
 
 from podsync import timestamps
 from podsync.errors import InvalidInput
+from podsync.web import params
 from podsync.web.http import json_ok, json_type, read_json_object
-from podsync.web.keys import AUTH, CLIENT_ADDRESS, CONFIG
+from podsync.web.keys import AUTH, CLIENT_ADDRESS
 
 REFRESH_PATH = "/auth/refresh"
 
@@ -29,14 +30,13 @@ async def login(request: web.Request) -> web.Response:
     result = await request.app[AUTH].login(
         username, password, request.get(CLIENT_ADDRESS, request.remote or "unknown")
     )
-    public_url = request.app[CONFIG].server.public_url.rstrip("/")
     return json_ok(
         {
             "access_token": result.access_token,
             "expires_in": result.expires_in,
             "refresh_token": result.refresh_token,
             "refresh_expires": timestamps.format(result.refresh_expires),
-            "refresh_endpoint": public_url + REFRESH_PATH,
+            "refresh_endpoint": params.public_url(request, REFRESH_PATH),
         }
     )
 

@@ -1,4 +1,4 @@
-"""GET /healthz: is the database answering?"""
+"""GET and HEAD /healthz: does the database answer and accept writes? (contract 8)"""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ import sqlite3
 
 from aiohttp import web
 
-from podsync.store import meta
-from podsync.web.http import json_error, json_ok
+from podsync import __version__
+from podsync.errors import Unavailable
+from podsync.services.health import HealthService
+from podsync.web.http import json_ok
 from podsync.web.keys import DB
 
 log = logging.getLogger("podsync.web")
@@ -16,9 +18,13 @@ log = logging.getLogger("podsync.web")
 
 async def healthz(request: web.Request) -> web.Response:
     try:
-        async with request.app[DB].read() as conn:
-            await meta.ping(conn)
+        await HealthService(request.app[DB]).check()
+    except Unavailable as exc:
+        reason = exc.reason
     except sqlite3.Error as exc:
         log.error("health check failed: %s", exc)
-        return json_error(500, "the database does not answer")
-    return json_ok({"status": "ok"})
+        reason = "the database does not answer"
+    else:
+        return json_ok({"status": "ok", "version": __version__})
+    log.warning("health check: %s", reason)
+    return json_ok({"status": "unavailable", "version": __version__, "reason": reason}, 503)

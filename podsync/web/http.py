@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import sys
 import uuid
 from typing import Any
 
@@ -11,6 +13,8 @@ from aiohttp import web
 
 from podsync.errors import InvalidInput
 from podsync.feeds import has_bad_characters as has_bad_characters
+
+MAX_DOUBLE = int(sys.float_info.max)
 
 # The contract's `error` value for every status podsync answers with.
 ERROR_NAMES: dict[int, str] = {
@@ -22,6 +26,7 @@ ERROR_NAMES: dict[int, str] = {
     413: "Payload too large",
     429: "Too many requests",
     500: "Internal server error",
+    503: "Service unavailable",
 }
 
 
@@ -87,6 +92,22 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+def _finite_float(text: str) -> float:
+    # Python reads 1e400 as inf, and would echo it as `Infinity`, which is not JSON.
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"the number {text[:40]} does not fit a double")
+    return value
+
+
+def _double_int(text: str) -> int:
+    # An integer is fine as long as a client's JSON parser (a double) can hold it.
+    value = int(text)
+    if abs(value) > MAX_DOUBLE:
+        raise ValueError(f"the number {text[:40]} does not fit a double")
+    return value
+
+
 async def read_json(request: web.Request) -> Any:
     """The request body as JSON. 400 for a wrong Content-Type or bad JSON; the body
     size limit (413) is enforced by aiohttp's client_max_size while reading."""
@@ -102,7 +123,12 @@ async def read_json(request: web.Request) -> Any:
     except UnicodeDecodeError as exc:
         raise InvalidInput(f"request body is not UTF-8 (byte {exc.start})") from None
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return json.loads(
+            text,
+            parse_constant=_reject_constant,
+            parse_float=_finite_float,
+            parse_int=_double_int,
+        )
     except json.JSONDecodeError as exc:
         raise InvalidInput(
             f"request body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"

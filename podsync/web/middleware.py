@@ -16,7 +16,14 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from podsync.errors import Conflict, InvalidInput, NotFound, TooManyRequests, Unauthorized
+from podsync.errors import (
+    Conflict,
+    InvalidInput,
+    NotFound,
+    TooManyRequests,
+    Unauthorized,
+    Unavailable,
+)
 from podsync.web.http import json_error
 from podsync.web.keys import AUTH, CLIENT_ADDRESS, CONFIG, REQUEST_ID, USER
 
@@ -25,6 +32,13 @@ log = logging.getLogger("podsync.web")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 REQUEST_ID_PATTERN = re.compile(r"[A-Za-z0-9._:-]{1,128}", re.ASCII)
 WWW_AUTHENTICATE = 'Bearer realm="podsync"'
+# RFC 6750 section 3.1: a token was sent, and it is expired, revoked or forged.
+INVALID_TOKEN_CHALLENGE = 'Bearer realm="podsync", error="invalid_token"'  # noqa: S105
+# nginx's "client closed request": what the access log shows for a client that hung
+# up before its request was read (the response is never sent).
+CLIENT_CLOSED_REQUEST = 499
+# The Server header names the product, never a version (contract 8).
+SERVER_HEADER = "podsync"
 # Request ids made here: a random prefix per process and a counter, unique without a
 # getrandom() syscall per request (uuid4 cost ~0.1 ms of a list page under load).
 _ID_PREFIX = secrets.token_hex(6)
@@ -54,38 +68,60 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
     )
     request[REQUEST_ID] = request_id
     response: web.StreamResponse
+    challenge = WWW_AUTHENTICATE
     try:
         response = await handler(request)
     except InvalidInput as exc:
         response = json_error(400, str(exc))
     except Unauthorized as exc:
         response = json_error(401, str(exc))
+        if exc.invalid_token:
+            challenge = INVALID_TOKEN_CHALLENGE
     except NotFound as exc:
         response = json_error(404, str(exc))
     except Conflict as exc:
         response = json_error(400, str(exc))
     except TooManyRequests as exc:
         response = json_error(429, str(exc), headers={"Retry-After": str(exc.retry_after)})
+    except Unavailable as exc:
+        response = json_error(503, exc.reason, headers={"Retry-After": str(exc.retry_after)})
     except web.HTTPException as exc:
         if exc.status < 400:  # podsync never redirects; let any other success through
             raise
         response = json_error(exc.status, _framework_description(exc, request))
         if "Allow" in exc.headers:
             response.headers["Allow"] = exc.headers["Allow"]
-    except Exception:
-        log.exception(
-            "unhandled error in %s %s (request id %s)",
-            request.method,
-            request.rel_url.raw_path,
-            request_id,
-        )
-        response = json_error(
-            500, f"the server failed unexpectedly; quote request id {request_id} to the admin"
-        )
+    except Exception as exc:
+        if isinstance(exc, ConnectionError) and _client_gone(request):
+            # The client hung up mid-request (mid-body, say): nothing to answer, no
+            # fault of ours, and anyone can do it: no traceback, no 500 in the log.
+            log.info(
+                "client went away during %s %s (request id %s): %s",
+                request.method,
+                request.rel_url.raw_path,
+                request_id,
+                exc,
+            )
+            response = web.Response(status=CLIENT_CLOSED_REQUEST)
+        else:
+            log.exception(
+                "unhandled error in %s %s (request id %s)",
+                request.method,
+                request.rel_url.raw_path,
+                request_id,
+            )
+            response = json_error(
+                500, f"the server failed unexpectedly; quote request id {request_id} to the admin"
+            )
     if response.status == 401:
-        response.headers["WWW-Authenticate"] = WWW_AUTHENTICATE
+        response.headers["WWW-Authenticate"] = challenge
     response.headers["X-Request-ID"] = request_id
     return response
+
+
+def _client_gone(request: web.Request) -> bool:
+    transport = request.transport
+    return transport is None or transport.is_closing()
 
 
 Networks = tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
@@ -147,3 +183,12 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
     if route_error is None and request.path not in PUBLIC_PATHS:
         request[USER] = await request.app[AUTH].authenticate(bearer_token(request))
     return await handler(request)
+
+
+async def set_server_header(request: web.Request, response: web.StreamResponse) -> None:
+    """on_response_prepare: replace aiohttp's `Python/3.x aiohttp/3.x` Server header,
+    and give a streamed response (sent before the middleware sees it) its request id."""
+    response.headers["Server"] = SERVER_HEADER
+    request_id = request.get(REQUEST_ID)
+    if request_id is not None:
+        response.headers["X-Request-ID"] = request_id

@@ -15,17 +15,21 @@ from podsync.web.keys import CONFIG
 
 
 @cache
-def document_bytes(page_size_max: int = SyncConfig().page_size_max) -> bytes:
-    """The document as served when `sync.page_size_max` is `page_size_max`."""
+def document_bytes(page_size_max: int = SyncConfig().page_size_max, public_url: str = "") -> bytes:
+    """The document as served when `sync.page_size_max` is `page_size_max` and
+    `server.public_url` is `public_url`."""
     text = resources.files("podsync.web").joinpath("openapi.json").read_text("utf-8")
     document: dict[str, Any] = json.loads(text)
     for operation in (op for path in document["paths"].values() for op in path.values()):
         for parameter in operation.get("parameters", ()):
             if parameter["in"] == "query" and parameter["name"] == "limit":
                 parameter["schema"]["maximum"] = page_size_max
+    if public_url:
+        document["servers"] = [{"url": public_url.rstrip("/") + "/"}]
     return json.dumps(document, indent=2).encode("utf-8")
 
 
 async def openapi(request: web.Request) -> web.Response:
-    body = document_bytes(request.app[CONFIG].sync.page_size_max)
+    config = request.app[CONFIG]
+    body = document_bytes(config.sync.page_size_max, config.server.public_url)
     return web.Response(body=body, content_type="application/json")

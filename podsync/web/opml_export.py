@@ -1,6 +1,9 @@
-"""GET /api/v1/subscriptions.opml: the caller's feeds as an OPML 2.0 document."""
+"""GET /api/v1/subscriptions.opml: the caller's feeds as an OPML 2.0 document,
+streamed in pieces so that a huge list never holds the event loop."""
 
 from __future__ import annotations
+
+import asyncio
 
 from aiohttp import web
 
@@ -11,13 +14,19 @@ from podsync.web.keys import DB, SYNC, USER
 OPML_CONTENT_TYPE = "text/x-opml"
 
 
-async def export_subscriptions(request: web.Request) -> web.Response:
+async def export_subscriptions(request: web.Request) -> web.StreamResponse:
     include_unsubscribed = params.boolean(request, "include_unsubscribed")
     service = OpmlService(request.app[DB], request.app[SYNC])
-    document = await service.export(request[USER], include_unsubscribed)
-    return web.Response(
-        body=document,
-        content_type=OPML_CONTENT_TYPE,
-        charset="utf-8",
-        headers={"Content-Disposition": 'attachment; filename="subscriptions.opml"'},
+    response = web.StreamResponse(
+        headers={"Content-Disposition": 'attachment; filename="subscriptions.opml"'}
     )
+    response.content_type = OPML_CONTENT_TYPE
+    response.charset = "utf-8"
+    await response.prepare(request)
+    async for chunk in service.export_chunks(request[USER], include_unsubscribed):
+        await response.write(chunk)
+        # Reads run on the loop and a write returns at once while the socket buffer
+        # has room, so nothing above yields: let the other requests in between pieces.
+        await asyncio.sleep(0)
+    await response.write_eof()
+    return response

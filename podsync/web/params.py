@@ -37,16 +37,21 @@ def limit(request: web.Request) -> int:
 
 
 def since(request: web.Request) -> str | None:
-    raw = request.query.get("since")
-    if raw == "":
-        raise InvalidInput("since must not be empty; omit it to start at the beginning")
-    return raw
+    """The `since` parameter; an empty `since=` is the same as none (contract 4)."""
+    return request.query.get("since") or None
 
 
 def relative_url(request: web.Request, since_value: str) -> str:
-    """This request's path and parameters as given, with `since` replaced."""
+    """This request's path and parameters as given, with `since` replaced; absolute
+    from `server.public_url` when that is set."""
     kept = [(k, v) for k, v in request.query.items() if k != "since"]
-    return f"{request.path}?{urlencode([('since', since_value), *kept])}"
+    return public_url(request, f"{request.path}?{urlencode([('since', since_value), *kept])}")
+
+
+def public_url(request: web.Request, path: str) -> str:
+    """`path` (starting with "/") as the server returns it: relative, or absolute
+    from `server.public_url` when that is set."""
+    return request.app[CONFIG].server.public_url.rstrip("/") + path
 
 
 def json_url(request: web.Request, since_value: str) -> str:

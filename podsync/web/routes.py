@@ -10,7 +10,7 @@ from podsync.web import auth_handlers, health, openapi, opml_export, subscriptio
 def setup_routes(app: web.Application) -> None:
     app.router.add_routes(
         [
-            web.get("/healthz", health.healthz, allow_head=False),
+            web.get("/healthz", health.healthz),  # HEAD too, for load balancers
             web.post("/auth/login", auth_handlers.login),
             web.post("/auth/refresh", auth_handlers.refresh),
             web.get("/api/v1/subscriptions", subscriptions.list_subscriptions, allow_head=False),

@@ -18,8 +18,11 @@ from podsync.config import Config
 from podsync.web.app import create_app
 from podsync.web.http import dumps, error_name
 from podsync.web.keys import CLIENT_ADDRESS
+from podsync.web.middleware import SERVER_HEADER
 
 log = logging.getLogger("podsync")
+# The fail2ban filter in the README matches lines of this shape.
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 access_log = logging.getLogger("podsync.access")
 
 
@@ -71,7 +74,7 @@ class _QuietRequestHandler(RequestHandler):
             status=status,
             text=dumps(body),
             content_type="application/json",
-            headers={"X-Request-ID": request_id},
+            headers={"X-Request-ID": request_id, "Server": SERVER_HEADER},
         )
         response.force_close()
         return response
@@ -90,9 +93,14 @@ class PodsyncRunner(web.AppRunner):
 
 
 def make_runner(app: web.Application, config: Config) -> PodsyncRunner:
+    # On SIGTERM in-flight requests get shutdown_timeout seconds (aiohttp's default
+    # is 60, past systemd's TimeoutStopSec of 30), then they are cancelled.
+    timeout = float(config.server.shutdown_timeout)
     if config.log.access_log:
-        return PodsyncRunner(app, access_log_class=AccessLogger, access_log=access_log)
-    return PodsyncRunner(app, access_log=None)
+        return PodsyncRunner(
+            app, access_log_class=AccessLogger, access_log=access_log, shutdown_timeout=timeout
+        )
+    return PodsyncRunner(app, access_log=None, shutdown_timeout=timeout)
 
 
 def _ssl_context(config: Config) -> ssl.SSLContext | None:
@@ -143,7 +151,7 @@ async def serve(config: Config) -> None:
 def configure_logging(level: str, **kwargs: Any) -> None:
     logging.basicConfig(
         level=getattr(logging, level.upper()),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        format=LOG_FORMAT,
         **kwargs,
     )
     # aiohttp's own access logger is replaced by ours; keep its noise down.
