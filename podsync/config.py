@@ -89,6 +89,11 @@ class Config:
     sync: SyncConfig = SyncConfig()
     log: LogConfig = LogConfig()
     gpodder: GpodderConfig = GpodderConfig()
+    # Where the values came from, for `podsync config show` and the start-up line:
+    # the config file read ("" for none) and, per "section.key" that was set, "file"
+    # or the environment variable's name. Not part of a config's identity.
+    file: str = field(default="", compare=False)
+    sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def replace(self, section: str, **values: Any) -> Config:
         """A copy with some keys of one section changed, validated like a loaded config."""
@@ -177,6 +182,7 @@ def load_config(
     env = os.environ if environ is None else environ
     cwd = cwd or Path.cwd()
     values: dict[str, dict[str, Any]] = {name: {} for name in _SECTION_TYPES}
+    sources: dict[str, str] = {}
 
     file_path: Path | None = None
     if path is not None:
@@ -212,6 +218,7 @@ def load_config(
                 if (section, key) in _PATH_KEYS:
                     coerced = _resolve_path(coerced, file_path.parent)
                 values[section][key] = coerced
+                sources[name] = "file"
 
     for var, raw in env.items():
         if not var.startswith(ENV_PREFIX) or var == CONFIG_ENV:
@@ -226,9 +233,28 @@ def load_config(
         if (section, key) in _PATH_KEYS:
             coerced = _resolve_path(coerced, cwd)
         values[section][key] = coerced
+        sources[name] = var
 
-    config = Config(**{s: _SECTION_TYPES[s](**v) for s, v in values.items()})
+    config = Config(
+        **{s: _SECTION_TYPES[s](**v) for s, v in values.items()},
+        file=str(file_path) if file_path is not None else "",
+        sources=sources,
+    )
     return validate(config)
+
+
+def describe_database(config: Config) -> str:
+    """The database in words for logs and messages: the absolute SQLite path, or the
+    PostgreSQL host and database name (never the user or password)."""
+    if config.database.url:
+        parts = urlsplit(config.database.url)
+        host = parts.hostname or "localhost"
+        try:
+            port = f":{parts.port}" if parts.port else ""
+        except ValueError:  # a port that is not a number: leave it out
+            port = ""
+        return f"PostgreSQL database {parts.path.lstrip('/') or '(default)'} on {host}{port}"
+    return os.path.abspath(config.database.path)
 
 
 def _require(ok: bool, message: str) -> None:

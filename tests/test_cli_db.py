@@ -73,7 +73,10 @@ def test_check_reports_a_healthy_database(config: Config, tmp_path: Path) -> Non
 def test_check_on_a_missing_file_fails_without_creating_it(tmp_path: Path) -> None:
     missing = tmp_path / "missing.db"
     code, _, err = check(missing, tmp_path)
-    assert (code, err) == (1, f"Error: database {missing} does not exist\n")
+    assert (code, err) == (
+        1,
+        f"Error: no database at {missing} (check --config or PODSYNC_CONFIG)\n",
+    )
     assert not missing.exists()
 
 

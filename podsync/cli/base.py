@@ -4,6 +4,7 @@ database, reading a password, turning domain errors into `Error: ...` lines."""
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 import sys
 from collections.abc import Awaitable, Callable
@@ -39,8 +40,29 @@ class Context:
 pass_context = click.make_pass_decorator(Context)
 
 
-def run_with_db(config: Config, action: Callable[[Database], Awaitable[T]]) -> T:
-    """Open (create, migrate) the database, run `action`, close; domain errors -> Error:."""
+def database_exists(config: Config) -> bool:
+    """Whether the configured SQLite file is there (a PostgreSQL database always is)."""
+    return bool(config.database.url) or os.path.exists(config.database.path)
+
+
+def require_database(config: Config) -> None:
+    """A command that only reads or changes data never creates a database: a typo in
+    the path would otherwise answer from a new empty one ("no user named alice")."""
+    if not database_exists(config):
+        path = os.path.abspath(config.database.path)
+        raise click.ClickException(f"no database at {path} (check --config or PODSYNC_CONFIG)")
+
+
+def run_with_db(
+    config: Config, action: Callable[[Database], Awaitable[T]], create: bool = False
+) -> T:
+    """Open (and migrate) the database, run `action`, close; domain errors -> Error:.
+
+    Only `create=True` (serve, user add, db migrate) may make a missing database,
+    and says so on stderr."""
+    new = not database_exists(config)
+    if new and not create:
+        require_database(config)
 
     async def main() -> T:
         async with Database(config.database.path, config.database.durability) as db:
@@ -52,9 +74,14 @@ def run_with_db(config: Config, action: Callable[[Database], Awaitable[T]]) -> T
         raise click.ClickException(str(exc)) from None
     except sqlite3.Error as exc:
         raise click.ClickException(f"database {config.database.path}: {exc}") from None
+    finally:
+        if new and database_exists(config):
+            click.echo(f"created database at {os.path.abspath(config.database.path)}", err=True)
 
 
-def run_with_accounts(config: Config, action: Callable[[AccountService], Awaitable[T]]) -> T:
+def run_with_accounts(
+    config: Config, action: Callable[[AccountService], Awaitable[T]], create: bool = False
+) -> T:
     async def with_accounts(db: Database) -> T:
         passwords = PasswordService()
         try:
@@ -62,7 +89,7 @@ def run_with_accounts(config: Config, action: Callable[[AccountService], Awaitab
         finally:
             passwords.close()
 
-    return run_with_db(config, with_accounts)
+    return run_with_db(config, with_accounts, create)
 
 
 def read_password(from_stdin: bool) -> str:
