@@ -89,11 +89,6 @@ class Config:
     sync: SyncConfig = SyncConfig()
     log: LogConfig = LogConfig()
     gpodder: GpodderConfig = GpodderConfig()
-    # Where the values came from, for `podsync config show` and the start-up line:
-    # the config file read ("" for none) and, per "section.key" that was set, "file"
-    # or the environment variable's name. Not part of a config's identity.
-    file: str = field(default="", compare=False)
-    sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def replace(self, section: str, **values: Any) -> Config:
         """A copy with some keys of one section changed, validated like a loaded config."""
@@ -101,6 +96,16 @@ class Config:
         return validate(
             dataclasses.replace(self, **{section: dataclasses.replace(current, **values)})
         )
+
+
+@dataclass(frozen=True)
+class ConfigOrigin:
+    """Where a configuration came from, for `podsync config show` and the start-up
+    line: the file read ("" for none) and, per "section.key" that was set, "file" or
+    the environment variable's name (a key not in `sources` has its default)."""
+
+    file: str = ""
+    sources: Mapping[str, str] = field(default_factory=dict)
 
 
 _SECTION_TYPES: dict[str, type[Any]] = {
@@ -179,6 +184,15 @@ def load_config(
     `path` is the --config option; without it `PODSYNC_CONFIG`, then ./podsync.toml
     when it exists, then the built-in defaults.
     """
+    return load_config_and_origin(path, environ, cwd)[0]
+
+
+def load_config_and_origin(
+    path: str | os.PathLike[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> tuple[Config, ConfigOrigin]:
+    """`load_config`, and where each value came from."""
     env = os.environ if environ is None else environ
     cwd = cwd or Path.cwd()
     values: dict[str, dict[str, Any]] = {name: {} for name in _SECTION_TYPES}
@@ -235,12 +249,9 @@ def load_config(
         values[section][key] = coerced
         sources[name] = var
 
-    config = Config(
-        **{s: _SECTION_TYPES[s](**v) for s, v in values.items()},
-        file=str(file_path) if file_path is not None else "",
-        sources=sources,
-    )
-    return validate(config)
+    config = Config(**{s: _SECTION_TYPES[s](**v) for s, v in values.items()})
+    origin = ConfigOrigin(str(file_path) if file_path is not None else "", sources)
+    return validate(config), origin
 
 
 def describe_database(config: Config) -> str:

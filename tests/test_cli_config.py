@@ -30,7 +30,7 @@ def test_show_prints_every_value_with_its_source_and_redacts_the_secrets(tmp_pat
         tmp_path,
         f'[server]\nport = 9001\n[auth]\nsecret_key = "{SECRET}"\n'
         '[database]\nurl = "postgresql://pods:hunter2secret@db.example.org:5432/podsync"\n',
-        env={"PODSYNC_SERVER_HOST": "0.0.0.0", "PODSYNC_LOG_FORMAT": "json"},
+        env={"PODSYNC_SERVER_HOST": "192.0.2.1", "PODSYNC_LOG_FORMAT": "json"},
     )
     assert code == 0
     assert SECRET not in out and "hunter2secret" not in out
@@ -38,7 +38,7 @@ def test_show_prints_every_value_with_its_source_and_redacts_the_secrets(tmp_pat
     lines = out.splitlines()
     assert f"# file {config_path}; a value's source follows it" in lines[1]
     assert f"port = 9001  # {config_path}" in lines
-    assert 'host = "0.0.0.0"  # PODSYNC_SERVER_HOST' in lines
+    assert 'host = "192.0.2.1"  # PODSYNC_SERVER_HOST' in lines
     assert 'format = "json"  # PODSYNC_LOG_FORMAT' in lines
     assert "access_token_lifetime = 3600  # default" in lines
     assert f'secret_key = "<redacted>"  # {config_path}' in lines

@@ -66,7 +66,8 @@ def serve(ctx: Context, host: str | None, port: int | None) -> None:
             raise click.ClickException(str(exc)) from None
     configure_logging(config.log.level, config.log.format)
     try:
-        asyncio.run(run_server(config, new_database=not database_exists(config)))
+        new_database = not database_exists(config)
+        asyncio.run(run_server(config, new_database, ctx.origin.file))
     except (OSError, SchemaTooNew) as exc:
         raise click.ClickException(str(exc)) from None
     except sqlite3.Error as exc:

@@ -13,7 +13,7 @@ from typing import TypeVar
 
 import click
 
-from podsync.config import Config, ConfigError, load_config
+from podsync.config import Config, ConfigError, ConfigOrigin, load_config_and_origin
 from podsync.db import Database, SchemaTooNew
 from podsync.errors import PodsyncError
 from podsync.services.accounts import AccountService
@@ -25,16 +25,23 @@ T = TypeVar("T")
 @dataclass
 class Context:
     config_path: str | None
-    _config: Config | None = None
+    _loaded: tuple[Config, ConfigOrigin] | None = None
 
     @property
     def config(self) -> Config:
-        if self._config is None:
+        return self._load()[0]
+
+    @property
+    def origin(self) -> ConfigOrigin:
+        return self._load()[1]
+
+    def _load(self) -> tuple[Config, ConfigOrigin]:
+        if self._loaded is None:
             try:
-                self._config = load_config(self.config_path)
+                self._loaded = load_config_and_origin(self.config_path)
             except ConfigError as exc:
                 raise click.ClickException(f"configuration: {exc}") from None
-        return self._config
+        return self._loaded
 
 
 pass_context = click.make_pass_decorator(Context)

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit, urlunsplit
 import click
 
 from podsync.cli.base import Context, pass_context
-from podsync.config import Config
+from podsync.config import Config, ConfigOrigin
 
 REDACTED = "<redacted>"
 
@@ -40,7 +40,7 @@ def config_show(ctx: Context) -> None:
       podsync config show
       PODSYNC_SERVER_PORT=9000 podsync config show | grep port
     """
-    click.echo(render_toml(ctx.config), nl=False)
+    click.echo(render_toml(ctx.config, ctx.origin), nl=False)
 
 
 @config_group.command("check", short_help="Check the configuration; exit 1 on an error.")
@@ -58,7 +58,7 @@ def config_check(ctx: Context) -> None:
     problem = _environment_problem(config)
     if problem:
         raise click.ClickException(problem)
-    click.echo(f"configuration ok ({_file_words(config)})")
+    click.echo(f"configuration ok ({_file_words(ctx.origin)})")
 
 
 def _environment_problem(config: Config) -> str | None:
@@ -78,28 +78,26 @@ def _environment_problem(config: Config) -> str | None:
     return None
 
 
-def _file_words(config: Config) -> str:
-    return f"file {config.file}" if config.file else "no config file, built-in defaults"
+def _file_words(origin: ConfigOrigin) -> str:
+    return f"file {origin.file}" if origin.file else "no config file, built-in defaults"
 
 
-def render_toml(config: Config) -> str:
+def render_toml(config: Config, origin: ConfigOrigin) -> str:
     """Every section and key, in the order of config.example.toml, as TOML that
     `load_config` reads back to the same configuration (secrets aside)."""
     lines = [
         "# podsync configuration in force",
-        f"# {_file_words(config)}; a value's source follows it (default, file or variable)",
+        f"# {_file_words(origin)}; a value's source follows it (default, file or variable)",
     ]
     for section in dataclasses.fields(config):
-        if section.name in ("file", "sources"):
-            continue
         lines.append(f"\n[{section.name}]")
         values = getattr(config, section.name)
         for key in dataclasses.fields(values):
             name = f"{section.name}.{key.name}"
             shown = _shown_value(name, getattr(values, key.name))
-            source = config.sources.get(name, "default")
+            source = origin.sources.get(name, "default")
             if source == "file":
-                source = config.file
+                source = origin.file
             lines.append(f"{key.name} = {shown}  # {source}")
     return "\n".join(lines) + "\n"
 

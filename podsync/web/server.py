@@ -127,9 +127,10 @@ async def start(config: Config) -> tuple[PodsyncRunner, list[str]]:
     return runner, urls
 
 
-async def serve(config: Config, new_database: bool = False) -> None:
+async def serve(config: Config, new_database: bool = False, config_file: str = "") -> None:
     """Serve until SIGINT or SIGTERM, then close connections and the database.
-    `new_database`: the database did not exist before (the log says it was created)."""
+    `new_database`: the database did not exist before (the log says it was created);
+    `config_file`: the file the configuration was read from, for the start-up line."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -142,7 +143,7 @@ async def serve(config: Config, new_database: bool = False) -> None:
         __version__,
         ", ".join(urls),
         describe_database(config),
-        config.file or "none, built-in defaults",
+        config_file or "none, built-in defaults",
     )
     try:
         await stop.wait()

@@ -11,7 +11,7 @@ from podsync.errors import InvalidInput
 from podsync.services.sync import ActionResult, parse_envelope
 from podsync.web import params, views
 from podsync.web.http import client_id, json_ok, read_json
-from podsync.web.keys import LISTING, SYNC, USER
+from podsync.web.keys import LISTING, METRICS, SYNC, USER
 
 INCLUDE_VALUES = ("all", "subscriptions")
 
@@ -34,6 +34,9 @@ async def post_batch(request: web.Request) -> web.Response:
     writer = client_id(request)
     actions = parse_envelope(await read_json(request))
     results = await request.app[SYNC].apply_batch(request[USER].id, actions, writer)
+    metrics = request.app.get(METRICS)
+    if metrics is not None:
+        metrics.count_actions(r.status for r in results)
     return json_ok({"results": [_result(r) for r in results]})
 
 
