@@ -79,3 +79,29 @@ def test_the_start_up_line_names_a_postgresql_database_without_its_password(
     path.write_text('[database]\nurl = "postgresql://pods:hunter2@db.example.org:6432/podsync"\n')
     described = describe_database(load_config(path, environ={}))
     assert described == "PostgreSQL database podsync on db.example.org:6432"
+
+
+async def test_a_500_logs_one_json_line_with_the_request_id_and_the_traceback(
+    api: Any,
+) -> None:
+    import io
+    import logging
+
+    from podsync.logs import JsonFormatter
+    from tests.conftest import BOOM, bearer, login
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(JsonFormatter())
+    logger = logging.getLogger("podsync")
+    logger.addHandler(handler)
+    try:
+        token = (await login(api))["access_token"]
+        response = await api.get(BOOM, headers={**bearer(token), "X-Request-ID": "boom-1"})
+        assert response.status == 500
+    finally:
+        logger.removeHandler(handler)
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    error = next(line for line in lines if line["level"] == "error")
+    assert error["request_id"] == "boom-1"
+    assert "RuntimeError: boom" in error["exception"]

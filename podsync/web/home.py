@@ -153,7 +153,7 @@ li {{ margin: 0.25rem 0; }}
 code {{ background: var(--code); padding: 0.1rem 0.35rem; border-radius: 5px;
   font: 0.92em ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
   overflow-wrap: anywhere; }}
-a {{ color: var(--accent); }}
+a {{ color: var(--accent); overflow-wrap: anywhere; }}
 .note {{ color: var(--muted); font-size: 0.92rem; }}
 h3 {{ font-size: 1.05rem; margin: 2rem 0 0.8rem; }}
 footer {{ margin-top: 2rem; color: var(--muted); font-size: 0.9rem; }}

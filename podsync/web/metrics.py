@@ -75,7 +75,9 @@ class Metrics:
         self.subscriptions = Gauge(
             "podsync_subscriptions", "Subscribed feeds, all users together.", registry=r
         )
+        # labels() takes a lock and builds a key on every call: keep the children.
         self._children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+        self._action_children: dict[str, Any] = {}
         self._commits_seen = 0
 
     def observe(self, route: str, method: str, status: int, seconds: float) -> None:
@@ -94,7 +96,10 @@ class Metrics:
 
     def count_actions(self, statuses: Iterable[str]) -> None:
         for status, count in Tally(statuses).items():
-            self.sync_actions.labels(status).inc(count)
+            child = self._action_children.get(status)
+            if child is None:
+                child = self._action_children[status] = self.sync_actions.labels(status)
+            child.inc(count)
 
     def set_commits(self, total: int) -> None:
         """The database counts its commits; the counter follows it at each scrape."""
