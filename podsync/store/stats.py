@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import aiosqlite
-
-from podsync.store import fetch_one
+from podsync.store import Connection
 
 
 @dataclass(frozen=True)
@@ -16,11 +14,10 @@ class Counts:
     subscriptions: int  # subscribed feeds, every user together
 
 
-async def counts(conn: aiosqlite.Connection) -> Counts:
-    row = await fetch_one(
-        conn,
+async def counts(conn: Connection) -> Counts:
+    row = await conn.fetch_one(
         "SELECT (SELECT count(*) FROM users), "
         "(SELECT count(*) FROM users WHERE enabled), "
-        "(SELECT count(*) FROM subscriptions WHERE unsubscribed_at IS NULL)",
+        "(SELECT count(*) FROM subscriptions WHERE unsubscribed_at IS NULL)"
     )
     return Counts(int(row[0]), int(row[1]), int(row[2]))

@@ -142,7 +142,8 @@ async def metrics_page(request: web.Request) -> web.Response:
     if metrics is None:
         raise NotFound("metrics are off; set server.metrics = true to serve them here")
     db = request.app[DB]
-    async with db.read() as conn:
+    # Counting scans the subscriptions: off the event loop.
+    async with db.read(threaded=True) as conn:
         counts = await stats.counts(conn)
     metrics.users.labels("enabled").set(counts.enabled_users)
     metrics.users.labels("disabled").set(counts.users - counts.enabled_users)
