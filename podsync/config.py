@@ -98,6 +98,16 @@ class Config:
         )
 
 
+@dataclass(frozen=True)
+class ConfigOrigin:
+    """Where a configuration came from, for `podsync config show` and the start-up
+    line: the file read ("" for none) and, per "section.key" that was set, "file" or
+    the environment variable's name (a key not in `sources` has its default)."""
+
+    file: str = ""
+    sources: Mapping[str, str] = field(default_factory=dict)
+
+
 _SECTION_TYPES: dict[str, type[Any]] = {
     "server": ServerConfig,
     "database": DatabaseConfig,
@@ -174,9 +184,19 @@ def load_config(
     `path` is the --config option; without it `PODSYNC_CONFIG`, then ./podsync.toml
     when it exists, then the built-in defaults.
     """
+    return load_config_and_origin(path, environ, cwd)[0]
+
+
+def load_config_and_origin(
+    path: str | os.PathLike[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> tuple[Config, ConfigOrigin]:
+    """`load_config`, and where each value came from."""
     env = os.environ if environ is None else environ
     cwd = cwd or Path.cwd()
     values: dict[str, dict[str, Any]] = {name: {} for name in _SECTION_TYPES}
+    sources: dict[str, str] = {}
 
     file_path: Path | None = None
     if path is not None:
@@ -212,6 +232,7 @@ def load_config(
                 if (section, key) in _PATH_KEYS:
                     coerced = _resolve_path(coerced, file_path.parent)
                 values[section][key] = coerced
+                sources[name] = "file"
 
     for var, raw in env.items():
         if not var.startswith(ENV_PREFIX) or var == CONFIG_ENV:
@@ -226,9 +247,25 @@ def load_config(
         if (section, key) in _PATH_KEYS:
             coerced = _resolve_path(coerced, cwd)
         values[section][key] = coerced
+        sources[name] = var
 
     config = Config(**{s: _SECTION_TYPES[s](**v) for s, v in values.items()})
-    return validate(config)
+    origin = ConfigOrigin(str(file_path) if file_path is not None else "", sources)
+    return validate(config), origin
+
+
+def describe_database(config: Config) -> str:
+    """The database in words for logs and messages: the absolute SQLite path, or the
+    PostgreSQL host and database name (never the user or password)."""
+    if config.database.url:
+        parts = urlsplit(config.database.url)
+        host = parts.hostname or "localhost"
+        try:
+            port = f":{parts.port}" if parts.port else ""
+        except ValueError:  # a port that is not a number: leave it out
+            port = ""
+        return f"PostgreSQL database {parts.path.lstrip('/') or '(default)'} on {host}{port}"
+    return os.path.abspath(config.database.path)
 
 
 def _require(ok: bool, message: str) -> None:

@@ -42,6 +42,7 @@ def test_backup_copies_every_row_and_passes_the_check(config: Config, tmp_path: 
 
 
 def test_backup_refuses_an_existing_dest_unless_forced(config: Config, tmp_path: Path) -> None:
+    add_user(config)
     dest = tmp_path / "copy.db"
     dest.write_bytes(b"precious")
     result = run(config, "db", "backup", str(dest))
@@ -54,6 +55,7 @@ def test_backup_refuses_an_existing_dest_unless_forced(config: Config, tmp_path:
 
 
 def test_backup_errors(config: Config, tmp_path: Path) -> None:
+    add_user(config)
     missing_dir = run(config, "db", "backup", str(tmp_path / "nowhere" / "copy.db"))
     assert missing_dir.exit_code == 1
     assert "does not exist" in missing_dir.stderr
@@ -73,7 +75,10 @@ def test_check_reports_a_healthy_database(config: Config, tmp_path: Path) -> Non
 def test_check_on_a_missing_file_fails_without_creating_it(tmp_path: Path) -> None:
     missing = tmp_path / "missing.db"
     code, _, err = check(missing, tmp_path)
-    assert (code, err) == (1, f"Error: database {missing} does not exist\n")
+    assert (code, err) == (
+        1,
+        f"Error: no database at {missing} (check --config or PODSYNC_CONFIG)\n",
+    )
     assert not missing.exists()
 
 

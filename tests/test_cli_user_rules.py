@@ -4,6 +4,7 @@ invalid name, passwd keeping the old password on error, list after disable and e
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -33,7 +34,11 @@ def _error(result: Result, message: str) -> None:
 def _users(config: Config) -> list[list[str]]:
     result = run_cli(config, "user", "list")
     assert result.exit_code == 0, result.output
-    return [line.split("\t") for line in result.stdout.splitlines()]
+    lines = result.stdout.splitlines()
+    if lines[0].startswith("no users yet"):
+        return []
+    assert lines[0] == "NAME\tSTATE\tSUBSCRIPTIONS\tCREATED"
+    return [line.split("\t") for line in lines[1:]]
 
 
 def _password_matches(config: Config, name: str, password: str) -> bool:
@@ -101,5 +106,29 @@ def test_list_disable_enable(config: Config, seeded_users: Any) -> None:
     assert [row[1] for row in _users(config)] == ["enabled"] * 3
 
 
-def test_list_of_an_empty_database_prints_nothing(config: Config) -> None:
-    assert _users(config) == []
+def test_list_of_an_empty_database_says_so(config: Config) -> None:
+    assert run_cli(config, "db", "migrate").exit_code == 0
+    result = run_cli(config, "user", "list")
+    assert (result.exit_code, result.stdout) == (
+        0,
+        "no users yet; add one with: podsync user add NAME\n",
+    )
+    result = run_cli(config, "user", "list", "--json")
+    assert (result.exit_code, result.stdout) == (0, "[]\n")
+
+
+def test_list_json_gives_every_field_typed(config: Config, seeded_users: Any) -> None:
+    run_cli(config, "user", "disable", "bob")
+    result = run_cli(config, "user", "list", "--json")
+    assert result.exit_code == 0
+    rows = json.loads(result.stdout)
+    assert [(r["name"], r["enabled"], r["subscriptions"]) for r in rows] == [
+        ("alice", True, 0),
+        ("bob", False, 0),
+        ("carol", True, 0),
+    ]
+    for row in rows:
+        assert set(row) == {"name", "enabled", "subscriptions", "created"}
+        assert timestamps.format(timestamps.parse(row["created"])) == row["created"]
+    table = _users(config)
+    assert [r[3] for r in table] == [r["created"] for r in rows]

@@ -106,7 +106,9 @@ def test_list_shows_name_state_subscriptions_and_rfc3339_creation(config: Config
     run(config, "user", "disable", "bob")
     result = run(config, "user", "list")
     assert result.exit_code == 0
-    rows = [line.split("\t") for line in result.stdout.splitlines()]
+    header, *lines = result.stdout.splitlines()
+    assert header == "NAME\tSTATE\tSUBSCRIPTIONS\tCREATED"
+    rows = [line.split("\t") for line in lines]
     assert [row[:3] for row in rows] == [["alice", "enabled", "2"], ["bob", "disabled", "0"]]
     for row in rows:
         assert row[3].endswith("Z") and row[3][10] == "T"
@@ -123,6 +125,7 @@ def test_list_shows_name_state_subscriptions_and_rfc3339_creation(config: Config
     ],
 )
 def test_commands_on_an_unknown_user_fail_with_one_line(config: Config, args: list[str]) -> None:
+    assert run(config, "db", "migrate").exit_code == 0
     result = run(config, "user", *args, input=NEW_PASSWORD + "\n")
     assert (result.exit_code, result.stderr) == (1, "Error: no user named 'ghost'\n")
 

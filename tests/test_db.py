@@ -81,7 +81,7 @@ def test_cli_refuses_a_newer_schema(config: Config) -> None:
 
 def test_cli_reports_a_missing_directory(config: Config, tmp_path: Path) -> None:
     (tmp_path / "podsync.toml").write_text('[database]\npath = "no/such/dir/p.db"\n')
-    result = run_cli(config, "user", "list")
+    result = run_cli(config, "db", "migrate")
     assert result.exit_code == 1
     assert result.stderr == f"Error: directory {tmp_path / 'no/such/dir'} does not exist\n"
 

@@ -73,3 +73,33 @@ async def test_document_states_the_configured_page_size_limit(
     ]
     assert limits == [120, 120]
     validate(document)
+
+
+async def test_document_states_the_package_version(client: TestClient[Any, Any]) -> None:
+    from podsync import __version__
+
+    document = await (await client.get("/api/v1/openapi.json")).json()
+    assert document["info"]["version"] == __version__ != "1.0.0"
+
+
+async def test_boolean_parameters_are_documented_as_the_parser_reads_them(
+    client: TestClient[Any, Any], alice: str
+) -> None:
+    import re
+
+    document = await (await client.get("/api/v1/openapi.json")).json()
+    schemas = [
+        parameter["schema"]
+        for path in document["paths"].values()
+        for operation in path.values()
+        for parameter in operation.get("parameters", ())
+        if parameter["name"] in ("include_unsubscribed", "include_own")
+    ]
+    assert len(schemas) == 3
+    headers = {"Authorization": f"Bearer {alice}"}
+    for raw in ("true", "FALSE", "tRuE", "1", "0", "yes", "2", "truee"):
+        documented = all(re.fullmatch(s["pattern"], raw) for s in schemas)
+        response = await client.get(
+            f"/api/v1/subscriptions?include_unsubscribed={raw}", headers=headers
+        )
+        assert (response.status == 200) == documented, raw

@@ -63,9 +63,10 @@ def test_serve_answers_and_stops_cleanly_on_a_signal(
     added = run_cli(config, "user", "add", "alice", "--password-stdin", input=PASSWORD + "\n")
     assert added.exit_code == 0
     server = serve_process(config)
-    assert f"podsync listening on {server.url} (database {config.database.path})" in (
-        server.output()
-    )
+    assert (
+        f"podsync {__version__} listening on {server.url} "
+        f"(database {config.database.path}; config {config_file(config)})"
+    ) in (server.output())
     assert _get(server.url + "/healthz") == (200, {"status": "ok", "version": __version__})
     status, tokens = _post(server.url + "/auth/login", {"username": "alice", "password": PASSWORD})
     assert status == 200
@@ -88,7 +89,11 @@ def test_serve_without_a_config_uses_defaults_in_the_working_directory(
 ) -> None:
     server = serve_process()
     assert server.url.startswith("http://127.0.0.1:")
-    assert f"(database {Path('podsync.db')})" in server.output()
+    # The database path made absolute from the working directory; no config file.
+    assert f"(database {tmp_path / 'podsync.db'}; config none, built-in defaults)" in (
+        server.output()
+    )
+    assert f"created database at {tmp_path / 'podsync.db'}" in server.output()
     assert _get(server.url + "/healthz")[0] == 200
     assert (tmp_path / "podsync.db").is_file()
     assert server.stop() == 0

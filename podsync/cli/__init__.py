@@ -12,8 +12,8 @@ from typing import Any
 import click
 
 from podsync import __version__
-from podsync.cli import db, opml, users
-from podsync.cli.base import Context, pass_context
+from podsync.cli import configuration, db, opml, users
+from podsync.cli.base import Context, database_exists, pass_context
 from podsync.config import ConfigError
 from podsync.db import SchemaTooNew
 from podsync.errors import PodsyncError
@@ -26,7 +26,7 @@ from podsync.errors import PodsyncError
     "config_path",
     envvar="PODSYNC_CONFIG",
     type=click.Path(dir_okay=False),
-    help="TOML config file (default: ./podsync.toml when it exists).",
+    help="TOML config file [env: PODSYNC_CONFIG; default: ./podsync.toml when it exists].",
 )
 @click.pass_context
 def cli(ctx: click.Context, config_path: str | None) -> None:
@@ -51,7 +51,7 @@ def serve(ctx: Context, host: str | None, port: int | None) -> None:
     Example:
       podsync --config /etc/podsync/podsync.toml serve --port 8080
     """
-    from podsync.web.server import configure_logging
+    from podsync.logs import configure_logging
     from podsync.web.server import serve as run_server
 
     config = ctx.config
@@ -65,18 +65,31 @@ def serve(ctx: Context, host: str | None, port: int | None) -> None:
             config = config.replace("server", **overrides)
         except ConfigError as exc:
             raise click.ClickException(str(exc)) from None
-    configure_logging(config.log.level)
+    configure_logging(config.log.level, config.log.format)
     try:
-        asyncio.run(run_server(config))
+        new_database = not database_exists(config)
+        asyncio.run(run_server(config, new_database, ctx.origin.file))
     except (OSError, SchemaTooNew, PodsyncError) as exc:
         raise click.ClickException(str(exc)) from None
     except sqlite3.Error as exc:
         raise click.ClickException(f"database {config.database.path}: {exc}") from None
 
 
+@cli.command()
+def version() -> None:
+    """Print the version, the same as --version.
+
+    \b
+    Example:
+      podsync version
+    """
+    click.echo(f"podsync {__version__}")
+
+
 cli.add_command(users.user)
 cli.add_command(opml.opml)
 cli.add_command(db.db)
+cli.add_command(configuration.config_group)
 
 
 def main() -> None:

@@ -4,6 +4,7 @@ database, reading a password, turning domain errors into `Error: ...` lines."""
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 import sys
 from collections.abc import Awaitable, Callable
@@ -12,7 +13,7 @@ from typing import TypeVar
 
 import click
 
-from podsync.config import Config, ConfigError, load_config
+from podsync.config import Config, ConfigError, ConfigOrigin, load_config_and_origin
 from podsync.db import Database, SchemaTooNew
 from podsync.errors import PodsyncError
 from podsync.services.accounts import AccountService
@@ -24,23 +25,51 @@ T = TypeVar("T")
 @dataclass
 class Context:
     config_path: str | None
-    _config: Config | None = None
+    _loaded: tuple[Config, ConfigOrigin] | None = None
 
     @property
     def config(self) -> Config:
-        if self._config is None:
+        return self._load()[0]
+
+    @property
+    def origin(self) -> ConfigOrigin:
+        return self._load()[1]
+
+    def _load(self) -> tuple[Config, ConfigOrigin]:
+        if self._loaded is None:
             try:
-                self._config = load_config(self.config_path)
+                self._loaded = load_config_and_origin(self.config_path)
             except ConfigError as exc:
                 raise click.ClickException(f"configuration: {exc}") from None
-        return self._config
+        return self._loaded
 
 
 pass_context = click.make_pass_decorator(Context)
 
 
-def run_with_db(config: Config, action: Callable[[Database], Awaitable[T]]) -> T:
-    """Open (create, migrate) the database, run `action`, close; domain errors -> Error:."""
+def database_exists(config: Config) -> bool:
+    """Whether the configured SQLite file is there (a PostgreSQL database always is)."""
+    return bool(config.database.url) or os.path.exists(config.database.path)
+
+
+def require_database(config: Config) -> None:
+    """A command that only reads or changes data never creates a database: a typo in
+    the path would otherwise answer from a new empty one ("no user named alice")."""
+    if not database_exists(config):
+        path = os.path.abspath(config.database.path)
+        raise click.ClickException(f"no database at {path} (check --config or PODSYNC_CONFIG)")
+
+
+def run_with_db(
+    config: Config, action: Callable[[Database], Awaitable[T]], create: bool = False
+) -> T:
+    """Open (and migrate) the database, run `action`, close; domain errors -> Error:.
+
+    Only `create=True` (serve, user add, db migrate) may make a missing database,
+    and says so on stderr."""
+    new = not database_exists(config)
+    if new and not create:
+        require_database(config)
 
     async def main() -> T:
         async with Database(config.database.path, config.database.durability) as db:
@@ -52,9 +81,14 @@ def run_with_db(config: Config, action: Callable[[Database], Awaitable[T]]) -> T
         raise click.ClickException(str(exc)) from None
     except sqlite3.Error as exc:
         raise click.ClickException(f"database {config.database.path}: {exc}") from None
+    finally:
+        if new and database_exists(config):
+            click.echo(f"created database at {os.path.abspath(config.database.path)}", err=True)
 
 
-def run_with_accounts(config: Config, action: Callable[[AccountService], Awaitable[T]]) -> T:
+def run_with_accounts(
+    config: Config, action: Callable[[AccountService], Awaitable[T]], create: bool = False
+) -> T:
     async def with_accounts(db: Database) -> T:
         passwords = PasswordService()
         try:
@@ -62,7 +96,7 @@ def run_with_accounts(config: Config, action: Callable[[AccountService], Awaitab
         finally:
             passwords.close()
 
-    return run_with_db(config, with_accounts)
+    return run_with_db(config, with_accounts, create)
 
 
 def read_password(from_stdin: bool) -> str:

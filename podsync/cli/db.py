@@ -7,7 +7,7 @@ import sqlite3
 import click
 
 from podsync import maintenance
-from podsync.cli.base import Context, pass_context, run_with_db
+from podsync.cli.base import Context, pass_context, require_database, run_with_db
 from podsync.db import Database
 from podsync.errors import PodsyncError
 from podsync.store import meta
@@ -15,10 +15,17 @@ from podsync.store import meta
 
 @click.group()
 def db() -> None:
-    """Database maintenance."""
+    """Database maintenance: migrate, online backup, integrity check.
+
+    \b
+    Example:
+      podsync db migrate
+      podsync db backup /var/backups/podsync.db
+      podsync db check
+    """
 
 
-@db.command("migrate")
+@db.command("migrate", short_help="Bring the schema to the current version.")
 @pass_context
 def db_migrate(ctx: Context) -> None:
     """Bring the database schema to the current version (serve does this too).
@@ -32,11 +39,11 @@ def db_migrate(ctx: Context) -> None:
         async with database.read() as conn:
             return await meta.schema_version(conn)
 
-    current = run_with_db(ctx.config, version)
+    current = run_with_db(ctx.config, version, create=True)
     click.echo(f"database {ctx.config.database.path} is at schema version {current}")
 
 
-@db.command("backup")
+@db.command("backup", short_help="Copy the database while the server runs.")
 @click.argument("dest", type=click.Path(dir_okay=False))
 @click.option("--force", is_flag=True, help="Overwrite DEST when it exists.")
 @pass_context
@@ -51,7 +58,7 @@ def db_backup(ctx: Context, dest: str, force: bool) -> None:
       podsync db backup /var/backups/podsync-$(date +%F).db
     """
     config = ctx.config
-    # Create and migrate first, like every command but `db check`.
+    # Migrate first, so the copy has the current schema; never create a database.
     run_with_db(config, _noop)
     try:
         size = maintenance.backup(config.database.path, dest, force)
@@ -66,7 +73,7 @@ async def _noop(database: Database) -> None:
     return None
 
 
-@db.command("check")
+@db.command("check", short_help="Check integrity; exit 1 when damaged.")
 @pass_context
 def db_check(ctx: Context) -> None:
     """Check the database's integrity and foreign keys; exit 1 when damaged.
@@ -78,6 +85,7 @@ def db_check(ctx: Context) -> None:
       podsync db check && echo healthy
     """
     path = ctx.config.database.path
+    require_database(ctx.config)
     try:
         report = maintenance.check(path)
     except PodsyncError as exc:

@@ -29,10 +29,16 @@ SKIPPED_SHOWN = 10
 
 @click.group()
 def opml() -> None:
-    """Import or export a user's subscriptions as OPML."""
+    """Import or export a user's subscriptions as OPML.
+
+    \b
+    Example:
+      podsync opml import alice antennapod-export.opml
+      podsync opml export alice -o alice.opml
+    """
 
 
-@opml.command("import")
+@opml.command("import", short_help="Subscribe a user to the feeds of an OPML file.")
 @click.argument("name")
 @click.argument("file", type=click.File("rb"))
 @pass_context
@@ -105,7 +111,7 @@ def _advance(bar: ProgressBar[int]) -> Callable[[int], None]:
     return update
 
 
-@opml.command("export")
+@opml.command("export", short_help="Write a user's feeds as OPML 2.0.")
 @click.argument("name")
 @click.option(
     "-o",

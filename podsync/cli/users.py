@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 
 import click
@@ -10,11 +11,19 @@ from podsync import timestamps
 from podsync.cli.base import Context, pass_context, read_password, run_with_accounts
 from podsync.errors import InvalidInput
 from podsync.services.accounts import check_username
+from podsync.services.passwords import check_password_rules
 
 
-@click.group()
+@click.group(short_help="Manage user accounts.")
 def user() -> None:
-    """Manage user accounts."""
+    """Manage user accounts: add, passwd, list, disable, enable, logout, delete.
+
+    \b
+    Example:
+      podsync user add alice
+      podsync user list --json
+      podsync user passwd alice
+    """
 
 
 _password_stdin = click.option(
@@ -39,7 +48,11 @@ def user_add(ctx: Context, name: str, password_stdin: bool) -> None:
     except InvalidInput as exc:
         raise click.ClickException(str(exc)) from None
     password = read_password(password_stdin)
-    run_with_accounts(ctx.config, lambda accounts: accounts.add_user(name, password))
+    try:
+        check_password_rules(password)  # before a new database is made for nothing
+    except InvalidInput as exc:
+        raise click.ClickException(str(exc)) from None
+    run_with_accounts(ctx.config, lambda accounts: accounts.add_user(name, password), create=True)
     click.echo(f"user {name} created")
 
 
@@ -61,18 +74,39 @@ def user_passwd(ctx: Context, name: str, password_stdin: bool) -> None:
 
 
 @user.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array instead of a table.")
 @pass_context
-def user_list(ctx: Context) -> None:
+def user_list(ctx: Context, as_json: bool) -> None:
     """List users: name, enabled, subscribed feeds, created (RFC 3339).
+
+    The table is tab-separated under a header row; --json prints an array of
+    {name, enabled, subscriptions, created} ([] when there are no users).
 
     \b
     Example:
       podsync user list
+      podsync user list --json | jq -r '.[] | select(.enabled) | .name'
     """
     summaries = run_with_accounts(ctx.config, lambda accounts: accounts.list_users())
-    for s in summaries:
-        state = "enabled" if s.enabled else "disabled"
-        click.echo(f"{s.name}\t{state}\t{s.subscriptions}\t{timestamps.format(s.created_at)}")
+    rows = [
+        {
+            "name": s.name,
+            "enabled": s.enabled,
+            "subscriptions": s.subscriptions,
+            "created": timestamps.format(s.created_at),
+        }
+        for s in summaries
+    ]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    if not rows:
+        click.echo("no users yet; add one with: podsync user add NAME")
+        return
+    click.echo("NAME\tSTATE\tSUBSCRIPTIONS\tCREATED")
+    for row in rows:
+        state = "enabled" if row["enabled"] else "disabled"
+        click.echo(f"{row['name']}\t{state}\t{row['subscriptions']}\t{row['created']}")
 
 
 @user.command("disable")

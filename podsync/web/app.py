@@ -8,6 +8,7 @@ import logging
 from collections.abc import AsyncIterator
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
 from podsync.config import Config
 from podsync.db import Database
@@ -16,7 +17,9 @@ from podsync.services.health import require_writable
 from podsync.services.listing import ListingService
 from podsync.services.passwords import PasswordService
 from podsync.services.sync import SyncService
-from podsync.web.keys import AUTH, CONFIG, DB, LISTING, SYNC
+from podsync.web.cors import cors_middleware
+from podsync.web.keys import AUTH, CONFIG, DB, LISTING, METRICS, SYNC
+from podsync.web.metrics import Metrics, metrics_middleware
 from podsync.web.middleware import (
     auth_middleware,
     client_address_middleware,
@@ -67,16 +70,23 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
 
 
 def create_app(config: Config) -> web.Application:
-    app = web.Application(
-        client_max_size=config.server.max_body_bytes,
-        middlewares=[
-            errors_middleware,
-            client_address_middleware(config.server.trusted_proxies),
-            auth_middleware,
-        ],
-    )
+    # Outermost first. CORS and metrics sit outside the error middleware so that they
+    # see (and decorate) the final response of every error too.
+    middlewares: list[Middleware] = []
+    if config.server.metrics:  # first: it times and counts CORS preflights too
+        middlewares.append(metrics_middleware)
+    if config.server.cors_origins:
+        middlewares.append(cors_middleware(config.server.cors_origins))
+    middlewares += [
+        errors_middleware,
+        client_address_middleware(config.server.trusted_proxies),
+        auth_middleware,
+    ]
+    app = web.Application(client_max_size=config.server.max_body_bytes, middlewares=middlewares)
     app[CONFIG] = config
     app.on_response_prepare.append(set_server_header)
+    if config.server.metrics:
+        app[METRICS] = Metrics()
     app.cleanup_ctx.append(_resources)
     setup_routes(app)
     return app

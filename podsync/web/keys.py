@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from aiohttp import web
 
 from podsync.config import Config
@@ -11,12 +13,18 @@ from podsync.services.auth import AuthService
 from podsync.services.listing import ListingService
 from podsync.services.sync import SyncService
 
+if TYPE_CHECKING:  # for the type only: podsync.web.metrics imports these keys
+    from podsync.web.metrics import Metrics
+
 CONFIG = web.AppKey("config", Config)
 DB = web.AppKey("db", Database)
 AUTH = web.AppKey("auth", AuthService)
 SYNC = web.AppKey("sync", SyncService)
 LISTING = web.AppKey("listing", ListingService)
+METRICS: web.AppKey[Metrics] = web.AppKey("metrics")
 
 REQUEST_ID = web.RequestKey("request_id", str)
 CLIENT_ADDRESS = web.RequestKey("client_address", str)
+# The peer is one of server.trusted_proxies: its X-Forwarded-* headers count.
+FROM_TRUSTED_PROXY = web.RequestKey("from_trusted_proxy", bool)
 USER = web.RequestKey("user", User)

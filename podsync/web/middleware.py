@@ -25,7 +25,7 @@ from podsync.errors import (
     Unavailable,
 )
 from podsync.web.http import json_error
-from podsync.web.keys import AUTH, CLIENT_ADDRESS, CONFIG, REQUEST_ID, USER
+from podsync.web.keys import AUTH, CLIENT_ADDRESS, CONFIG, FROM_TRUSTED_PROXY, REQUEST_ID, USER
 
 log = logging.getLogger("podsync.web")
 
@@ -44,7 +44,9 @@ SERVER_HEADER = "podsync"
 _ID_PREFIX = secrets.token_hex(6)
 _ID_COUNTER = itertools.count(1)
 # Routes anyone may call; everything else needs a bearer token.
-PUBLIC_PATHS = frozenset({"/healthz", "/auth/login", "/auth/refresh", "/api/v1/openapi.json"})
+PUBLIC_PATHS = frozenset(
+    {"/", "/healthz", "/metrics", "/auth/login", "/auth/refresh", "/api/v1/openapi.json"}
+)
 
 
 def _framework_description(exc: web.HTTPException, request: web.Request) -> str:
@@ -59,14 +61,23 @@ def _framework_description(exc: web.HTTPException, request: web.Request) -> str:
     return exc.reason
 
 
-@web.middleware
-async def errors_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Outermost: request id on every response, every error in the JSON shape."""
+def request_id_of(request: web.Request) -> str:
+    """The client's X-Request-ID when it is a sound one, else a fresh id; kept on the
+    request so every middleware and log line uses the same."""
+    if REQUEST_ID in request:
+        return request[REQUEST_ID]
     given = request.headers.get("X-Request-ID", "")
     request_id = (
         given if REQUEST_ID_PATTERN.fullmatch(given) else f"{_ID_PREFIX}{next(_ID_COUNTER):020x}"
     )
     request[REQUEST_ID] = request_id
+    return request_id
+
+
+@web.middleware
+async def errors_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Outermost: request id on every response, every error in the JSON shape."""
+    request_id = request_id_of(request)
     response: web.StreamResponse
     challenge = WWW_AUTHENTICATE
     try:
@@ -101,6 +112,7 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
                 request.rel_url.raw_path,
                 request_id,
                 exc,
+                extra={"request_id": request_id},
             )
             response = web.Response(status=CLIENT_CLOSED_REQUEST)
         else:
@@ -109,6 +121,7 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
                 request.method,
                 request.rel_url.raw_path,
                 request_id,
+                extra={"request_id": request_id},
             )
             response = json_error(
                 500, f"the server failed unexpectedly; quote request id {request_id} to the admin"
@@ -156,7 +169,9 @@ def client_address_middleware(trusted: tuple[str, ...]) -> Middleware:
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         peer = request.remote or "unknown"
         forwarded = request.headers.get("X-Forwarded-For")
-        if proxies and forwarded and _is_trusted(peer, proxies):
+        trusted = bool(proxies) and _is_trusted(peer, proxies)
+        request[FROM_TRUSTED_PROXY] = trusted
+        if trusted and forwarded:
             request[CLIENT_ADDRESS] = _forwarded_client(peer, forwarded, proxies)
         else:
             request[CLIENT_ADDRESS] = peer

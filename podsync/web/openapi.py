@@ -1,5 +1,5 @@
 """GET /api/v1/openapi.json: the OpenAPI 3.1 document shipped beside this module,
-with the limits this server is configured with filled in."""
+with this podsync's version and the limits this server is configured with filled in."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 
 from aiohttp import web
 
+from podsync import __version__
 from podsync.config import SyncConfig
 from podsync.web.keys import CONFIG
 
@@ -20,6 +21,7 @@ def document_bytes(page_size_max: int = SyncConfig().page_size_max, public_url: 
     `server.public_url` is `public_url`."""
     text = resources.files("podsync.web").joinpath("openapi.json").read_text("utf-8")
     document: dict[str, Any] = json.loads(text)
+    document["info"]["version"] = __version__  # the package's, not the file's
     for operation in (op for path in document["paths"].values() for op in path.values()):
         for parameter in operation.get("parameters", ()):
             if parameter["in"] == "query" and parameter["name"] == "limit":

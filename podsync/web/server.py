@@ -7,22 +7,20 @@ import logging
 import signal
 import ssl
 import uuid
-from typing import Any
 
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
 from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_request import BaseRequest
 
-from podsync.config import Config
+from podsync import __version__
+from podsync.config import Config, describe_database
 from podsync.web.app import create_app
 from podsync.web.http import dumps, error_name
 from podsync.web.keys import CLIENT_ADDRESS
 from podsync.web.middleware import SERVER_HEADER
 
 log = logging.getLogger("podsync")
-# The fail2ban filter in the README matches lines of this shape.
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 access_log = logging.getLogger("podsync.access")
 
 
@@ -31,15 +29,20 @@ class AccessLogger(AbstractAccessLogger):
 
     def log(self, request: BaseRequest, response: web.StreamResponse, time: float) -> None:
         client = request.get(CLIENT_ADDRESS, request.remote)
+        fields = {
+            "client": client,
+            "method": request.method,
+            "path": request.rel_url.raw_path,
+            "status": response.status,
+            "bytes": response.body_length,
+            "duration_ms": round(time * 1000, 3),
+            "request_id": response.headers.get("X-Request-ID", "-"),
+        }
         self.logger.info(
-            '%s "%s %s" %d %d %.1fms rid=%s',
-            client,
-            request.method,
-            request.rel_url.raw_path,
-            response.status,
-            response.body_length,
-            time * 1000,
-            response.headers.get("X-Request-ID", "-"),
+            '%(client)s "%(method)s %(path)s" %(status)d %(bytes)d %(duration_ms).1fms'
+            " rid=%(request_id)s",
+            fields,
+            extra=fields,
         )
 
 
@@ -130,14 +133,24 @@ async def start(config: Config) -> tuple[PodsyncRunner, list[str]]:
     return runner, urls
 
 
-async def serve(config: Config) -> None:
-    """Serve until SIGINT or SIGTERM, then close connections and the database."""
+async def serve(config: Config, new_database: bool = False, config_file: str = "") -> None:
+    """Serve until SIGINT or SIGTERM, then close connections and the database.
+    `new_database`: the database did not exist before (the log says it was created);
+    `config_file`: the file the configuration was read from, for the start-up line."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     runner, urls = await start(config)
-    log.info("podsync listening on %s (database %s)", ", ".join(urls), config.database.path)
+    if new_database:
+        log.info("created database at %s", describe_database(config))
+    log.info(
+        "podsync %s listening on %s (database %s; config %s)",
+        __version__,
+        ", ".join(urls),
+        describe_database(config),
+        config_file or "none, built-in defaults",
+    )
     try:
         await stop.wait()
         log.info("shutting down")
@@ -146,13 +159,3 @@ async def serve(config: Config) -> None:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
     log.info("stopped")
-
-
-def configure_logging(level: str, **kwargs: Any) -> None:
-    logging.basicConfig(
-        level=getattr(logging, level.upper()),
-        format=LOG_FORMAT,
-        **kwargs,
-    )
-    # aiohttp's own access logger is replaced by ours; keep its noise down.
-    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)

@@ -6,9 +6,10 @@ from aiohttp import web
 
 from podsync import timestamps
 from podsync.errors import InvalidInput
+from podsync.services.sync import BatchOutcome
 from podsync.web import params
 from podsync.web.http import client_id, conditional_json, json_bytes, read_json
-from podsync.web.keys import LISTING, SYNC, USER
+from podsync.web.keys import LISTING, METRICS, SYNC, USER
 from podsync.web.sync_wire import parse_envelope, render_results
 
 INCLUDE_VALUES = ("all", "subscriptions")
@@ -17,15 +18,24 @@ INCLUDE_VALUES = ("all", "subscriptions")
 async def post_batch(request: web.Request) -> web.Response:
     writer = client_id(request)
     actions = parse_envelope(await read_json(request))
+    statuses: list[str] = []  # for the metrics, counted once the batch is saved
+
+    def render(outcome: BatchOutcome) -> bytes:
+        statuses[:] = [r.status for r in outcome.results]
+        return render_results(actions, outcome)
+
     # The body is rendered inside the batch's transaction: if that failed, nothing
     # would be saved; once the COMMIT is through, nothing is left that can fail.
     body = await request.app[SYNC].apply_rendered(
         request[USER].id,
         writer,
         [a.command for a in actions],
-        lambda outcome: render_results(actions, outcome),
+        render,
         keys=[a.key for a in actions],
     )
+    metrics = request.app.get(METRICS)
+    if metrics is not None:
+        metrics.count_actions(statuses)
     return json_bytes(body)
 
 

@@ -1,0 +1,187 @@
+"""GET /: a page for the person setting up their apps (contract section 12).
+
+One self-contained HTML document: inline CSS, no script, nothing from another
+host (a Content-Security-Policy says so to the browser too). Every value that
+comes from the configuration or the request is escaped.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from urllib.parse import urlsplit
+
+from aiohttp import web
+
+from podsync import __version__
+from podsync.web.keys import CONFIG, FROM_TRUSTED_PROXY
+
+API_DOCUMENT = "/api/v1/openapi.json"
+CSP = (
+    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+
+
+def server_address(request: web.Request) -> str:
+    """The address to type into an app: `server.public_url`, else this request's
+    own origin; a proxy's X-Forwarded-Proto/-Host count only from a trusted proxy."""
+    public_url: str = request.app[CONFIG].server.public_url
+    if public_url:
+        return public_url.rstrip("/")
+    scheme, host = request.scheme, request.host
+    if request.get(FROM_TRUSTED_PROXY, False):
+        proto = request.headers.get("X-Forwarded-Proto", "").split(",")[0].strip().lower()
+        if proto in ("http", "https"):
+            scheme = proto
+        forwarded_host = request.headers.get("X-Forwarded-Host", "").split(",")[0].strip()
+        if forwarded_host:
+            host = forwarded_host
+    return f"{scheme}://{host}"
+
+
+async def home(request: web.Request) -> web.Response:
+    address = server_address(request)
+    gpodder_enabled = request.app[CONFIG].gpodder.enabled
+    return web.Response(
+        text=render(address, gpodder_enabled),
+        content_type="text/html",
+        charset="utf-8",
+        headers={
+            "Content-Security-Policy": CSP,
+            "X-Content-Type-Options": "nosniff",
+            "Referrer-Policy": "no-referrer",
+            "Cache-Control": "no-cache",
+        },
+    )
+
+
+def render(address: str, gpodder_enabled: bool = True) -> str:
+    a = escape(address)
+    at_root = urlsplit(address).path in ("", "/")
+    apps = _GPODDER_APPS.format(address=a) if gpodder_enabled else _GPODDER_OFF
+    if gpodder_enabled and not at_root:
+        apps += _SUBPATH_NOTE
+    return _PAGE.format(
+        version=escape(__version__),
+        address=a,
+        apps=apps,
+        api=a + API_DOCUMENT,
+        api_path=API_DOCUMENT,
+    )
+
+
+_GPODDER_APPS = """
+<section>
+  <h2>AntennaPod <small>Android</small></h2>
+  <ol>
+    <li>Settings &rsaquo; Synchronization &rsaquo; Choose synchronization provider
+      &rsaquo; <b>gpodder.net</b>.</li>
+    <li>Server: <code>{address}</code></li>
+    <li>Your podsync username and password.</li>
+    <li>Pick this phone from the device list, or name a new device.</li>
+  </ol>
+</section>
+<section>
+  <h2>gPodder <small>desktop</small></h2>
+  <ol>
+    <li>Podcasts &rsaquo; Preferences &rsaquo; <b>gpodder.net</b> tab; tick
+      &ldquo;Synchronize subscriptions and episode actions&rdquo;.</li>
+    <li>Server: <code>{address}</code></li>
+    <li>Username, password, and a device name for this computer.</li>
+  </ol>
+</section>
+<section>
+  <h2>Kasts <small>Linux, Android</small></h2>
+  <ol>
+    <li>Settings &rsaquo; Synchronization; provider <b>gpodder.net</b> with a
+      custom server.</li>
+    <li>Server: <code>{address}</code></li>
+    <li>Username and password, then pick or create a device.</li>
+  </ol>
+</section>"""
+
+_GPODDER_OFF = """
+<section>
+  <h2>AntennaPod, gPodder, Kasts</h2>
+  <p>The gpodder.net-compatible API is switched off on this server
+  (<code>gpodder.enabled = false</code>); ask its admin.</p>
+</section>"""
+
+_SUBPATH_NOTE = """
+<p class="note">This server lives under a path. AntennaPod releases older than
+its fix of November 2025 ignore the path and call the root of the host: for them,
+serve podsync at the root of a host.</p>"""
+
+_PAGE = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="color-scheme" content="light dark">
+<title>podsync</title>
+<style>
+:root {{ --fg: #1d2330; --muted: #5b6475; --bg: #f6f7fb; --card: #fff;
+  --line: #dde1ea; --accent: #2f5bd3; --code: #eef1f8; }}
+@media (prefers-color-scheme: dark) {{
+  :root {{ --fg: #e6e9ef; --muted: #a3abbb; --bg: #141821; --card: #1c2230;
+    --line: #2d3546; --accent: #8fb0ff; --code: #262e3f; }} }}
+* {{ box-sizing: border-box; }}
+body {{ margin: 0; background: var(--bg); color: var(--fg);
+  font: 16px/1.55 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; }}
+main {{ max-width: 46rem; margin: 0 auto; padding: 1.5rem 1rem 3rem; }}
+header h1 {{ margin: 0; font-size: 1.9rem; letter-spacing: -0.02em; }}
+header p {{ margin: 0.2rem 0 0; color: var(--muted); }}
+.version {{ font-size: 0.95rem; font-weight: 500; color: var(--muted); }}
+.address {{ margin: 1.5rem 0; padding: 1rem 1.1rem; background: var(--card);
+  border: 1px solid var(--line); border-left: 4px solid var(--accent);
+  border-radius: 10px; }}
+.address span {{ display: block; font-size: 0.9rem; color: var(--muted); }}
+.address output {{ display: block; margin-top: 0.3rem; font: 600 1.25rem/1.3
+  ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
+  overflow-wrap: anywhere; user-select: all; }}
+h2 {{ font-size: 1.15rem; margin: 0 0 0.4rem; }}
+h2 small {{ font-weight: 400; color: var(--muted); font-size: 0.85rem; }}
+section {{ background: var(--card); border: 1px solid var(--line);
+  border-radius: 10px; padding: 1rem 1.1rem; margin: 0 0 1rem; }}
+.apps {{ display: grid; gap: 1rem; grid-template-columns: 1fr; }}
+.apps section {{ margin: 0; }}
+@media (min-width: 52rem) {{ main {{ max-width: 60rem; }}
+  .apps {{ grid-template-columns: repeat(3, 1fr); }} }}
+ol {{ margin: 0; padding-left: 1.3rem; }}
+section p {{ margin: 0; }}
+li {{ margin: 0.25rem 0; }}
+code {{ background: var(--code); padding: 0.1rem 0.35rem; border-radius: 5px;
+  font: 0.92em ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
+  overflow-wrap: anywhere; }}
+a {{ color: var(--accent); overflow-wrap: anywhere; }}
+.note {{ color: var(--muted); font-size: 0.92rem; }}
+h3 {{ font-size: 1.05rem; margin: 2rem 0 0.8rem; }}
+footer {{ margin-top: 2rem; color: var(--muted); font-size: 0.9rem; }}
+</style>
+</head>
+<body>
+<main>
+<header>
+  <h1>podsync <span class="version">{version}</span></h1>
+  <p>Keeps your podcast subscriptions in sync between your apps.</p>
+</header>
+<div class="address">
+  <span>Server address to type into your app</span>
+  <output>{address}</output>
+</div>
+<p>You need a username and password: the admin of this server creates them with
+<code>podsync user add NAME</code>.</p>
+<h3>gpodder.net-compatible apps</h3>
+<div class="apps">{apps}
+</div>
+<h3>Open Podcast API clients</h3>
+<section>
+  <p>Server: <code>{address}</code>. The API is described in
+  <a href="{api_path}">{api}</a>; log in with <code>POST /auth/login</code>.</p>
+</section>
+<footer>podsync {version} &middot; <a href="{api_path}">API document</a>
+&middot; <a href="/healthz">health</a></footer>
+</main>
+</body>
+</html>
+"""
