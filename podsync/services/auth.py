@@ -121,6 +121,31 @@ class AuthService:
             refresh_expires=expires,
         )
 
+    def throttle_check(self, username: str, address: str) -> None:
+        """TooManyRequests while this (username, address) pair is locked out."""
+        retry_after = self.throttle.retry_after(username, address)
+        if retry_after is not None:
+            raise TooManyRequests(
+                f"too many failed logins for this user from this address; "
+                f"try again in {retry_after} s",
+                retry_after,
+            )
+
+    async def verify_credentials(self, username: str, password: str, address: str) -> User:
+        """The throttle and password check of `login`, issuing nothing: for callers that
+        authenticate with a password on each request (the gpodder layer's Basic auth).
+        Only a presented, wrong credential counts as a failure."""
+        self.throttle_check(username, address)
+        user = None
+        if USERNAME.fullmatch(username):
+            async with self.db.read() as conn:
+                user = await users.get_by_name(conn, username)
+        ok = await self.passwords.verify(user.password_hash if user else None, password)
+        if user is None or not ok or not user.enabled:
+            self.throttle.record_failure(username, address)
+            raise Unauthorized(BAD_CREDENTIALS)
+        return user
+
     async def refresh(self, refresh_token: str) -> tuple[str, int]:
         """A new access token for a valid refresh token: (token, expires_in)."""
         now = timestamps.now_us()

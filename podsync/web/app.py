@@ -12,10 +12,12 @@ from aiohttp import web
 from podsync.config import Config
 from podsync.db import Database
 from podsync.services.auth import AuthService, load_secret_key
+from podsync.services.gpodder import build_gpodder
 from podsync.services.listing import ListingService
 from podsync.services.passwords import PasswordService
 from podsync.services.sync import SyncService
-from podsync.web.keys import AUTH, CONFIG, DB, LISTING, SYNC
+from podsync.web.gpodder_http import collapse_slashes, gpodder_auth, gpodder_transport
+from podsync.web.keys import AUTH, CONFIG, DB, GPODDER, LISTING, SYNC
 from podsync.web.middleware import auth_middleware, client_address_middleware, errors_middleware
 from podsync.web.routes import setup_routes
 
@@ -47,6 +49,7 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
         app[AUTH] = AuthService(db, config.auth, secret, passwords)
         app[SYNC] = SyncService(db, config.sync)
         app[LISTING] = ListingService(db, secret)
+        app[GPODDER] = build_gpodder(db, app[AUTH], secret, config.gpodder)
         pruner = asyncio.create_task(_prune_periodically(app[SYNC]))
         yield
     finally:
@@ -62,12 +65,15 @@ def create_app(config: Config) -> web.Application:
     app = web.Application(
         client_max_size=config.server.max_body_bytes,
         middlewares=[
+            collapse_slashes,
+            gpodder_transport,
             errors_middleware,
             client_address_middleware(config.server.trusted_proxies),
             auth_middleware,
+            gpodder_auth,
         ],
     )
     app[CONFIG] = config
     app.cleanup_ctx.append(_resources)
-    setup_routes(app)
+    setup_routes(app, config.gpodder.enabled)
     return app

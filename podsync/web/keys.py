@@ -7,6 +7,7 @@ from aiohttp import web
 from podsync.config import Config
 from podsync.db import Database
 from podsync.services.auth import AuthService
+from podsync.services.gpodder import Gpodder
 from podsync.services.listing import ListingService
 from podsync.services.sync import SyncService
 from podsync.store.users import User
@@ -16,7 +17,9 @@ DB = web.AppKey("db", Database)
 AUTH = web.AppKey("auth", AuthService)
 SYNC = web.AppKey("sync", SyncService)
 LISTING = web.AppKey("listing", ListingService)
+GPODDER = web.AppKey("gpodder", Gpodder)
 
 REQUEST_ID = web.RequestKey("request_id", str)
 CLIENT_ADDRESS = web.RequestKey("client_address", str)
 USER = web.RequestKey("user", User)
+GPODDER_SESSION = web.RequestKey("gpodder_session", str)

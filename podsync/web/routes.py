@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from podsync.web import auth_handlers, health, openapi, opml_export, subscriptions, sync
+from podsync.web import auth_handlers, gpodder, health, openapi, opml_export, subscriptions, sync
 
 
-def setup_routes(app: web.Application) -> None:
+def setup_routes(app: web.Application, gpodder_enabled: bool) -> None:
     app.router.add_routes(
         [
             web.get("/healthz", health.healthz, allow_head=False),
@@ -29,3 +29,20 @@ def setup_routes(app: web.Application) -> None:
             web.get("/api/v1/openapi.json", openapi.openapi, allow_head=False),
         ]
     )
+    if gpodder_enabled:
+        app.router.add_routes(GPODDER_ROUTES)
+
+
+# The gpodder v2 API (docs/gpodder in the README). Route names starting "gpodder."
+# select the layer's own authentication (Basic or session cookie) instead of Bearer.
+_U = "{username}"
+GPODDER_ROUTES = [
+    web.post(f"/api/2/auth/{_U}/login.json", gpodder.login, name="gpodder.login"),
+    web.post(f"/api/2/auth/{_U}/logout.json", gpodder.logout, name="gpodder.logout"),
+    web.get(f"/api/2/devices/{_U}.json", gpodder.list_devices, name="gpodder.devices"),
+    web.post(f"/api/2/devices/{_U}/{{device}}.json", gpodder.update_device, name="gpodder.device"),
+    web.get(f"/api/2/episodes/{_U}.json", gpodder.get_episodes, name="gpodder.episodes"),
+    web.post(f"/api/2/episodes/{_U}.json", gpodder.post_episodes, name="gpodder.episodes_up"),
+    web.get(f"/api/2/sync-devices/{_U}.json", gpodder.sync_devices, name="gpodder.groups"),
+    web.post(f"/api/2/sync-devices/{_U}.json", gpodder.sync_devices, name="gpodder.groups_up"),
+]
