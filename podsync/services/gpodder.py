@@ -11,6 +11,8 @@ from podsync.services.gpodder_auth import GpodderAuth
 from podsync.services.gpodder_cursor import ServedCursors
 from podsync.services.gpodder_devices import DeviceService
 from podsync.services.gpodder_episodes import EpisodeService
+from podsync.services.gpodder_rules import SubscriptionRules
+from podsync.services.gpodder_subscriptions import GpodderSubscriptions
 
 
 @dataclass(frozen=True)
@@ -18,6 +20,7 @@ class Gpodder:
     auth: GpodderAuth
     devices: DeviceService
     episodes: EpisodeService
+    subscriptions: GpodderSubscriptions
     cursors: ServedCursors
 
 
@@ -28,5 +31,6 @@ def build_gpodder(
         auth=GpodderAuth(db, auth, secret_key, config),
         devices=DeviceService(db),
         episodes=EpisodeService(db, config.episode_page_size),
+        subscriptions=GpodderSubscriptions(db, SubscriptionRules(db)),
         cursors=ServedCursors(),
     )

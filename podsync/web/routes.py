@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from podsync.web import auth_handlers, gpodder, health, openapi, opml_export, subscriptions, sync
+from podsync.web import (
+    auth_handlers,
+    gpodder,
+    gpodder_subscriptions,
+    health,
+    openapi,
+    opml_export,
+    subscriptions,
+    sync,
+)
 
 
 def setup_routes(app: web.Application, gpodder_enabled: bool) -> None:
@@ -45,4 +54,31 @@ GPODDER_ROUTES = [
     web.post(f"/api/2/episodes/{_U}.json", gpodder.post_episodes, name="gpodder.episodes_up"),
     web.get(f"/api/2/sync-devices/{_U}.json", gpodder.sync_devices, name="gpodder.groups"),
     web.post(f"/api/2/sync-devices/{_U}.json", gpodder.sync_devices, name="gpodder.groups_up"),
+    web.get(
+        f"/api/2/subscriptions/{_U}/{{device}}.json",
+        gpodder_subscriptions.get_changes,
+        name="gpodder.changes",
+    ),
+    web.post(
+        f"/api/2/subscriptions/{_U}/{{device}}.json",
+        gpodder_subscriptions.post_changes,
+        name="gpodder.changes_up",
+    ),
+    # The simple API v1 (gPodder's "upload/download subscriptions" menu items).
+    web.get(f"/subscriptions/{_U}.{{fmt}}", gpodder_subscriptions.get_list, name="gpodder.list"),
+    web.get(
+        f"/subscriptions/{_U}/{{device}}.{{fmt}}",
+        gpodder_subscriptions.get_list,
+        name="gpodder.device_list",
+    ),
+    web.put(
+        f"/subscriptions/{_U}/{{device}}.{{fmt}}",
+        gpodder_subscriptions.put_list,
+        name="gpodder.replace",
+    ),
+    web.post(
+        f"/subscriptions/{_U}/{{device}}.{{fmt}}",
+        gpodder_subscriptions.put_list,
+        name="gpodder.replace_post",
+    ),
 ]
