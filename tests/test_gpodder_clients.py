@@ -79,7 +79,7 @@ def test_mygpoclient_every_call_on_one_instance(server: str) -> None:
     assert client.get_subscriptions("laptop-AB12") == [B, C]
     # 12: "download subscriptions": requests with the credentials in the URL.
     opml_url = client._locator.subscriptions_uri()
-    req = urllib.request.Request(
+    req = urllib.request.Request(  # noqa: S310 - loopback
         opml_url, headers={"Authorization": basic_header("alice", PASSWORD)}
     )
     with urllib.request.urlopen(req, timeout=10) as response:  # noqa: S310 - loopback
@@ -180,7 +180,7 @@ def test_opa_client_and_antennapod_see_each_other_exactly_once(server: str) -> N
                 }
             ]
         }
-        req = urllib.request.Request(
+        req = urllib.request.Request(  # noqa: S310 - loopback
             server + "/api/v1/sync",
             data=json.dumps(body).encode(),
             headers={
@@ -195,14 +195,15 @@ def test_opa_client_and_antennapod_see_each_other_exactly_once(server: str) -> N
         return result
 
     def opa_changes() -> list[tuple[str, bool]]:
-        req = urllib.request.Request(
+        req = urllib.request.Request(  # noqa: S310 - loopback
             since["next"], headers={"Authorization": f"Bearer {token}", "Client-ID": client_id}
         )
         with urllib.request.urlopen(req, timeout=10) as response:  # noqa: S310
             body = json.loads(response.read())
         since["next"] = server + body["next_since"]
         return [
-            (r["data"]["feed_url"], r["data"].get("unsubscribed_at") is None) for r in body["results"]
+            (r["data"]["feed_url"], r["data"].get("unsubscribed_at") is None)
+            for r in body["results"]
         ]
 
     assert opa_changes() == []

@@ -63,7 +63,7 @@ def user_passwd(ctx: Context, name: str, password_stdin: bool) -> None:
 @user.command("list")
 @pass_context
 def user_list(ctx: Context) -> None:
-    """List users: name, enabled, subscribed feeds, created (RFC 3339).
+    """List users: name, enabled, subscribed feeds, created (RFC 3339), gpodder devices.
 
     \b
     Example:
@@ -72,7 +72,8 @@ def user_list(ctx: Context) -> None:
     summaries = run_with_accounts(ctx.config, lambda accounts: accounts.list_users())
     for s in summaries:
         state = "enabled" if s.enabled else "disabled"
-        click.echo(f"{s.name}\t{state}\t{s.subscriptions}\t{timestamps.format(s.created_at)}")
+        created = timestamps.format(s.created_at)
+        click.echo(f"{s.name}\t{state}\t{s.subscriptions}\t{created}\t{s.devices}")
 
 
 @user.command("disable")

@@ -28,6 +28,7 @@ class UserSummary:
     enabled: bool
     subscriptions: int
     created_at: int
+    devices: int = 0  # gpodder devices
 
 
 _COLUMNS = "id, name, password_hash, enabled, token_generation, created_at"
@@ -92,7 +93,8 @@ async def bump_generation(conn: aiosqlite.Connection, user_id: int) -> None:
 
 
 async def delete(conn: aiosqlite.Connection, user_id: int) -> None:
-    """Delete the user; foreign keys cascade to tokens, subscriptions and actions."""
+    """Delete the user; foreign keys cascade to tokens, subscriptions, actions, gpodder
+    devices and episode actions."""
     await conn.execute("DELETE FROM users WHERE id = ?", (user_id,))
 
 
@@ -101,11 +103,14 @@ async def list_summaries(conn: aiosqlite.Connection) -> list[UserSummary]:
         "SELECT u.name, u.enabled, "
         "  (SELECT count(*) FROM subscriptions s "
         "   WHERE s.user_id = u.id AND s.unsubscribed_at IS NULL), "
-        "  u.created_at "
+        "  u.created_at, "
+        "  (SELECT count(*) FROM gpodder_devices d WHERE d.user_id = u.id) "
         "FROM users u ORDER BY u.name"
     ) as cur:
         rows = await cur.fetchall()
     return [
-        UserSummary(name=str(n), enabled=bool(e), subscriptions=int(c), created_at=int(t))
-        for n, e, c, t in rows
+        UserSummary(
+            name=str(n), enabled=bool(e), subscriptions=int(c), created_at=int(t), devices=int(d)
+        )
+        for n, e, c, t, d in rows
     ]
