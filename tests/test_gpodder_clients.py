@@ -28,7 +28,8 @@ A, B, C = "http://a.example/feed", "http://b.example/feed", "http://c.example/fe
 def server(
     config: Config, seeded_users: tuple[str, ...], serve_process: Callable[..., ServeProcess]
 ) -> Iterator[str]:
-    process = serve_process(config)
+    # A server whose local time is far from UTC: naive action times must still be UTC.
+    process = serve_process(config, env={"TZ": "Pacific/Auckland"})
     yield process.url
 
 
@@ -94,6 +95,18 @@ def test_six_and_more_calls_on_one_mygpoclient_instance(server: str) -> None:
         assert client.pull_subscriptions("desk", 0).add == ([A] if n > 0 else [])
         if n == 0:
             client.update_subscriptions("desk", [A], [])
+
+
+def test_mygpoclient_survives_a_revoked_session(server: str, config: Config) -> None:
+    """A 401 disables sync in gPodder: a session ended by `podsync user logout` must
+    cost one more challenge (answered with Basic), not a failure."""
+    from tests.conftest import run_cli
+
+    client = api.MygPodderClient("alice", PASSWORD, server)
+    assert client.get_devices() == []
+    assert run_cli(config, "user", "logout", "alice").exit_code == 0
+    for _ in range(4):
+        assert client.get_devices() == []
 
 
 def test_mygpoclient_with_a_wrong_password_is_unauthorized(server: str) -> None:

@@ -229,3 +229,17 @@ async def test_another_users_actions_are_never_served(gp: TestClient[Any, Any]) 
     await upload(gp, [action(1)])
     response = await gp.get("/api/2/episodes/bob.json?since=0", headers=basic("bob"))
     assert (await response.json())["actions"] == []
+
+
+async def test_a_late_upload_with_an_old_client_time_is_still_delivered(
+    gp: TestClient[Any, Any],
+) -> None:
+    """`since` counts uploads, not the client's action time (mygpo filters on the
+    latter and loses actions a phone uploads late)."""
+    await upload(gp, [action(1, timestamp="2026-06-01T00:00:00")])
+    cursor = (await pull(gp))["timestamp"]
+    await upload(gp, [action(2, timestamp="2020-01-01T00:00:00")])  # offline for years
+    got = (await pull(gp, f"since={cursor}"))["actions"]
+    assert [(a["episode"], a["timestamp"]) for a in got] == [
+        ("http://example.com/2.mp3", "2020-01-01T00:00:00")
+    ]
