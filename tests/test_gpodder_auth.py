@@ -200,3 +200,24 @@ async def test_latin1_basic_credentials_are_accepted(
     headers = basic(password="pässwörd-1", charset="latin-1")
     assert (await gp.get(DEVICES, headers=headers)).status == 200
     assert (await gp.get(DEVICES, headers=basic(password="pässwörd-1"))).status == 200
+
+
+async def test_the_session_slides_and_expires(gp_with: GpWith) -> None:
+    """A cookie is re-issued once a tenth of its life has passed (AntennaPod logs in
+    on every sync, gPodder keeps one process for days), and dies at its age limit."""
+    import asyncio
+
+    gp = await gp_with(gpodder={"session_lifetime": 10})
+    value = await login_cookie(gp)
+    fresh = await gp.get(DEVICES, headers=cookie(value))
+    assert fresh.status == 200 and "Set-Cookie" not in fresh.headers
+    await asyncio.sleep(2.1)
+    slid = await gp.get(DEVICES, headers=cookie(value))
+    assert slid.status == 200
+    assert "max-age=10" in slid.headers["Set-Cookie"].lower()
+    assert slid.cookies["sessionid"].value != value
+
+    short = await gp_with(gpodder={"session_lifetime": 1})
+    value = await login_cookie(short)
+    await asyncio.sleep(2.1)
+    assert (await short.get(DEVICES, headers=cookie(value))).status == 401
