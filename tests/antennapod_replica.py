@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import urlsplit
 
 from tests.replica_http import Answer, OkHttpCookieJar, SyncFailed, basic_header, send
 
@@ -136,7 +136,3 @@ class AntennaPod:
             timestamp = int(posted["timestamp"])
             self.queued_actions = self.queued_actions[EPISODE_BATCH:]
         self.last_episode_sync = timestamp
-
-
-def quoted(url: str) -> str:
-    return quote(url, safe="")

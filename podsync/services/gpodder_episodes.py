@@ -11,7 +11,7 @@ import hashlib
 import json
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,6 +29,7 @@ ACTIONS = frozenset({"new", "download", "play", "delete", "flattr"})
 _OTHER_SCHEMES = re.compile(r"^(feed|itpc|pcast)://", re.IGNORECASE)
 INT32_MAX = 2**31 - 1
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_ONE_MICRO = datetime(1970, 1, 1, 0, 0, 0, 1, tzinfo=UTC) - _EPOCH
 
 
 def normalise_url(raw: str) -> str | None:
@@ -59,9 +60,6 @@ def parse_client_time(value: Any, received_at: int) -> int:
     if not timestamps.MIN_US <= micros <= timestamps.MAX_US:
         return received_at
     return micros
-
-
-_ONE_MICRO = datetime(1970, 1, 1, 0, 0, 0, 1, tzinfo=UTC) - _EPOCH
 
 
 def format_client_time(micros: int) -> str:
@@ -199,7 +197,7 @@ class EpisodeService:
                 log.info("episode upload of user %d: item %d skipped: %s", user_id, index, exc)
                 continue
             if action.device_id is not None and not DEVICE_ID.fullmatch(action.device_id):
-                action = _without_device(action)
+                action = replace(action, device_id=None)
             parsed.append((action, content_hash(action)))
         async with self.db.write() as conn:
             before = await episodes.max_seq(conn, user_id)
@@ -238,19 +236,3 @@ class EpisodeService:
         # A full page ends at its last row, so the next call resumes right after it.
         last = rows[-1].seq if len(rows) == self.page_size else high
         return Pull([render(a) for a in rows], cursor.encode(last))
-
-
-def _without_device(a: EpisodeAction) -> EpisodeAction:
-    return EpisodeAction(
-        a.seq,
-        a.podcast_url,
-        a.podcast_key,
-        a.episode_url,
-        a.action,
-        a.occurred_at,
-        None,
-        a.guid,
-        a.started,
-        a.position,
-        a.total,
-    )

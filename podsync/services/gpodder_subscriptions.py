@@ -11,7 +11,7 @@ moved away from.
 
 from __future__ import annotations
 
-import logging
+import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,8 +24,6 @@ from podsync.services import gpodder_cursor as cursor
 from podsync.services.gpodder_episodes import normalise_url
 from podsync.services.gpodder_rules import Subscribe, SubscriptionRules, Unsubscribe
 from podsync.store import gpodder_feed
-
-log = logging.getLogger("podsync.gpodder")
 
 # Client-IDs of gpodder devices: uuid5(this, "gpodder:{user id}:{device id}").
 CLIENT_NAMESPACE = uuid.UUID("5b0e7c52-7d1b-4c4f-9a49-2f6f3c7a5a10")
@@ -106,8 +104,6 @@ def parse_url_list(body: bytes, fmt: str) -> list[str]:
         except UnicodeDecodeError:
             raise InvalidInput("the body is not UTF-8") from None
         return [line.strip() for line in text.splitlines() if line.strip()]
-    import json
-
     try:
         value = json.loads(body.decode("utf-8")) if body.strip() else []
     except (UnicodeDecodeError, ValueError, RecursionError):
