@@ -1,11 +1,12 @@
-"""Pieces of the load bench: servers as subprocesses, wrk runs, API calls, seeding.
+"""Pieces of the benches: servers as subprocesses, wrk runs, API calls, seeding.
 
-Everything here drives real processes over loopback; nothing is mocked.
+Everything here drives real processes over loopback; nothing is mocked. Only
+podsync's public surfaces are used (its CLI to seed, its HTTP API to read
+cursors), so the benches keep working while the data path behind them changes.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
@@ -14,7 +15,7 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.error
+import tomllib
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -23,15 +24,27 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from podsync.config import load_config
-from podsync.db import Database
-from podsync.services.accounts import AccountService
-from podsync.services.passwords import PasswordService
-from podsync.services.sync import Action, SyncService
-
 BENCH_DIR = Path(__file__).resolve().parent
 WRK_DIR = BENCH_DIR / "wrk"
 PASSWORD = "bench password 1234"
+
+# The bench's own settings: fresh DB at durability full, quiet logs, and limits
+# lifted that a bench would otherwise hit by design (a login storm past the
+# pending-login cap, a 100,000 list past the subscription cap, a token expiring
+# mid-run). `--set section.key=value` overrides any of them.
+BASE_CONFIG: dict[str, dict[str, Any]] = {
+    "server": {"host": "127.0.0.1"},
+    "database": {"durability": "full"},
+    "auth": {
+        "login_max_failures": 1_000_000,
+        "max_pending_logins": 1_000,
+        "access_token_lifetime": 86_400,
+    },
+    "sync": {"max_subscriptions_per_user": 10_000_000},
+    "log": {"level": "warning", "access_log": False},
+}
+
+Overrides = dict[str, dict[str, Any]]
 
 
 def free_port() -> int:
@@ -41,15 +54,50 @@ def free_port() -> int:
         return port
 
 
-def write_podsync_config(workdir: Path, port: int) -> Path:
-    """The bench's server config: fresh DB, durability full, quiet logs, no lockout."""
+def parse_sets(items: list[str]) -> Overrides:
+    """`section.key=value` items as nested dicts. The value is read as a TOML value
+    (`true`, `3`, `"x"`, `["a"]`) and, when that fails, taken as a bare string, so
+    `log.format=json` works without shell-quoted quotes."""
+    out: Overrides = {}
+    for item in items:
+        name, sep, raw = item.partition("=")
+        section, dot, key = name.strip().partition(".")
+        if not sep or not dot or not section or not key:
+            raise ValueError(f"--set wants section.key=value, not {item!r}")
+        try:
+            value = tomllib.loads(f"v = {raw}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = raw
+        out.setdefault(section, {})[key] = value
+    return out
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)  # a JSON string is a valid TOML basic string
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    raise TypeError(f"cannot write {value!r} as TOML")
+
+
+def write_podsync_config(workdir: Path, port: int, overrides: Overrides | None = None) -> Path:
+    """The bench's TOML: BASE_CONFIG, this run's port and DB, then the overrides."""
+    sections: Overrides = {k: dict(v) for k, v in BASE_CONFIG.items()}
+    sections["server"]["port"] = port
+    sections["database"]["path"] = str(workdir / "podsync.db")
+    for section, keys in (overrides or {}).items():
+        sections.setdefault(section, {}).update(keys)
+    lines: list[str] = []
+    for section, keys in sections.items():
+        lines.append(f"[{section}]")
+        lines.extend(f"{key} = {_toml_value(value)}" for key, value in keys.items())
+        lines.append("")
     path = workdir / "podsync.toml"
-    path.write_text(
-        f'[server]\nhost = "127.0.0.1"\nport = {port}\n\n'
-        f'[database]\npath = "{workdir / "podsync.db"}"\ndurability = "full"\n\n'
-        "[auth]\nlogin_max_failures = 1000000\n\n"
-        '[log]\nlevel = "warning"\naccess_log = false\n'
-    )
+    path.write_text("\n".join(lines))
     return path
 
 
@@ -81,6 +129,11 @@ class Server:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
     def stop(self) -> None:
         if self.proc is None or self.proc.poll() is not None:
             return
@@ -93,30 +146,25 @@ class Server:
 
     def memory_kib(self) -> dict[str, int]:
         """VmRSS (now) and VmHWM (peak) of the server process, in KiB."""
-        assert self.proc is not None
         found: dict[str, int] = {}
-        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
             key, _, value = line.partition(":")
             if key in ("VmRSS", "VmHWM"):
                 found[key] = int(value.split()[0])
         return found
 
 
-def podsync_server(workdir: Path, port: int) -> Server:
-    config = write_podsync_config(workdir, port)
-    argv = [sys.executable, "-m", "podsync", "--config", str(config), "serve"]
-    return Server(argv, port, "/healthz", workdir / "podsync.log")
+def podsync_argv(config: Path) -> list[str]:
+    return [sys.executable, "-m", "podsync", "--config", str(config), "serve"]
+
+
+def podsync_server(workdir: Path, config: Path, port: int) -> Server:
+    return Server(podsync_argv(config), port, "/healthz", workdir / "podsync.log")
 
 
 def bare_server(workdir: Path, port: int) -> Server:
-    argv = [
-        sys.executable,
-        str(BENCH_DIR / "bare_server.py"),
-        "--port",
-        str(port),
-        "--db",
-        str(workdir / "bare.db"),
-    ]
+    argv = [sys.executable, str(BENCH_DIR / "bare_server.py"), "--port", str(port)]
+    argv += ["--db", str(workdir / "bare.db")]
     return Server(argv, port, "/bare/page", workdir / "bare.log")
 
 
@@ -148,19 +196,9 @@ def start_wrk(
     connections: int = 8,
     threads: int = 2,
 ) -> subprocess.Popen[str]:
-    argv = [
-        "wrk",
-        f"-t{min(threads, connections)}",
-        f"-c{connections}",
-        f"-d{max(1, round(duration))}s",
-        "--timeout",
-        "30s",
-        "-s",
-        str(_script(script, workdir)),
-        url,
-        "--",
-        *args,
-    ]
+    argv = ["wrk", f"-t{min(threads, connections)}", f"-c{connections}"]
+    argv += [f"-d{max(1, round(duration))}s", "--timeout", "30s"]
+    argv += ["-s", str(_script(script, workdir)), url, "--", *args]
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -170,9 +208,11 @@ def finish_wrk(proc: subprocess.Popen[str]) -> WrkResult:
     if proc.returncode != 0 or not lines:
         raise RuntimeError(f"wrk failed ({proc.returncode}): {err.strip() or out.strip()}")
     raw: dict[str, Any] = json.loads(lines[-1].removeprefix("WRK_RESULT "))
+    # wrk counts a status >= 400 as an error; a 304 (a conditional GET) would
+    # count as an answer, but wrk's requests carry no If-None-Match.
     if raw["status_errors"] or raw["socket_errors"]:
         raise RuntimeError(
-            f"wrk saw {raw['status_errors']} non-2xx answers and "
+            f"wrk saw {raw['status_errors']} 4xx/5xx answers and "
             f"{raw['socket_errors']} socket errors: the server is failing, not slow"
         )
     return WrkResult(
@@ -188,7 +228,8 @@ def run_wrk(url: str, script: str, args: list[str], workdir: Path, duration: flo
 
 
 def call(base: str, method: str, path: str, body: Any = None, token: str | None = None) -> Any:
-    """One JSON API call; raises on any status but 200."""
+    """One JSON API call; raises on any status but 2xx (urllib sends no If-None-Match,
+    so a list that supports ETags still answers 200)."""
     headers = {"Content-Type": "application/json"}
     if token:
         headers["Authorization"] = f"Bearer {token}"
@@ -200,9 +241,8 @@ def call(base: str, method: str, path: str, body: Any = None, token: str | None 
 
 
 def login(base: str, name: str) -> str:
-    token: str = call(base, "POST", "/auth/login", {"username": name, "password": PASSWORD})[
-        "access_token"
-    ]
+    body = {"username": name, "password": PASSWORD}
+    token: str = call(base, "POST", "/auth/login", body)["access_token"]
     return token
 
 
@@ -234,36 +274,26 @@ def feed_head_path(base: str, token: str) -> str:
             return str(path)
 
 
-def seed(config_path: Path, users: dict[str, int], batch: int = 2000) -> None:
-    """Create the users and give each `n` subscriptions through the sync service's
-    rules (batches of server-made subscribes, as an OPML import does)."""
-
-    async def main() -> None:
-        config = load_config(config_path, environ={})
-        async with Database(config.database.path, config.database.durability) as db:
-            passwords = PasswordService()
-            try:
-                accounts = AccountService(db, passwords)
-                sync = SyncService(db, config.sync)
-                for name, count in users.items():
-                    user = await accounts.add_user(name, PASSWORD)
-                    for start in range(0, count, batch):
-                        actions = [
-                            Action(
-                                index=i,
-                                action_id=None,
-                                type="subscription",
-                                action="subscribe",
-                                occurred_at="2026-01-01T00:00:00Z",
-                                data={"feed_url": f"https://seed.example/{name}/{start + i}"},
-                            )
-                            for i in range(min(batch, count - start))
-                        ]
-                        await sync.apply_batch(user.id, actions, None)
-            finally:
-                passwords.close()
-
-    asyncio.run(main())
+def seed(config: Path, workdir: Path, users: dict[str, int]) -> None:
+    """Create each user with the real CLI and give it `n` subscriptions with
+    `podsync opml import` (server-made subscribes through the sync rules)."""
+    cli = [sys.executable, "-m", "podsync", "--config", str(config)]
+    for name, count in users.items():
+        add = [*cli, "user", "add", name, "--password-stdin"]
+        subprocess.run(add, input=PASSWORD + "\n", text=True, check=True, capture_output=True)
+        if count == 0:
+            continue
+        opml = workdir / f"{name}.opml"
+        with opml.open("w") as out:
+            out.write('<?xml version="1.0"?>\n<opml version="2.0"><head><title>bench</title>')
+            out.write("</head><body>\n")
+            for i in range(count):
+                url = f"https://seed.example/{name}/{i}/feed.xml"
+                out.write(f'<outline type="rss" text="{i}" xmlUrl="{url}"/>\n')
+            out.write("</body></opml>\n")
+        imp = [*cli, "opml", "import", name, str(opml)]
+        subprocess.run(imp, check=True, capture_output=True)
+        opml.unlink()
 
 
 def nonce() -> str:

@@ -1,295 +1,246 @@
-"""Load bench: podsync against two bare aiohttp handlers, driven by wrk over loopback.
+"""Load bench: podsync against bare aiohttp handlers, in interleaved rounds, with wrk.
 
-    python bench/load.py                 # ~4 minutes, prints a table
-    python bench/load.py --json          # the same figures as JSON
-    python bench/load.py --duration 2 --big 20000   # a quick check of the harness
+    python bench/load.py                       # ~4 minutes, prints per-round figures and a table
+    python bench/load.py --markdown            # the README's table
+    python bench/load.py --json                # everything as JSON
+    python bench/load.py --only list,feed --seconds 2 --rounds 1    # a quick look
+    python bench/load.py --set server.metrics=true --set log.format=json
 
-It starts `bench/bare_server.py` and `python -m podsync serve` (temp TOML: fresh
-temp DB, durability "full", no access log, log level warning, no login lockout)
-on free loopback ports, seeds the list users through the sync service, and runs
-each scenario with wrk (8 connections; Lua scripts make every sync body fresh).
-Each podsync figure is printed as a ratio to its bare counterpart, then the
-targets are checked. Needs `wrk` on PATH (Debian: apt-get install wrk).
+The machine's load drifts within minutes, so a bare figure taken at another moment
+is no ceiling. Each scenario therefore runs rounds of (bare, podsync) back to back,
+`--seconds` each (default 4), the order flipped every round so a steady drift
+favours neither side; the ratio is taken per round, and the table shows the median
+ratio and the median p99 over `--rounds` (default 3). The load average is noted at
+the start and at the end. Scenarios (`--only`):
+
+  rss    idle RSS of the server, after start-up, before any load
+  list   GET a page of 50 of a 10,000-subscription list / bare GET (fixed 250 B JSON)
+  feed   poll the change feed at its head (nothing new) / bare GET
+  pages  the end page / the first page, at 10,000 and at --big (podsync both sides)
+  storm  list p99 during a login storm (20 clients) / quiet (podsync both sides)
+  sync   POST a batch of 30 fresh subscribes, durability full / bare 30-row insert at FULL
+
+podsync runs as `python -m podsync serve` with a temp TOML (harness.BASE_CONFIG plus
+any `--set section.key=value`), seeded with the real CLI (`user add`, `opml import`);
+bench/bare_server.py is the ceiling. wrk: 2 threads, 8 connections. Needs `wrk` on
+PATH (Debian: apt-get install wrk).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 from harness import (
-    PASSWORD,
-    WrkResult,
+    Overrides,
+    Server,
     bare_server,
+    call,
     feed_head_path,
-    finish_wrk,
     free_port,
     last_page_path,
     login,
-    nonce,
+    parse_sets,
     podsync_server,
     quiet_env,
-    run_wrk,
     seed,
-    start_wrk,
     with_limit,
     write_podsync_config,
 )
+from rounds import (
+    BATCH,
+    LOGIN_CLIENTS,
+    Settings,
+    Side,
+    against_bare,
+    check,
+    get_side,
+    median,
+    podsync_pair,
+    sync_side,
+)
+from tables import loadavg, machine, print_markdown, print_text
 
-BATCH = 30
-LOGIN_CLIENTS = 20
-
-
-def machine() -> dict[str, Any]:
-    model = "unknown"
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            model = line.split(":", 1)[1].strip()
-            break
-    mem_kib = int(Path("/proc/meminfo").read_text().split()[1])
-    return {
-        "nproc": os.cpu_count(),
-        "cpu": model,
-        "ram_gib": round(mem_kib / 1024**2, 1),
-        "python": platform.python_version(),
-        "load_average": [round(x, 2) for x in os.getloadavg()],
-    }
+SCENARIOS = ("rss", "list", "feed", "pages", "storm", "sync")
+LIST_PATH = "/api/v1/subscriptions?limit=50"
 
 
-def sync_args(token: str) -> list[str]:
-    """Arguments of sync.lua: a fresh nonce per wrk run keeps every URL and id new."""
-    return [token, nonce(), str(BATCH)]
-
-
-def measure_bare(
-    base: str, workdir: Path, duration: float, warmup: float
-) -> tuple[WrkResult, WrkResult]:
-    run_wrk(base + "/bare/page", "get.lua", [""], workdir, warmup)
-    get = run_wrk(base + "/bare/page", "get.lua", [""], workdir, duration)
-    run_wrk(base + "/bare/sync", "sync.lua", sync_args(""), workdir, warmup)
-    post = run_wrk(base + "/bare/sync", "sync.lua", sync_args(""), workdir, duration)
-    return get, post
-
-
-def pooled(a: WrkResult, b: WrkResult) -> WrkResult:
-    """Two runs of one scenario as one: their requests over their time, mean latencies."""
-    return WrkResult(
-        a.requests + b.requests,
-        a.seconds + b.seconds,
-        (a.p50_ms + b.p50_ms) / 2,
-        (a.p99_ms + b.p99_ms) / 2,
-    )
-
-
-def with_bare(row: dict[str, Any], bare_get: WrkResult, bare_post: WrkResult) -> dict[str, Any]:
-    """The row with its bare counterpart (pooled over the run's start and end)."""
-    kind = row.pop("bare", None)
-    if kind is None:
-        return row
-    bare = bare_get if kind == "get" else bare_post
-    return row | {
-        "bare_per_second": round(bare.per_second, 1),
-        "ratio_to_bare": round(row["per_second"] / bare.per_second, 3),
-    }
-
-
-def figure(result: WrkResult, bare: WrkResult | None) -> dict[str, Any]:
-    row: dict[str, Any] = {
-        "per_second": round(result.per_second, 1),
-        "p50_ms": round(result.p50_ms, 2),
-        "p99_ms": round(result.p99_ms, 2),
-    }
-    if bare is not None:
-        row["bare_per_second"] = round(bare.per_second, 1)
-        row["ratio_to_bare"] = round(result.per_second / bare.per_second, 3)
-    return row
-
-
-def run(duration: float, warmup: float, big: int, workdir: Path) -> dict[str, Any]:
-    figures: dict[str, Any] = {"machine": machine(), "duration_s": duration}
-    rows: dict[str, dict[str, Any]] = {}
-
-    podsync_port, bare_port = free_port(), free_port()
-    config_path = write_podsync_config(workdir, podsync_port)
-    sizes = {"bench-10k": 10_000, "bench-big": big}
-    seed(config_path, {"bench-sync": 0, **sizes})
-    # Both servers stay up for the whole run and the bare figures are measured at
-    # its start and at its end: a ratio then compares runs minutes apart at most,
-    # not a quiet minute with a busy one (the machine is shared).
-    with podsync_server(workdir, podsync_port) as server, bare_server(workdir, bare_port) as bare:
-        figures["rss_idle_mib"] = round(server.memory_kib()["VmRSS"] / 1024, 1)
-        base = server.base
-        bare_get_1, bare_post_1 = measure_bare(bare.base, workdir, duration, warmup)
-
+def measure(
+    pod: Server, bare: Server, only: set[str], big: int, s: Settings
+) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    base = pod.base
+    bare_get = get_side(bare.pid, bare.base + "/bare/page")
+    if "rss" in only:
+        time.sleep(1)  # let start-up's garbage settle
+        rss = round(pod.memory_kib()["VmRSS"] / 1024, 1)
+        rows.append(
+            {"scenario": "idle RSS", "unit": "MiB", "ratio": rss, "checks": [check(rss, "<=", 50)]}
+        )
+    token_10k = login(base, "bench-10k") if only & {"list", "feed", "pages", "storm"} else ""
+    if "list" in only:
+        call(base, "GET", LIST_PATH, token=token_10k)  # a probe: 200 with JSON, or raise
+        row = against_bare(
+            "list page of 50 (user with 10k subscriptions), rendered per request",
+            bare_get,
+            get_side(pod.pid, base + LIST_PATH, token_10k),
+            s,
+            "of a bare GET",
+            0.25,
+            5.0,
+        )
+        rows.append(row)
+    if "feed" in only:
+        feed = get_side(pod.pid, base + feed_head_path(base, token_10k), token_10k)
+        rows.append(
+            against_bare(
+                "change-feed poll at the head (nothing new)",
+                bare_get,
+                feed,
+                s,
+                "of a bare GET",
+                0.35,
+                None,
+            )
+        )
+    if "pages" in only:
+        users = {"bench-10k": 10_000} | ({"bench-big": big} if big else {})
+        for user, size in users.items():
+            token = token_10k if user == "bench-10k" else login(base, user)
+            last = last_page_path(base, token, with_limit(LIST_PATH, 500), "next_cursor")
+            end = get_side(pod.pid, base + with_limit(last, 50), token)
+            rows.append(
+                podsync_pair(
+                    f"end page / first page at {size:,}",
+                    ("first", "end"),
+                    get_side(pod.pid, base + LIST_PATH, token),
+                    end,
+                    s,
+                    lambda first, end: first.per_second / end.per_second,
+                    "time per end page / per first page",
+                    1.2,
+                    lambda first, end: end.cpu_ms / first.cpu_ms,
+                )
+            )
+    if "storm" in only:
+        quiet = get_side(pod.pid, base + LIST_PATH, token_10k)
+        storm = Side(
+            quiet.url, quiet.script, quiet.args, pod.pid, (base + "/auth/login", "bench-10k")
+        )
+        rows.append(
+            podsync_pair(
+                f"list p99 during a login storm ({LOGIN_CLIENTS} clients) / quiet",
+                ("quiet", "storm"),
+                quiet,
+                storm,
+                s,
+                lambda q, st: st.p99_ms / q.p99_ms,
+                "p99 storm / quiet",
+                3.0,
+            )
+        )
+    if "sync" in only:
         token = login(base, "bench-sync")
-        run_wrk(base + "/api/v1/sync", "sync.lua", sync_args(token), workdir, warmup)
-        sync = run_wrk(base + "/api/v1/sync", "sync.lua", sync_args(token), workdir, duration)
-        rows["sync: batch of 30 subscribes"] = figure(sync, None) | {"bare": "post"}
-        rows["sync: batch of 30 subscribes"]["actions_per_second"] = round(
-            sync.per_second * BATCH, 1
+        row = against_bare(
+            f"sync batch of {BATCH} subscribes, durability full",
+            sync_side(bare.pid, bare.base + "/bare/sync"),
+            sync_side(pod.pid, base + "/api/v1/sync", token),
+            s,
+            f"of a bare {BATCH}-row insert at FULL",
+            0.40,
+            40.0,
         )
+        row["actions_per_second"] = median([p["per_second"] * BATCH for p in row["podsync"]], 0)
+        rows.append(row)
+    if "rss" in only:
+        memory = pod.memory_kib()
+        rows[0]["after_run_mib"] = round(memory["VmRSS"] / 1024, 1)
+        rows[0]["peak_mib"] = round(memory["VmHWM"] / 1024, 1)
+    return rows
 
-        list_tokens = {}
-        for name, size in sizes.items():
-            list_token = login(base, name)
-            list_tokens[name] = list_token
-            start = "/api/v1/subscriptions?limit=50"
-            end = with_limit(
-                last_page_path(base, list_token, with_limit(start, 500), "next_cursor"), 50
-            )
-            # start, end, start, end, each pair pooled: a drift in the machine's load
-            # during the four runs cannot pass for a difference between the pages.
-            runs: dict[str, list[WrkResult]] = {"start": [], "end": []}
-            for _ in range(2):
-                for where, path in (("start", start), ("end", end)):
-                    run_wrk(base + path, "get.lua", [list_token], workdir, warmup)
-                    runs[where].append(
-                        run_wrk(base + path, "get.lua", [list_token], workdir, duration)
-                    )
-            results = {where: pooled(*pair) for where, pair in runs.items()}
-            for where, result in results.items():
-                rows[f"list {size:,}: page of 50 at the {where}"] = figure(result, None) | {
-                    "bare": "get"
-                }
-            figures[f"list_{size}_end_over_start_cost"] = round(
-                results["start"].per_second / results["end"].per_second, 3
-            )
 
-        token_10k = list_tokens["bench-10k"]
-        feed = feed_head_path(base, token_10k)
-        run_wrk(base + feed, "get.lua", [token_10k], workdir, warmup)
-        poll = run_wrk(base + feed, "get.lua", [token_10k], workdir, duration)
-        rows["change feed poll (10,000, at the head)"] = figure(poll, None) | {"bare": "get"}
-
-        list_path = base + "/api/v1/subscriptions?limit=50"
-        quiet = run_wrk(list_path, "get.lua", [token_10k], workdir, duration)
-        logins = start_wrk(
-            base + "/auth/login",
-            "login.lua",
-            ["bench-10k", PASSWORD],
-            workdir,
-            duration,
-            connections=LOGIN_CLIENTS,
-        )
-        storm = finish_wrk(start_wrk(list_path, "get.lua", [token_10k], workdir, duration))
-        login_result = finish_wrk(logins)
-        rows["list 10,000 page, quiet"] = figure(quiet, None) | {"bare": "get"}
-        rows["list 10,000 page, during login storm"] = figure(storm, None) | {"bare": "get"}
-        rows[f"logins ({LOGIN_CLIENTS} concurrent)"] = figure(login_result, None)
-        figures["storm_p99_over_quiet"] = round(storm.p99_ms / quiet.p99_ms, 2)
-
-        memory = server.memory_kib()
-        figures["rss_end_mib"] = round(memory["VmRSS"] / 1024, 1)
-        figures["rss_peak_mib"] = round(memory["VmHWM"] / 1024, 1)
-        bare_get_2, bare_post_2 = measure_bare(bare.base, workdir, duration, warmup)
-    bare_get, bare_post = pooled(bare_get_1, bare_get_2), pooled(bare_post_1, bare_post_2)
-    rows = {
-        "bare GET (250 B JSON)": figure(bare_get, None)
-        | {"start_end_per_second": [round(r.per_second, 1) for r in (bare_get_1, bare_get_2)]},
-        "bare POST (30 rows)": figure(bare_post, None)
-        | {"start_end_per_second": [round(r.per_second, 1) for r in (bare_post_1, bare_post_2)]},
-        **{name: with_bare(row, bare_get, bare_post) for name, row in rows.items()},
+def run(only: set[str], big: int, overrides: Overrides, s: Settings) -> dict[str, Any]:
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    pod_port, bare_port = free_port(), free_port()
+    config = write_podsync_config(s.workdir, pod_port, overrides)
+    users = {"bench-sync": 0} if "sync" in only else {}
+    if only & {"list", "feed", "pages", "storm"}:
+        users["bench-10k"] = 10_000
+    if "pages" in only and big:
+        users["bench-big"] = big
+    seed(config, s.workdir, users)
+    load_before = loadavg()
+    with (
+        podsync_server(s.workdir, config, pod_port) as pod,
+        bare_server(s.workdir, bare_port) as bare,
+    ):
+        rows = measure(pod, bare, only, big, s)
+    return {
+        "started": started,
+        "machine": machine(),
+        "load_average_before": load_before,
+        "load_average_after": loadavg(),
+        "seconds": s.seconds,
+        "rounds": s.rounds,
+        "wrk": "-t2 -c8",
+        "overrides": overrides,
+        "rows": rows,
     }
-    figures["rows"] = rows
-    figures["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
-    figures["targets"] = targets(figures, big)
-    return figures
-
-
-def targets(f: dict[str, Any], big: int) -> list[dict[str, Any]]:
-    rows = f["rows"]
-    sync = rows["sync: batch of 30 subscribes"]
-    checks = [
-        ("sync batches/s vs bare 30-row POST", sync["ratio_to_bare"], ">=", 0.40),
-        ("sync p99 ms", sync["p99_ms"], "<=", 25.0),
-        (
-            "list page of 50 vs bare GET",
-            rows["list 10,000: page of 50 at the start"]["ratio_to_bare"],
-            ">=",
-            0.35,
-        ),
-        ("end/start page cost at 10,000", f["list_10000_end_over_start_cost"], "<=", 1.2),
-        (f"end/start page cost at {big:,}", f[f"list_{big}_end_over_start_cost"], "<=", 1.2),
-        ("list p99 in login storm / quiet", f["storm_p99_over_quiet"], "<=", 3.0),
-        ("idle RSS MiB", f["rss_idle_mib"], "<=", 50.0),
-    ]
-    return [
-        {
-            "target": name,
-            "value": value,
-            "limit": f"{op} {limit}",
-            "met": value >= limit if op == ">=" else value <= limit,
-        }
-        for name, value, op, limit in checks
-    ]
-
-
-def print_table(f: dict[str, Any]) -> None:
-    m = f["machine"]
-    print(
-        f"machine: {m['nproc']} cores, {m['cpu']}, {m['ram_gib']} GiB RAM, Python {m['python']}; "
-        f"load average before {m['load_average']}, after {f['load_average_after']}"
-    )
-    print(f"wrk: 8 connections (logins: {LOGIN_CLIENTS}), {f['duration_s']} s per scenario\n")
-    header = f"{'scenario':<42} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'bare/s':>9} {'ratio':>6}"
-    print(header)
-    print("-" * len(header))
-    for name, row in f["rows"].items():
-        bare = f"{row['bare_per_second']:>9.0f}" if "bare_per_second" in row else f"{'':>9}"
-        ratio = f"{row['ratio_to_bare']:>6.2f}" if "ratio_to_bare" in row else f"{'':>6}"
-        print(
-            f"{name:<42} {row['per_second']:>9.1f} {row['p50_ms']:>8.2f} "
-            f"{row['p99_ms']:>8.2f} {bare} {ratio}"
-        )
-    get, post = (
-        f["rows"][k]["start_end_per_second"]
-        for k in ("bare GET (250 B JSON)", "bare POST (30 rows)")
-    )
-    print(
-        f"\nbare figures pool a run at the start and one at the end: "
-        f"GET {get[0]:.0f} | {get[1]:.0f} req/s, POST {post[0]:.0f} | {post[1]:.0f} req/s"
-    )
-    sync = f["rows"]["sync: batch of 30 subscribes"]
-    print(f"sync actions/s: {sync['actions_per_second']:.0f}")
-    print(
-        f"RSS: idle {f['rss_idle_mib']} MiB, at the end {f['rss_end_mib']} MiB, "
-        f"peak {f['rss_peak_mib']} MiB\n"
-    )
-    for t in f["targets"]:
-        mark = "met" if t["met"] else "MISSED"
-        print(f"{t['target']:<42} {t['value']:>9} {t['limit']:>8}  {mark}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="podsync load bench (needs wrk)")
-    parser.add_argument("--duration", type=int, default=10, help="seconds per scenario")
-    parser.add_argument("--warmup", type=int, default=1, help="seconds of warm-up runs")
-    parser.add_argument("--big", type=int, default=100_000, help="the big list's size")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--seconds", type=int, default=4, help="seconds per side per round")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=1, help="seconds per side before round 1")
+    parser.add_argument("--big", type=int, default=100_000, help="the big list (0: none)")
+    parser.add_argument("--only", default=",".join(SCENARIOS), help="comma-separated scenarios")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="a podsync config value for this run (repeatable)",
+    )
+    out = parser.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print JSON")
+    out.add_argument("--markdown", action="store_true", help="print the README's table only")
+    parser.add_argument("--save", type=Path, help="also write the JSON figures to this file")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (logs, DBs)")
     args = parser.parse_args()
+    only = {name.strip() for name in args.only.split(",") if name.strip()}
+    if unknown := only - set(SCENARIOS):
+        parser.error(f"unknown scenarios {sorted(unknown)}; choose from {', '.join(SCENARIOS)}")
+    try:
+        overrides = parse_sets(args.set)
+    except ValueError as exc:
+        parser.error(str(exc))
     if shutil.which("wrk") is None:
         sys.exit("wrk is not on PATH (Debian: apt-get install wrk)")
     workdir = Path(tempfile.mkdtemp(prefix="podsync-bench-"))
+    settings = Settings(args.seconds, args.rounds, args.warmup, workdir)
     try:
         with quiet_env():
-            figures = run(args.duration, args.warmup, args.big, workdir)
+            figures = run(only, args.big, overrides, settings)
     finally:
         if args.keep:
             print(f"kept {workdir}", file=sys.stderr)
         else:
             shutil.rmtree(workdir, ignore_errors=True)
+    if args.save:
+        args.save.write_text(json.dumps(figures, indent=2) + "\n")
     if args.json:
         print(json.dumps(figures, indent=2))
+    elif args.markdown:
+        print_markdown(figures)
     else:
-        print_table(figures)
+        print_text(figures)
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ async def test_user_delete_removes_devices_and_episode_actions(
     deleted = await asyncio.to_thread(run_cli, config, "user", "delete", "alice", "--yes")
     assert deleted.exit_code == 0
     async with gp.app[DB].read() as conn:
-        devices = await conn.execute_fetchall("SELECT device_id FROM gpodder_devices")
-        actions = await conn.execute_fetchall("SELECT count(*) FROM episode_actions")
+        devices = await conn.fetch_all("SELECT device_id FROM gpodder_devices")
+        actions = await conn.fetch_all("SELECT count(*) FROM episode_actions")
     assert [r[0] for r in devices] == ["tab"]
     assert list(actions) == [(1,)]

@@ -187,7 +187,7 @@ async def test_opa_sees_gpodder_writes_with_the_derived_client_id(
     from podsync.web.keys import DB
 
     async with gp.app[DB].read() as conn:
-        rows = await conn.execute_fetchall("SELECT DISTINCT last_client_id FROM subscriptions")
+        rows = await conn.fetch_all("SELECT DISTINCT last_client_id FROM subscriptions")
     user_id = 1
     assert [r[0] for r in rows] == [device_client_id(user_id, "phone")]
 

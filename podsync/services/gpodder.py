@@ -11,8 +11,8 @@ from podsync.services.gpodder_auth import GpodderAuth
 from podsync.services.gpodder_cursor import ServedCursors
 from podsync.services.gpodder_devices import DeviceService
 from podsync.services.gpodder_episodes import EpisodeService
-from podsync.services.gpodder_rules import SubscriptionRules
 from podsync.services.gpodder_subscriptions import GpodderSubscriptions
+from podsync.services.sync import SyncService
 
 
 @dataclass(frozen=True)
@@ -25,12 +25,12 @@ class Gpodder:
 
 
 def build_gpodder(
-    db: Database, auth: AuthService, secret_key: str, config: GpodderConfig
+    db: Database, auth: AuthService, sync: SyncService, secret_key: str, config: GpodderConfig
 ) -> Gpodder:
     return Gpodder(
         auth=GpodderAuth(db, auth, secret_key, config),
         devices=DeviceService(db),
         episodes=EpisodeService(db, config.episode_page_size),
-        subscriptions=GpodderSubscriptions(db, SubscriptionRules(db)),
+        subscriptions=GpodderSubscriptions(db, sync),
         cursors=ServedCursors(),
     )

@@ -24,9 +24,9 @@ from itsdangerous import BadSignature, URLSafeTimedSerializer
 from podsync.config import GpodderConfig
 from podsync.db import Database
 from podsync.errors import Unauthorized
+from podsync.model import User
 from podsync.services.auth import AuthService
 from podsync.store import users
-from podsync.store.users import User
 
 SESSION_SALT = "podsync.gpodder-session"
 MAX_CACHED = 10_000

@@ -20,10 +20,11 @@ from typing import Any
 from podsync.db import Database
 from podsync.errors import InvalidInput
 from podsync.feeds import has_bad_characters, url_key
+from podsync.rules import Subscribe, Unsubscribe
 from podsync.services import gpodder_cursor as cursor
 from podsync.services.gpodder_episodes import normalise_url
-from podsync.services.gpodder_rules import Subscribe, SubscriptionRules, Unsubscribe
-from podsync.store import gpodder_feed
+from podsync.services.sync import SyncService
+from podsync.store import gpodder_feed, subscriptions
 
 # Client-IDs of gpodder devices: uuid5(this, "gpodder:{user id}:{device id}").
 CLIENT_NAMESPACE = uuid.UUID("5b0e7c52-7d1b-4c4f-9a49-2f6f3c7a5a10")
@@ -114,13 +115,13 @@ def parse_url_list(body: bytes, fmt: str) -> list[str]:
 
 
 class GpodderSubscriptions:
-    def __init__(self, db: Database, rules: SubscriptionRules) -> None:
+    def __init__(self, db: Database, sync: SyncService) -> None:
         self.db = db
-        self.rules = rules
+        self.sync = sync
 
     async def pull(self, user_id: int, since: str | None) -> Changes:
         async with self.db.snapshot() as conn:
-            high = await gpodder_feed.max_change_seq(conn, user_id)
+            high = await subscriptions.user_seq(conn, user_id)
             threshold = cursor.decode(since, high)
             if threshold == cursor.FULL_STATE:
                 # Never tombstones on a full state: AntennaPod and Kasts would delete
@@ -151,18 +152,21 @@ class GpodderSubscriptions:
     async def _apply(self, user_id: int, device_id: str, plan: _Plan) -> Upload:
         async with self.db.read() as conn:
             aliases = await gpodder_feed.alias_targets(conn, user_id, plan.remove)
-        commands: list[Subscribe | Unsubscribe] = [Subscribe(u) for u in plan.add]
-        commands += [Unsubscribe(u, aliases.get(u)) for u in plan.remove]
-        outcome = await self.rules.apply(user_id, device_client_id(user_id, device_id), commands)
+        # No occurred_at: the rules stamp each command max(server now, the entity's
+        # last change + 1 us), so a gpodder write wins by arrival (gpodder spec 6.2).
+        commands: list[Subscribe | Unsubscribe] = [Subscribe(feed_url=u) for u in plan.add]
+        commands += [Unsubscribe(feed_url=u, sync_id=aliases.get(u)) for u in plan.remove]
+        outcome = await self.sync.apply(user_id, device_client_id(user_id, device_id), commands)
         update_urls = dict(plan.rewrites)
-        for command, stored in zip(commands, outcome.stored_urls, strict=True):
+        for command, result in zip(commands, outcome.results, strict=True):
+            stored = result.entity.feed_url if result.entity is not None else None
             # An add matched under another spelling: steer gPodder to the stored one.
             if isinstance(command, Subscribe) and stored and stored != command.feed_url:
                 update_urls[command.feed_url] = stored
         return Upload(
             update_urls=[[old, new] for old, new in update_urls.items()],
-            before=outcome.before,
-            after=outcome.after,
+            before=outcome.user_seq_before,
+            after=outcome.user_seq_after,
         )
 
     async def current(self, user_id: int) -> list[tuple[str, str | None]]:

@@ -6,9 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import aiosqlite
-
-from podsync.store import fetch_all
+from podsync.store import Connection
 
 
 @dataclass(frozen=True)
@@ -27,16 +25,16 @@ def _device(row: Any) -> Device:
     return Device(str(row[0]), str(row[1]), str(row[2]), int(row[3]), int(row[4]))
 
 
-async def list_for_user(conn: aiosqlite.Connection, user_id: int) -> list[Device]:
+async def list_for_user(conn: Connection, user_id: int) -> list[Device]:
     """The user's devices in creation order."""
-    rows = await fetch_all(
-        conn, f"SELECT {_COLUMNS} FROM gpodder_devices WHERE user_id = ? ORDER BY id", (user_id,)
+    rows = await conn.fetch_all(
+        f"SELECT {_COLUMNS} FROM gpodder_devices WHERE user_id = ? ORDER BY id", (user_id,)
     )
     return [_device(r) for r in rows]
 
 
 async def upsert(
-    conn: aiosqlite.Connection,
+    conn: Connection,
     user_id: int,
     device_id: str,
     caption: str | None,
@@ -55,11 +53,9 @@ async def upsert(
     )
 
 
-async def ensure(
-    conn: aiosqlite.Connection, user_id: int, device_ids: Sequence[str], now: int
-) -> None:
+async def ensure(conn: Connection, user_id: int, device_ids: Sequence[str], now: int) -> None:
     """Create any of these devices the user lacks (type 'other'); never changes one."""
-    await conn.executemany(
+    await conn.execute_many(
         "INSERT INTO gpodder_devices "
         "(user_id, device_id, caption, type, created_at, last_seen_at) "
         "VALUES (?, ?, ?, 'other', ?, ?) ON CONFLICT (user_id, device_id) DO NOTHING",
@@ -67,24 +63,22 @@ async def ensure(
     )
 
 
-async def count_by_user(conn: aiosqlite.Connection) -> dict[int, int]:
-    rows = await fetch_all(conn, "SELECT user_id, count(*) FROM gpodder_devices GROUP BY user_id")
+async def count_by_user(conn: Connection) -> dict[int, int]:
+    rows = await conn.fetch_all("SELECT user_id, count(*) FROM gpodder_devices GROUP BY user_id")
     return {int(u): int(c) for u, c in rows}
 
 
-async def subscribed_count(conn: aiosqlite.Connection, user_id: int) -> int:
+async def subscribed_count(conn: Connection, user_id: int) -> int:
     """The account-wide subscribed count every device reports (one list per user)."""
-    rows = await fetch_all(
-        conn,
+    rows = await conn.fetch_all(
         "SELECT count(*) FROM subscriptions WHERE user_id = ? AND unsubscribed_at IS NULL",
         (user_id,),
     )
     return int(rows[0][0])
 
 
-async def exists(conn: aiosqlite.Connection, user_id: int, device_id: str) -> bool:
-    rows = await fetch_all(
-        conn,
+async def exists(conn: Connection, user_id: int, device_id: str) -> bool:
+    rows = await conn.fetch_all(
         "SELECT 1 FROM gpodder_devices WHERE user_id = ? AND device_id = ?",
         (user_id, device_id),
     )

@@ -7,9 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import aiosqlite
-
-from podsync.store import fetch_all, fetch_one
+from podsync.store import Connection
 
 
 @dataclass(frozen=True)
@@ -38,14 +36,14 @@ def _action(row: Any) -> EpisodeAction:
 
 
 async def insert_many(
-    conn: aiosqlite.Connection,
+    conn: Connection,
     user_id: int,
     actions: Sequence[tuple[EpisodeAction, bytes]],
     received_at: int,
 ) -> None:
     """Store (action, content hash) pairs; a hash the user already has is skipped, so a
     batch sent again after a lost answer adds nothing."""
-    await conn.executemany(
+    await conn.execute_many(
         f"INSERT OR IGNORE INTO episode_actions (user_id, {_FIELDS}, received_at, content_hash) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
@@ -69,15 +67,15 @@ async def insert_many(
     )
 
 
-async def max_seq(conn: aiosqlite.Connection, user_id: int) -> int:
-    row = await fetch_one(
-        conn, "SELECT coalesce(max(seq), 0) FROM episode_actions WHERE user_id = ?", (user_id,)
+async def max_seq(conn: Connection, user_id: int) -> int:
+    row = await conn.fetch_one(
+        "SELECT coalesce(max(seq), 0) FROM episode_actions WHERE user_id = ?", (user_id,)
     )
     return int(row[0])
 
 
 async def page(
-    conn: aiosqlite.Connection,
+    conn: Connection,
     user_id: int,
     after_seq: int,
     upto_seq: int,
@@ -106,12 +104,10 @@ async def page(
         )
     else:
         sql = f"SELECT seq, {_FIELDS} FROM episode_actions WHERE {where} ORDER BY seq LIMIT ?"
-    rows = await fetch_all(conn, sql, [*params, limit])
+    rows = await conn.fetch_all(sql, [*params, limit])
     return [_action(r) for r in rows]
 
 
-async def count_for_user(conn: aiosqlite.Connection, user_id: int) -> int:
-    row = await fetch_one(
-        conn, "SELECT count(*) FROM episode_actions WHERE user_id = ?", (user_id,)
-    )
+async def count_for_user(conn: Connection, user_id: int) -> int:
+    row = await conn.fetch_one("SELECT count(*) FROM episode_actions WHERE user_id = ?", (user_id,))
     return int(row[0])

@@ -7,24 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-import aiosqlite
-
-from podsync.store import fetch_all, fetch_one
+from podsync.store import Connection
 
 
-async def max_change_seq(conn: aiosqlite.Connection, user_id: int) -> int:
-    """The user's highest change_seq (0 for none): the stream's high-water mark."""
-    row = await fetch_one(
-        conn,
-        "SELECT coalesce(max(change_seq), 0) FROM subscriptions WHERE user_id = ?",
-        (user_id,),
-    )
-    return int(row[0])
-
-
-async def subscribed_urls(conn: aiosqlite.Connection, user_id: int) -> list[str]:
-    rows = await fetch_all(
-        conn,
+async def subscribed_urls(conn: Connection, user_id: int) -> list[str]:
+    rows = await conn.fetch_all(
         "SELECT feed_url FROM subscriptions INDEXED BY subscriptions_active "
         "WHERE user_id = ? AND unsubscribed_at IS NULL ORDER BY id",
         (user_id,),
@@ -32,11 +19,8 @@ async def subscribed_urls(conn: aiosqlite.Connection, user_id: int) -> list[str]
     return [str(r[0]) for r in rows]
 
 
-async def subscribed_titles(
-    conn: aiosqlite.Connection, user_id: int
-) -> list[tuple[str, str | None]]:
-    rows = await fetch_all(
-        conn,
+async def subscribed_titles(conn: Connection, user_id: int) -> list[tuple[str, str | None]]:
+    rows = await conn.fetch_all(
         "SELECT feed_url, title FROM subscriptions "
         "INDEXED BY subscriptions_active WHERE user_id = ? AND unsubscribed_at IS NULL "
         "ORDER BY id",
@@ -46,11 +30,10 @@ async def subscribed_titles(
 
 
 async def changed_between(
-    conn: aiosqlite.Connection, user_id: int, after_seq: int, upto_seq: int
+    conn: Connection, user_id: int, after_seq: int, upto_seq: int
 ) -> list[tuple[str, bool]]:
     """(feed_url, subscribed) of the entities whose change_seq is in (after, upto]."""
-    rows = await fetch_all(
-        conn,
+    rows = await conn.fetch_all(
         "SELECT feed_url, unsubscribed_at IS NULL FROM subscriptions "
         "WHERE user_id = ? AND change_seq > ? AND change_seq <= ? ORDER BY change_seq",
         (user_id, after_seq, upto_seq),
@@ -58,12 +41,9 @@ async def changed_between(
     return [(str(u), bool(s)) for u, s in rows]
 
 
-async def moved_between(
-    conn: aiosqlite.Connection, user_id: int, after_seq: int, upto_seq: int
-) -> list[str]:
+async def moved_between(conn: Connection, user_id: int, after_seq: int, upto_seq: int) -> list[str]:
     """The old URLs of entities whose feed_url an update changed in (after, upto]."""
-    rows = await fetch_all(
-        conn,
+    rows = await conn.fetch_all(
         "SELECT old_url FROM subscription_url_aliases "
         "WHERE user_id = ? AND changed_seq > ? AND changed_seq <= ? ORDER BY changed_seq",
         (user_id, after_seq, upto_seq),
@@ -71,9 +51,7 @@ async def moved_between(
     return [str(r[0]) for r in rows]
 
 
-async def alias_targets(
-    conn: aiosqlite.Connection, user_id: int, urls: Iterable[str]
-) -> dict[str, str]:
+async def alias_targets(conn: Connection, user_id: int, urls: Iterable[str]) -> dict[str, str]:
     """old URL -> the sync_id of the entity that had it, for the given old URLs."""
     unique = sorted(set(urls))
     if not unique:
@@ -81,8 +59,7 @@ async def alias_targets(
     found: dict[str, str] = {}
     for start in range(0, len(unique), 500):
         chunk = unique[start : start + 500]
-        rows = await fetch_all(
-            conn,
+        rows = await conn.fetch_all(
             "SELECT a.old_url, s.sync_id FROM subscription_url_aliases a "
             "JOIN subscriptions s ON s.id = a.subscription_id "
             f"WHERE a.user_id = ? AND a.old_url IN ({','.join('?' * len(chunk))}) "

@@ -49,7 +49,7 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
         app[AUTH] = AuthService(db, config.auth, secret, passwords)
         app[SYNC] = SyncService(db, config.sync)
         app[LISTING] = ListingService(db, secret)
-        app[GPODDER] = build_gpodder(db, app[AUTH], secret, config.gpodder)
+        app[GPODDER] = build_gpodder(db, app[AUTH], app[SYNC], secret, config.gpodder)
         pruner = asyncio.create_task(_prune_periodically(app[SYNC]))
         yield
     finally:
