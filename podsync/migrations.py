@@ -121,4 +121,58 @@ MIGRATIONS: tuple[Step, ...] = (
     """
     CREATE INDEX users_name_nocase ON users(name COLLATE NOCASE);
     """,
+    # 5: the gpodder v2 layer: devices, episode actions, URL aliases of subscriptions.
+    """
+    CREATE TABLE gpodder_devices (
+        id           INTEGER PRIMARY KEY,      -- creation order, the device list's order
+        user_id      INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        device_id    TEXT NOT NULL,            -- [A-Za-z0-9_.-]{1,64}, chosen by the client
+        caption      TEXT NOT NULL,
+        type         TEXT NOT NULL
+            CHECK (type IN ('desktop', 'laptop', 'mobile', 'server', 'other')),
+        created_at   INTEGER NOT NULL,
+        last_seen_at INTEGER NOT NULL,
+        UNIQUE (user_id, device_id)
+    ) STRICT;
+
+    CREATE TABLE episode_actions (
+        seq          INTEGER PRIMARY KEY AUTOINCREMENT,  -- the episode stream's cursor
+        user_id      INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        device_id    TEXT,
+        podcast_url  TEXT NOT NULL,
+        podcast_key  TEXT NOT NULL,            -- url key of podcast_url
+        episode_url  TEXT NOT NULL,
+        guid         TEXT,
+        action       TEXT NOT NULL
+            CHECK (action IN ('new', 'download', 'play', 'delete', 'flattr')),
+        occurred_at  INTEGER NOT NULL,         -- the client's moment, else receipt time
+        received_at  INTEGER NOT NULL,
+        started      INTEGER,
+        position     INTEGER,
+        total        INTEGER,
+        content_hash BLOB NOT NULL,            -- idempotent re-upload of a batch
+        UNIQUE (user_id, content_hash)
+    ) STRICT;
+    CREATE INDEX episode_actions_user ON episode_actions(user_id, seq);
+    CREATE INDEX episode_actions_podcast ON episode_actions(user_id, podcast_key, seq);
+    CREATE INDEX episode_actions_episode ON episode_actions(user_id, episode_url, action);
+
+    -- Every feed_url a subscription had before an OPA update moved it, so that a
+    -- gpodder pull can say "remove old" next to "add new", and a gpodder remove of
+    -- the old URL still finds the entity. A trigger keeps it whoever writes.
+    CREATE TABLE subscription_url_aliases (
+        subscription_id INTEGER NOT NULL REFERENCES subscriptions(id) ON DELETE CASCADE,
+        user_id         INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        old_url         TEXT NOT NULL,
+        changed_seq     INTEGER NOT NULL       -- the entity's change_seq of the move
+    ) STRICT;
+    CREATE INDEX subscription_url_aliases_user
+        ON subscription_url_aliases(user_id, changed_seq);
+    CREATE TRIGGER subscriptions_keep_old_url AFTER UPDATE OF feed_url ON subscriptions
+    WHEN old.feed_url IS NOT new.feed_url
+    BEGIN
+        INSERT INTO subscription_url_aliases (subscription_id, user_id, old_url, changed_seq)
+        VALUES (old.id, old.user_id, old.feed_url, new.change_seq);
+    END;
+    """,
 )

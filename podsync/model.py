@@ -28,6 +28,7 @@ class UserSummary:
     enabled: bool
     subscriptions: int
     created_at: int
+    devices: int = 0  # gpodder devices
 
 
 @dataclass(slots=True)

@@ -263,3 +263,35 @@ def serve_process(tmp_path: Path) -> Iterator[Callable[..., ServeProcess]]:
     yield start
     for process in started:
         process.stop()
+
+
+@pytest.fixture
+async def gp(
+    aiohttp_client: Any, config: Config, seeded_users: tuple[str, ...]
+) -> TestClient[Any, Any]:
+    """The app with the seeded users, through a client that keeps no cookies: each
+    gpodder test sends exactly the credentials and cookies it means to."""
+    from aiohttp import DummyCookieJar
+
+    result: TestClient[Any, Any] = await aiohttp_client(
+        create_app(config), cookie_jar=DummyCookieJar()
+    )
+    return result
+
+
+@pytest.fixture
+def gp_with(
+    aiohttp_client: Any, make_config: MakeConfig, seeded_template: Path
+) -> Callable[..., Awaitable[TestClient[Any, Any]]]:
+    """`gp` on a config with some keys changed: `await gp_with(gpodder={...})`."""
+    from aiohttp import DummyCookieJar
+
+    async def make(**sections: dict[str, Any]) -> TestClient[Any, Any]:
+        config = make_config(**sections)
+        shutil.copyfile(seeded_template, config.database.path)
+        result: TestClient[Any, Any] = await aiohttp_client(
+            create_app(config), cookie_jar=DummyCookieJar()
+        )
+        return result
+
+    return make

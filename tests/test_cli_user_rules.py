@@ -60,8 +60,8 @@ def test_user_add_reads_one_line_from_stdin(config: Config) -> None:
     assert result.stdout == "user alice created\n"
     _assert_clean(result)
     assert _password_matches(config, "alice", PASSWORD)
-    [(name, state, subscriptions, created)] = _users(config)
-    assert (name, state, subscriptions) == ("alice", "enabled", "0")
+    [(name, state, subscriptions, created, devices)] = _users(config)
+    assert (name, state, subscriptions, devices) == ("alice", "enabled", "0", "0")
     assert before <= timestamps.parse(created) <= timestamps.now_us()
     assert created.endswith("Z")
 

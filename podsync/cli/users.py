@@ -77,10 +77,10 @@ def user_passwd(ctx: Context, name: str, password_stdin: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array instead of a table.")
 @pass_context
 def user_list(ctx: Context, as_json: bool) -> None:
-    """List users: name, enabled, subscribed feeds, created (RFC 3339).
+    """List users: name, enabled, subscribed feeds, created (RFC 3339), gpodder devices.
 
     The table is tab-separated under a header row; --json prints an array of
-    {name, enabled, subscriptions, created} ([] when there are no users).
+    {name, enabled, subscriptions, created, devices} ([] when there are no users).
 
     \b
     Example:
@@ -94,6 +94,7 @@ def user_list(ctx: Context, as_json: bool) -> None:
             "enabled": s.enabled,
             "subscriptions": s.subscriptions,
             "created": timestamps.format(s.created_at),
+            "devices": s.devices,
         }
         for s in summaries
     ]
@@ -103,10 +104,12 @@ def user_list(ctx: Context, as_json: bool) -> None:
     if not rows:
         click.echo("no users yet; add one with: podsync user add NAME")
         return
-    click.echo("NAME\tSTATE\tSUBSCRIPTIONS\tCREATED")
+    click.echo("NAME\tSTATE\tSUBSCRIPTIONS\tCREATED\tDEVICES")
     for row in rows:
         state = "enabled" if row["enabled"] else "disabled"
-        click.echo(f"{row['name']}\t{state}\t{row['subscriptions']}\t{row['created']}")
+        click.echo(
+            f"{row['name']}\t{state}\t{row['subscriptions']}\t{row['created']}\t{row['devices']}"
+        )
 
 
 @user.command("disable")

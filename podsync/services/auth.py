@@ -106,27 +106,7 @@ class AuthService:
         return self._serializer.dumps({"u": user.id, "g": user.token_generation})
 
     async def login(self, username: str, password: str, address: str) -> LoginResult:
-        retry_after = await self.throttle.retry_after(username, address)
-        if retry_after is not None:
-            log.warning("login throttled for user %s from %s", loggable_name(username), address)
-            raise TooManyRequests(
-                f"too many failed logins for this user or from this address; "
-                f"try again in {retry_after} s",
-                retry_after,
-            )
-        # Each verification costs ~0.1 s of a hash thread: past this many waiting,
-        # a flood would only queue up and starve every other login. Refuse at once.
-        if self._pending >= self.config.max_pending_logins:
-            raise Unavailable(PENDING_LOGINS, retry_after=1)
-        self._pending += 1
-        try:
-            user, ok = await self._verify(username, password)
-        finally:
-            self._pending -= 1
-        if user is None or not ok or not user.enabled:
-            log.warning("login failed for user %s from %s", loggable_name(username), address)
-            await self.throttle.record_failure(username, address)
-            raise Unauthorized(BAD_CREDENTIALS)
+        user = await self.verify_credentials(username, password, address)
         refresh = secrets.token_urlsafe(32)
         now = timestamps.now_us()
         expires = now + self.config.refresh_token_lifetime * 1_000_000
@@ -167,6 +147,37 @@ class AuthService:
         # Unknown users still cost one verification (DUMMY_HASH) so timing tells nothing.
         ok = await self.passwords.verify(user.password_hash if user else None, password)
         return user, ok
+
+    async def throttle_check(self, username: str, address: str) -> None:
+        """TooManyRequests while this name or this address is locked out."""
+        retry_after = await self.throttle.retry_after(username, address)
+        if retry_after is not None:
+            log.warning("login throttled for user %s from %s", loggable_name(username), address)
+            raise TooManyRequests(
+                f"too many failed logins for this user or from this address; "
+                f"try again in {retry_after} s",
+                retry_after,
+            )
+
+    async def verify_credentials(self, username: str, password: str, address: str) -> User:
+        """The throttle and password check of `login`, issuing nothing: for callers that
+        authenticate with a password on each request (the gpodder layer's Basic auth).
+        Only a presented, wrong credential counts as a failure."""
+        await self.throttle_check(username, address)
+        # Each verification costs ~0.1 s of a hash thread: past this many waiting,
+        # a flood would only queue up and starve every other login. Refuse at once.
+        if self._pending >= self.config.max_pending_logins:
+            raise Unavailable(PENDING_LOGINS, retry_after=1)
+        self._pending += 1
+        try:
+            user, ok = await self._verify(username, password)
+        finally:
+            self._pending -= 1
+        if user is None or not ok or not user.enabled:
+            log.warning("login failed for user %s from %s", loggable_name(username), address)
+            await self.throttle.record_failure(username, address)
+            raise Unauthorized(BAD_CREDENTIALS)
+        return user
 
     async def refresh(self, refresh_token: str) -> tuple[str, int]:
         """A new access token for a valid refresh token: (token, expires_in)."""

@@ -81,7 +81,8 @@ async def bump_generation(conn: Connection, user_id: int) -> None:
 
 
 async def delete(conn: Connection, user_id: int) -> None:
-    """Delete the user; foreign keys cascade to tokens, subscriptions and actions."""
+    """Delete the user; foreign keys cascade to tokens, subscriptions, actions, gpodder
+    devices and episode actions."""
     await conn.execute("DELETE FROM users WHERE id = ?", (user_id,))
 
 
@@ -90,10 +91,13 @@ async def list_summaries(conn: Connection) -> list[UserSummary]:
         "SELECT u.name, u.enabled, "
         "  (SELECT count(*) FROM subscriptions s "
         "   WHERE s.user_id = u.id AND s.unsubscribed_at IS NULL), "
-        "  u.created_at "
+        "  u.created_at, "
+        "  (SELECT count(*) FROM gpodder_devices d WHERE d.user_id = u.id) "
         "FROM users u ORDER BY u.name"
     )
     return [
-        UserSummary(name=str(n), enabled=bool(e), subscriptions=int(c), created_at=int(t))
-        for n, e, c, t in rows
+        UserSummary(
+            name=str(n), enabled=bool(e), subscriptions=int(c), created_at=int(t), devices=int(d)
+        )
+        for n, e, c, t, d in rows
     ]

@@ -13,12 +13,14 @@ from aiohttp.typedefs import Middleware
 from podsync.config import Config
 from podsync.db import Database
 from podsync.services.auth import AuthService, load_secret_key
+from podsync.services.gpodder import build_gpodder
 from podsync.services.health import require_writable
 from podsync.services.listing import ListingService
 from podsync.services.passwords import PasswordService
 from podsync.services.sync import SyncService
 from podsync.web.cors import cors_middleware
-from podsync.web.keys import AUTH, CONFIG, DB, LISTING, METRICS, SYNC
+from podsync.web.gpodder_http import collapse_slashes, gpodder_auth, gpodder_transport
+from podsync.web.keys import AUTH, CONFIG, DB, GPODDER, LISTING, METRICS, SYNC
 from podsync.web.metrics import Metrics, metrics_middleware
 from podsync.web.middleware import (
     auth_middleware,
@@ -58,6 +60,7 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
         app[AUTH] = AuthService(db, config.auth, secret, passwords)
         app[SYNC] = SyncService(db, config.sync)
         app[LISTING] = ListingService(db, secret)
+        app[GPODDER] = build_gpodder(db, app[AUTH], app[SYNC], secret, config.gpodder)
         pruner = asyncio.create_task(_prune_periodically(app[SYNC]))
         yield
     finally:
@@ -71,16 +74,20 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
 
 def create_app(config: Config) -> web.Application:
     # Outermost first. CORS and metrics sit outside the error middleware so that they
-    # see (and decorate) the final response of every error too.
+    # see (and decorate) the final response of every error too; the gpodder transport
+    # rules (no 3xx, no-store, the Basic challenge) apply to that final response.
     middlewares: list[Middleware] = []
     if config.server.metrics:  # first: it times and counts CORS preflights too
         middlewares.append(metrics_middleware)
     if config.server.cors_origins:
         middlewares.append(cors_middleware(config.server.cors_origins))
     middlewares += [
+        collapse_slashes,
+        gpodder_transport,
         errors_middleware,
         client_address_middleware(config.server.trusted_proxies),
         auth_middleware,
+        gpodder_auth,
     ]
     app = web.Application(client_max_size=config.server.max_body_bytes, middlewares=middlewares)
     app[CONFIG] = config
@@ -88,5 +95,5 @@ def create_app(config: Config) -> web.Application:
     if config.server.metrics:
         app[METRICS] = Metrics()
     app.cleanup_ctx.append(_resources)
-    setup_routes(app)
+    setup_routes(app, config.gpodder.enabled)
     return app

@@ -10,6 +10,7 @@ from podsync.config import Config
 from podsync.db import Database
 from podsync.model import User
 from podsync.services.auth import AuthService
+from podsync.services.gpodder import Gpodder
 from podsync.services.listing import ListingService
 from podsync.services.sync import SyncService
 
@@ -22,9 +23,11 @@ AUTH = web.AppKey("auth", AuthService)
 SYNC = web.AppKey("sync", SyncService)
 LISTING = web.AppKey("listing", ListingService)
 METRICS: web.AppKey[Metrics] = web.AppKey("metrics")
+GPODDER = web.AppKey("gpodder", Gpodder)
 
 REQUEST_ID = web.RequestKey("request_id", str)
 CLIENT_ADDRESS = web.RequestKey("client_address", str)
 # The peer is one of server.trusted_proxies: its X-Forwarded-* headers count.
 FROM_TRUSTED_PROXY = web.RequestKey("from_trusted_proxy", bool)
 USER = web.RequestKey("user", User)
+GPODDER_SESSION = web.RequestKey("gpodder_session", str)

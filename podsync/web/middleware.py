@@ -162,6 +162,11 @@ def _is_trusted(address: str, proxies: Networks) -> bool:
     return any(ip in net for net in proxies)
 
 
+def is_trusted_proxy(address: str, trusted: tuple[str, ...]) -> bool:
+    proxies = tuple(ipaddress.ip_network(p, strict=False) for p in trusted)
+    return _is_trusted(address, proxies)
+
+
 def client_address_middleware(trusted: tuple[str, ...]) -> Middleware:
     proxies = tuple(ipaddress.ip_network(p, strict=False) for p in trusted)
 
@@ -195,7 +200,9 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
     """Every route outside PUBLIC_PATHS needs a valid access token. Unknown paths and
     wrong methods fall through so that they answer 404/405, not 401."""
     route_error = request.match_info.http_exception
-    if route_error is None and request.path not in PUBLIC_PATHS:
+    # The gpodder layer (/api/2/, /subscriptions/) authenticates on its own terms.
+    gpodder = (request.match_info.route.name or "").startswith("gpodder.")
+    if route_error is None and request.path not in PUBLIC_PATHS and not gpodder:
         request[USER] = await request.app[AUTH].authenticate(bearer_token(request))
     return await handler(request)
 

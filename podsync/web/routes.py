@@ -6,6 +6,8 @@ from aiohttp import web
 
 from podsync.web import (
     auth_handlers,
+    gpodder,
+    gpodder_subscriptions,
     health,
     home,
     metrics,
@@ -16,7 +18,7 @@ from podsync.web import (
 )
 
 
-def setup_routes(app: web.Application) -> None:
+def setup_routes(app: web.Application, gpodder_enabled: bool) -> None:
     app.router.add_routes(
         [
             web.get("/", home.home, allow_head=False),
@@ -41,3 +43,47 @@ def setup_routes(app: web.Application) -> None:
             web.get("/metrics", metrics.metrics_page, allow_head=False),
         ]
     )
+    if gpodder_enabled:
+        app.router.add_routes(GPODDER_ROUTES)
+
+
+# The gpodder v2 API (docs/gpodder in the README). Route names starting "gpodder."
+# select the layer's own authentication (Basic or session cookie) instead of Bearer.
+_U = "{username}"
+GPODDER_ROUTES = [
+    web.post(f"/api/2/auth/{_U}/login.json", gpodder.login, name="gpodder.login"),
+    web.post(f"/api/2/auth/{_U}/logout.json", gpodder.logout, name="gpodder.logout"),
+    web.get(f"/api/2/devices/{_U}.json", gpodder.list_devices, name="gpodder.devices"),
+    web.post(f"/api/2/devices/{_U}/{{device}}.json", gpodder.update_device, name="gpodder.device"),
+    web.get(f"/api/2/episodes/{_U}.json", gpodder.get_episodes, name="gpodder.episodes"),
+    web.post(f"/api/2/episodes/{_U}.json", gpodder.post_episodes, name="gpodder.episodes_up"),
+    web.get(f"/api/2/sync-devices/{_U}.json", gpodder.sync_devices, name="gpodder.groups"),
+    web.post(f"/api/2/sync-devices/{_U}.json", gpodder.sync_devices, name="gpodder.groups_up"),
+    web.get(
+        f"/api/2/subscriptions/{_U}/{{device}}.json",
+        gpodder_subscriptions.get_changes,
+        name="gpodder.changes",
+    ),
+    web.post(
+        f"/api/2/subscriptions/{_U}/{{device}}.json",
+        gpodder_subscriptions.post_changes,
+        name="gpodder.changes_up",
+    ),
+    # The simple API v1 (gPodder's "upload/download subscriptions" menu items).
+    web.get(f"/subscriptions/{_U}.{{fmt}}", gpodder_subscriptions.get_list, name="gpodder.list"),
+    web.get(
+        f"/subscriptions/{_U}/{{device}}.{{fmt}}",
+        gpodder_subscriptions.get_list,
+        name="gpodder.device_list",
+    ),
+    web.put(
+        f"/subscriptions/{_U}/{{device}}.{{fmt}}",
+        gpodder_subscriptions.put_list,
+        name="gpodder.replace",
+    ),
+    web.post(
+        f"/subscriptions/{_U}/{{device}}.{{fmt}}",
+        gpodder_subscriptions.put_list,
+        name="gpodder.replace_post",
+    ),
+]

@@ -1,0 +1,36 @@
+"""The gpodder v2 layer's services, built once and shared by its handlers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from podsync.config import GpodderConfig
+from podsync.db import Database
+from podsync.services.auth import AuthService
+from podsync.services.gpodder_auth import GpodderAuth
+from podsync.services.gpodder_cursor import ServedCursors
+from podsync.services.gpodder_devices import DeviceService
+from podsync.services.gpodder_episodes import EpisodeService
+from podsync.services.gpodder_subscriptions import GpodderSubscriptions
+from podsync.services.sync import SyncService
+
+
+@dataclass(frozen=True)
+class Gpodder:
+    auth: GpodderAuth
+    devices: DeviceService
+    episodes: EpisodeService
+    subscriptions: GpodderSubscriptions
+    cursors: ServedCursors
+
+
+def build_gpodder(
+    db: Database, auth: AuthService, sync: SyncService, secret_key: str, config: GpodderConfig
+) -> Gpodder:
+    return Gpodder(
+        auth=GpodderAuth(db, auth, secret_key, config),
+        devices=DeviceService(db),
+        episodes=EpisodeService(db, config.episode_page_size),
+        subscriptions=GpodderSubscriptions(db, sync),
+        cursors=ServedCursors(),
+    )

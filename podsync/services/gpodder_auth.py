@@ -1,0 +1,123 @@
+"""Who is calling the gpodder layer (gpodder spec section 3): Basic credentials or a
+signed session cookie.
+
+The cookie carries the user id, the user's token generation (so `passwd`, `logout`
+and `disable` end it, as they end OPA tokens) and a random session id (the key of the
+served-cursor memory, and what `logout.json` forgets). A verified Basic credential is
+remembered for `basic_cache_seconds` under an HMAC of user and password, so Kasts'
+Basic on every call costs one argon2 hash per few minutes, not one per request; every
+hit re-reads the user, so a revocation ends it at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from itsdangerous import BadSignature, URLSafeTimedSerializer
+
+from podsync.config import GpodderConfig
+from podsync.db import Database
+from podsync.errors import Unauthorized
+from podsync.model import User
+from podsync.services.auth import AuthService
+from podsync.store import users
+
+SESSION_SALT = "podsync.gpodder-session"
+MAX_CACHED = 10_000
+MAX_REVOKED = 10_000
+BAD_SESSION = "session cookie is invalid, expired or revoked; send Basic credentials"
+
+
+@dataclass(frozen=True)
+class Session:
+    user: User
+    session_id: str
+    issued_at: int  # whole seconds (itsdangerous' own resolution)
+
+
+class GpodderAuth:
+    def __init__(
+        self, db: Database, auth: AuthService, secret_key: str, config: GpodderConfig
+    ) -> None:
+        self.db = db
+        self.auth = auth
+        self.config = config
+        self._secret = secret_key.encode("utf-8", "surrogatepass")
+        self._serializer = URLSafeTimedSerializer(secret_key, salt=SESSION_SALT)
+        # HMAC(user, password) -> (user id, generation, trusted until [monotonic s])
+        self._verified: OrderedDict[bytes, tuple[int, int, float]] = OrderedDict()
+        # Sessions ended by logout.json, until their cookies would expire anyway.
+        self._revoked: OrderedDict[str, float] = OrderedDict()
+
+    def issue_cookie(self, user: User, session_id: str | None = None) -> tuple[str, str]:
+        """(cookie value, session id): a new session, or a fresh cookie for `session_id`."""
+        sid = session_id or secrets.token_urlsafe(12)
+        return self._serializer.dumps({"u": user.id, "g": user.token_generation, "s": sid}), sid
+
+    async def from_cookie(self, value: str) -> Session:
+        """The session a cookie proves; Unauthorized when it is not valid now."""
+        if not value.isascii():
+            raise Unauthorized(BAD_SESSION)
+        try:
+            payload: Any
+            payload, issued = self._serializer.loads(
+                value, max_age=self.config.session_lifetime, return_timestamp=True
+            )
+        except BadSignature:  # SignatureExpired included
+            raise Unauthorized(BAD_SESSION) from None
+        if (
+            not isinstance(payload, dict)
+            or type(payload.get("u")) is not int
+            or type(payload.get("g")) is not int
+            or not isinstance(payload.get("s"), str)
+        ):
+            raise Unauthorized(BAD_SESSION)
+        if payload["s"] in self._revoked:
+            raise Unauthorized(BAD_SESSION)
+        async with self.db.read() as conn:
+            user = await users.get_by_id(conn, payload["u"])
+        if user is None or not user.enabled or user.token_generation != payload["g"]:
+            raise Unauthorized(BAD_SESSION)
+        return Session(user, payload["s"], int(issued.timestamp()))
+
+    def needs_refresh(self, session: Session) -> bool:
+        """A sliding session: re-issue the cookie once it is a tenth of its life old."""
+        return time.time() - session.issued_at > max(1, self.config.session_lifetime // 10)
+
+    def revoke_session(self, session_id: str) -> None:
+        self._revoked[session_id] = time.monotonic() + self.config.session_lifetime
+        now = time.monotonic()
+        while self._revoked and (
+            len(self._revoked) > MAX_REVOKED or next(iter(self._revoked.values())) < now
+        ):
+            self._revoked.popitem(last=False)
+
+    def _key(self, username: str, password: str) -> bytes:
+        text = f"{username}\x00{password}".encode("utf-8", "surrogatepass")
+        return hmac.new(self._secret, text, hashlib.sha256).digest()
+
+    async def from_basic(self, username: str, password: str, address: str) -> User:
+        """The user these Basic credentials prove, under the login throttle."""
+        key = self._key(username, password)
+        cached = self._verified.get(key)
+        if cached is not None and cached[2] > time.monotonic():
+            # Throttle first, as a login would: a locked-out pair stays locked out.
+            await self.auth.throttle_check(username, address)
+            async with self.db.read() as conn:
+                user = await users.get_by_id(conn, cached[0])
+            if user is not None and user.enabled and user.token_generation == cached[1]:
+                return user
+        self._verified.pop(key, None)
+        user = await self.auth.verify_credentials(username, password, address)
+        if self.config.basic_cache_seconds > 0:
+            until = time.monotonic() + self.config.basic_cache_seconds
+            self._verified[key] = (user.id, user.token_generation, until)
+            while len(self._verified) > MAX_CACHED:
+                self._verified.popitem(last=False)
+        return user

@@ -1,0 +1,238 @@
+"""Episode actions of the gpodder layer (gpodder spec 5.7, 5.8, 6.6). No HTTP here.
+
+An upload skips what it cannot use instead of failing: AntennaPod and gPodder resend
+their whole queue until an upload succeeds, so one poisoned item refused with a 400
+would block every later one forever.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from podsync import timestamps
+from podsync.db import Database
+from podsync.feeds import MAX_GUID, InvalidFeedUrl, check_feed_url, has_bad_characters, url_key
+from podsync.services import gpodder_cursor as cursor
+from podsync.services.gpodder_devices import DEVICE_ID
+from podsync.store import devices, episodes
+from podsync.store.episodes import EpisodeAction
+
+log = logging.getLogger("podsync.gpodder")
+
+ACTIONS = frozenset({"new", "download", "play", "delete", "flattr"})
+_OTHER_SCHEMES = re.compile(r"^(feed|itpc|pcast)://", re.IGNORECASE)
+INT32_MAX = 2**31 - 1
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_ONE_MICRO = datetime(1970, 1, 1, 0, 0, 0, 1, tzinfo=UTC) - _EPOCH
+
+
+def normalise_url(raw: str) -> str | None:
+    """A feed or episode URL as stored: trimmed, feed:// itpc:// pcast:// read as
+    http://. None when it is still not an absolute http(s) URL (mygpo's rules)."""
+    url = _OTHER_SCHEMES.sub("http://", raw.strip(), count=1)
+    try:
+        return check_feed_url(url)
+    except InvalidFeedUrl:
+        return None
+
+
+def parse_client_time(value: Any, received_at: int) -> int:
+    """An action's client moment in microseconds: ISO 8601 (no zone means UTC; `Z`,
+    offsets and fractions accepted) or epoch seconds; anything else is receipt time."""
+    try:
+        if isinstance(value, str):
+            moment = datetime.fromisoformat(value.strip())
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=UTC)
+            micros = (moment - _EPOCH) // _ONE_MICRO
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            micros = int(value * 1_000_000)
+        else:
+            return received_at
+    except (ValueError, OverflowError):
+        return received_at
+    if not timestamps.MIN_US <= micros <= timestamps.MAX_US:
+        return received_at
+    return micros
+
+
+def format_client_time(micros: int) -> str:
+    """`YYYY-MM-DDTHH:MM:SS`, UTC with no zone and no fraction: the one form that
+    mygpoclient, Kasts and AntennaPod all parse."""
+    return timestamps.format(micros - micros % 1_000_000)[:19]
+
+
+class SkipItem(ValueError):
+    """An uploaded item that cannot be stored; the reason is logged, not answered."""
+
+
+def _play_field(item: dict[str, Any], name: str) -> int | None:
+    value = item.get(name)
+    if type(value) is not int or value < 0:
+        return None  # AntennaPod sends -1 at times; gPodder a bare play
+    if value > INT32_MAX:
+        raise SkipItem(f"{name} {value} is out of range")
+    return value
+
+
+def _optional_text(item: dict[str, Any], name: str, limit: int) -> str | None:
+    value = item.get(name)
+    if not isinstance(value, str) or not value or len(value) > limit:
+        return None
+    return None if has_bad_characters(value) else value
+
+
+def parse_item(item: Any, received_at: int, rewrites: dict[str, str]) -> EpisodeAction:
+    """One uploaded action, or SkipItem. URL rewrites (and `""` for a URL that could
+    not be used) are added to `rewrites`, the response's update_urls."""
+    if not isinstance(item, dict):
+        raise SkipItem("not an object")
+    urls: list[str] = []
+    for field in ("podcast", "episode"):
+        raw = item.get(field)
+        if not isinstance(raw, str):
+            raise SkipItem(f"{field} is missing or not a string")
+        url = normalise_url(raw)
+        if url != raw and not has_bad_characters(raw):
+            rewrites[raw] = url or ""
+        if url is None:
+            raise SkipItem(f"{field} is not an http(s) URL")
+        urls.append(url)
+    action = item.get("action")
+    if not isinstance(action, str) or action.lower() not in ACTIONS:
+        raise SkipItem("unknown action")
+    action = action.lower()
+    play = action == "play"
+    position = _play_field(item, "position") if play else None
+    return EpisodeAction(
+        seq=0,
+        podcast_url=urls[0],
+        podcast_key=url_key(urls[0]),
+        episode_url=urls[1],
+        action=action,
+        occurred_at=parse_client_time(item.get("timestamp"), received_at),
+        device_id=_optional_text(item, "device", 64),
+        guid=_optional_text(item, "guid", MAX_GUID),
+        # started and total mean nothing without a position (AntennaPod needs all three)
+        started=_play_field(item, "started") if position is not None else None,
+        position=position,
+        total=_play_field(item, "total") if position is not None else None,
+    )
+
+
+def content_hash(a: EpisodeAction) -> bytes:
+    """What makes two uploads the same action (a batch sent again adds nothing)."""
+    fields = (
+        a.podcast_url,
+        a.episode_url,
+        a.action,
+        a.occurred_at,
+        a.started,
+        a.position,
+        a.total,
+        a.device_id,
+        a.guid,
+    )
+    return hashlib.sha256(json.dumps(fields).encode("utf-8")).digest()
+
+
+def render(a: EpisodeAction) -> dict[str, Any]:
+    """An action as gpodder clients read it: play fields only on a play with a known
+    position, optional keys omitted rather than null."""
+    out: dict[str, Any] = {
+        "podcast": a.podcast_url,
+        "episode": a.episode_url,
+        "action": a.action,
+        "timestamp": format_client_time(a.occurred_at),
+    }
+    if a.guid is not None:
+        out["guid"] = a.guid
+    if a.device_id is not None:
+        out["device"] = a.device_id
+    if a.action == "play" and a.position is not None:
+        if a.started is not None:
+            out["started"] = a.started
+        out["position"] = a.position
+        if a.total is not None:
+            out["total"] = a.total
+    return out
+
+
+@dataclass(frozen=True)
+class Upload:
+    stored: int  # items accepted (including ones already stored before)
+    skipped: int
+    update_urls: list[list[str]]
+    before: int  # the user's highest episode seq before and after the write
+    after: int
+
+
+@dataclass(frozen=True)
+class Pull:
+    actions: list[dict[str, Any]]
+    timestamp: int
+
+
+class EpisodeService:
+    def __init__(self, db: Database, page_size: int) -> None:
+        self.db = db
+        self.page_size = page_size
+
+    async def upload(self, user_id: int, items: list[Any]) -> Upload:
+        now = timestamps.now_us()
+        rewrites: dict[str, str] = {}
+        parsed: list[tuple[EpisodeAction, bytes]] = []
+        skipped = 0
+        for index, item in enumerate(items):
+            try:
+                action = parse_item(item, now, rewrites)
+            except SkipItem as exc:
+                skipped += 1
+                log.info("episode upload of user %d: item %d skipped: %s", user_id, index, exc)
+                continue
+            if action.device_id is not None and not DEVICE_ID.fullmatch(action.device_id):
+                action = replace(action, device_id=None)
+            parsed.append((action, content_hash(action)))
+        async with self.db.write() as conn:
+            before = await episodes.max_seq(conn, user_id)
+            known = [a.device_id for a, _ in parsed if a.device_id is not None]
+            if known:
+                await devices.ensure(conn, user_id, known, now)
+            if parsed:
+                await episodes.insert_many(conn, user_id, parsed, now)
+            after = await episodes.max_seq(conn, user_id)
+        return Upload(
+            stored=len(parsed),
+            skipped=skipped,
+            update_urls=[[old, new] for old, new in rewrites.items()],
+            before=before,
+            after=after,
+        )
+
+    async def pull(
+        self,
+        user_id: int,
+        since: str | None,
+        podcast: str | None,
+        device_id: str | None,
+        aggregated: bool,
+    ) -> Pull:
+        podcast_key = None
+        if podcast is not None:
+            url = normalise_url(podcast)
+            podcast_key = url_key(url) if url is not None else "\x00"  # matches nothing
+        async with self.db.snapshot() as conn:
+            high = await episodes.max_seq(conn, user_id)
+            threshold = cursor.decode(since, high)
+            rows = await episodes.page(
+                conn, user_id, threshold, high, podcast_key, device_id, aggregated, self.page_size
+            )
+        # A full page ends at its last row, so the next call resumes right after it.
+        last = rows[-1].seq if len(rows) == self.page_size else high
+        return Pull([render(a) for a in rows], cursor.encode(last))

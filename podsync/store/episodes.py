@@ -1,0 +1,113 @@
+"""Episode actions of the gpodder layer (gpodder spec 6.6): an append-only log whose
+row id (`seq`) is the episode stream's cursor."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from podsync.store import Connection
+
+
+@dataclass(frozen=True)
+class EpisodeAction:
+    seq: int  # 0 until stored
+    podcast_url: str
+    podcast_key: str
+    episode_url: str
+    action: str
+    occurred_at: int
+    device_id: str | None
+    guid: str | None
+    started: int | None
+    position: int | None
+    total: int | None
+
+
+_FIELDS = (
+    "podcast_url, podcast_key, episode_url, action, occurred_at, device_id, guid, "
+    "started, position, total"
+)
+
+
+def _action(row: Any) -> EpisodeAction:
+    return EpisodeAction(*row)
+
+
+async def insert_many(
+    conn: Connection,
+    user_id: int,
+    actions: Sequence[tuple[EpisodeAction, bytes]],
+    received_at: int,
+) -> None:
+    """Store (action, content hash) pairs; a hash the user already has is skipped, so a
+    batch sent again after a lost answer adds nothing."""
+    await conn.execute_many(
+        f"INSERT OR IGNORE INTO episode_actions (user_id, {_FIELDS}, received_at, content_hash) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                user_id,
+                a.podcast_url,
+                a.podcast_key,
+                a.episode_url,
+                a.action,
+                a.occurred_at,
+                a.device_id,
+                a.guid,
+                a.started,
+                a.position,
+                a.total,
+                received_at,
+                digest,
+            )
+            for a, digest in actions
+        ],
+    )
+
+
+async def max_seq(conn: Connection, user_id: int) -> int:
+    row = await conn.fetch_one(
+        "SELECT coalesce(max(seq), 0) FROM episode_actions WHERE user_id = ?", (user_id,)
+    )
+    return int(row[0])
+
+
+async def page(
+    conn: Connection,
+    user_id: int,
+    after_seq: int,
+    upto_seq: int,
+    podcast_key: str | None,
+    device_id: str | None,
+    aggregated: bool,
+    limit: int,
+) -> list[EpisodeAction]:
+    """Actions with seq in (after_seq, upto_seq], in seq order, optionally only one
+    podcast's or one device's; `aggregated` keeps the latest per (podcast, episode,
+    action) by (client time, seq)."""
+    where = "user_id = ? AND seq > ? AND seq <= ?"
+    params: list[Any] = [user_id, after_seq, upto_seq]
+    if podcast_key is not None:
+        where += " AND podcast_key = ?"
+        params.append(podcast_key)
+    if device_id is not None:
+        where += " AND device_id = ?"
+        params.append(device_id)
+    if aggregated:
+        sql = (
+            f"SELECT seq, {_FIELDS} FROM (SELECT seq, {_FIELDS}, row_number() OVER ("
+            "PARTITION BY podcast_key, episode_url, action "
+            f"ORDER BY occurred_at DESC, seq DESC) AS rank FROM episode_actions WHERE {where}) "
+            "WHERE rank = 1 ORDER BY seq LIMIT ?"
+        )
+    else:
+        sql = f"SELECT seq, {_FIELDS} FROM episode_actions WHERE {where} ORDER BY seq LIMIT ?"
+    rows = await conn.fetch_all(sql, [*params, limit])
+    return [_action(r) for r in rows]
+
+
+async def count_for_user(conn: Connection, user_id: int) -> int:
+    row = await conn.fetch_one("SELECT count(*) FROM episode_actions WHERE user_id = ?", (user_id,))
+    return int(row[0])

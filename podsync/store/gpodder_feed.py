@@ -1,0 +1,70 @@
+"""The reads of the gpodder subscription stream (gpodder spec 5.5, 6.5): the user's
+entities as (feed_url, subscribed) pairs, and the URLs that OPA updates moved them
+away from. Light rows, not Subscription objects: a first sync of 1,000 feeds reads
+every one of them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from podsync.store import Connection
+
+
+async def subscribed_urls(conn: Connection, user_id: int) -> list[str]:
+    rows = await conn.fetch_all(
+        "SELECT feed_url FROM subscriptions INDEXED BY subscriptions_active "
+        "WHERE user_id = ? AND unsubscribed_at IS NULL ORDER BY id",
+        (user_id,),
+    )
+    return [str(r[0]) for r in rows]
+
+
+async def subscribed_titles(conn: Connection, user_id: int) -> list[tuple[str, str | None]]:
+    rows = await conn.fetch_all(
+        "SELECT feed_url, title FROM subscriptions "
+        "INDEXED BY subscriptions_active WHERE user_id = ? AND unsubscribed_at IS NULL "
+        "ORDER BY id",
+        (user_id,),
+    )
+    return [(str(u), None if t is None else str(t)) for u, t in rows]
+
+
+async def changed_between(
+    conn: Connection, user_id: int, after_seq: int, upto_seq: int
+) -> list[tuple[str, bool]]:
+    """(feed_url, subscribed) of the entities whose change_seq is in (after, upto]."""
+    rows = await conn.fetch_all(
+        "SELECT feed_url, unsubscribed_at IS NULL FROM subscriptions "
+        "WHERE user_id = ? AND change_seq > ? AND change_seq <= ? ORDER BY change_seq",
+        (user_id, after_seq, upto_seq),
+    )
+    return [(str(u), bool(s)) for u, s in rows]
+
+
+async def moved_between(conn: Connection, user_id: int, after_seq: int, upto_seq: int) -> list[str]:
+    """The old URLs of entities whose feed_url an update changed in (after, upto]."""
+    rows = await conn.fetch_all(
+        "SELECT old_url FROM subscription_url_aliases "
+        "WHERE user_id = ? AND changed_seq > ? AND changed_seq <= ? ORDER BY changed_seq",
+        (user_id, after_seq, upto_seq),
+    )
+    return [str(r[0]) for r in rows]
+
+
+async def alias_targets(conn: Connection, user_id: int, urls: Iterable[str]) -> dict[str, str]:
+    """old URL -> the sync_id of the entity that had it, for the given old URLs."""
+    unique = sorted(set(urls))
+    if not unique:
+        return {}
+    found: dict[str, str] = {}
+    for start in range(0, len(unique), 500):
+        chunk = unique[start : start + 500]
+        rows = await conn.fetch_all(
+            "SELECT a.old_url, s.sync_id FROM subscription_url_aliases a "
+            "JOIN subscriptions s ON s.id = a.subscription_id "
+            f"WHERE a.user_id = ? AND a.old_url IN ({','.join('?' * len(chunk))}) "
+            "ORDER BY a.changed_seq",
+            (user_id, *chunk),
+        )
+        found.update((str(u), str(s)) for u, s in rows)
+    return found

@@ -1,0 +1,96 @@
+"""Handlers of the gpodder v2 API: auth, devices, episode actions, sync-devices.
+
+Success is exactly 200 (AntennaPod fails on 201 and 204), every documented key is
+always present, and an empty list is `[]`. Authentication happened in
+`gpodder_http.gpodder_auth`: request[USER] is the URL's user.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from podsync.errors import InvalidInput
+from podsync.services.gpodder_cursor import post_cursor
+from podsync.web.gpodder_http import COOKIE, read_body
+from podsync.web.http import json_ok
+from podsync.web.keys import GPODDER, GPODDER_SESSION, USER
+
+EPISODES = "episodes"
+TRUE = frozenset({"true", "1", "yes"})
+
+
+def empty_ok() -> web.Response:
+    """200 with an empty body: what mygpoclient reads as success for device updates
+    and PUT (`body is None`)."""
+    return web.Response(status=200)
+
+
+async def login(request: web.Request) -> web.Response:
+    return empty_ok()  # the auth middleware checked the credentials and set the cookie
+
+
+async def logout(request: web.Request) -> web.Response:
+    session_id = request.get(GPODDER_SESSION)
+    if session_id is not None:
+        gp = request.app[GPODDER]
+        gp.auth.revoke_session(session_id)
+        gp.cursors.forget_session(session_id)
+    response = empty_ok()
+    response.del_cookie(COOKIE, path="/")
+    return response
+
+
+async def list_devices(request: web.Request) -> web.Response:
+    found, subscribed = await request.app[GPODDER].devices.list(request[USER].id)
+    return json_ok(
+        [
+            {"id": d.device_id, "caption": d.caption, "type": d.type, "subscriptions": subscribed}
+            for d in found
+        ]
+    )
+
+
+async def update_device(request: web.Request) -> web.Response:
+    body = await read_body(request)
+    await request.app[GPODDER].devices.update(request[USER].id, request.match_info["device"], body)
+    return empty_ok()
+
+
+async def sync_devices(request: web.Request) -> web.Response:
+    if request.method == "POST":
+        await read_body(request)  # any JSON; every device is always in sync here
+    return json_ok(await request.app[GPODDER].devices.sync_groups(request[USER].id))
+
+
+def _session_key(request: web.Request, stream: str) -> list[tuple[object, ...]]:
+    return [("session", request[GPODDER_SESSION], stream)]
+
+
+async def get_episodes(request: web.Request) -> web.Response:
+    query = request.query
+    gp = request.app[GPODDER]
+    aggregated = query.get("aggregated", "").strip().lower() in TRUE
+    pull = await gp.episodes.pull(
+        request[USER].id,
+        query.get("since"),
+        query.get("podcast") or None,
+        query.get("device") or None,
+        aggregated,
+    )
+    gp.cursors.remember(_session_key(request, EPISODES), pull.timestamp)
+    return json_ok({"actions": pull.actions, "timestamp": pull.timestamp})
+
+
+async def post_episodes(request: web.Request) -> web.Response:
+    body = await read_body(request)
+    if not isinstance(body, list):
+        raise InvalidInput("the body must be a JSON array of episode actions")
+    gp = request.app[GPODDER]
+    upload = await gp.episodes.upload(request[USER].id, body)
+    served = gp.cursors.recall(_session_key(request, EPISODES))
+    timestamp = post_cursor(served, upload.before, upload.after)
+    gp.cursors.remember(_session_key(request, EPISODES), timestamp)
+    result: dict[str, Any] = {"timestamp": timestamp, "update_urls": upload.update_urls}
+    return json_ok(result)

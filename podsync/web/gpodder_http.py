@@ -1,0 +1,179 @@
+"""Transport and authentication of the gpodder layer (gpodder spec sections 2 and 3).
+
+Three middlewares, active only under /api/2/ and /subscriptions/:
+- `collapse_slashes`: Kasts turns a typed trailing `/` into `//api/2/...`; route the
+  collapsed path instead of redirecting (a redirect turns OkHttp's POST into a GET).
+- `gpodder_transport`: `Cache-Control: no-store` on every answer, and a 401 challenges
+  `Basic realm="podsync"` (urllib, inside gPodder, retries only on that challenge and
+  raises on a Bearer one).
+- `gpodder_auth`: Basic or the session cookie; when an Authorization header is
+  present it alone decides. A successful Basic call that carried no valid cookie gets
+  one, which keeps mygpoclient alive past its three-challenge budget.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import Any
+
+from aiohttp import web
+from yarl import URL
+
+from podsync.errors import InvalidInput, Unauthorized
+from podsync.services.gpodder import Gpodder
+from podsync.services.gpodder_auth import Session
+from podsync.web.keys import CLIENT_ADDRESS, CONFIG, GPODDER, GPODDER_SESSION, USER
+from podsync.web.middleware import Handler, is_trusted_proxy
+
+PREFIXES = ("/api/2/", "/subscriptions/")
+COOKIE = "sessionid"
+CHALLENGE = 'Basic realm="podsync", charset="UTF-8"'
+LOGIN_ROUTE = "gpodder.login"
+LOGOUT_ROUTE = "gpodder.logout"
+NEED_CREDENTIALS = "send Basic credentials or the session cookie of a login"
+
+
+def is_gpodder_path(path: str) -> bool:
+    return path.startswith(PREFIXES)
+
+
+@web.middleware
+async def collapse_slashes(request: web.Request, handler: Handler) -> web.StreamResponse:
+    raw = request.rel_url.raw_path
+    if "//" in raw:
+        collapsed = "/" + "/".join(part for part in raw.split("/") if part)
+        if is_gpodder_path(collapsed):
+            url = URL.build(
+                path=collapsed, query_string=request.rel_url.raw_query_string, encoded=True
+            )
+            # Dispatch again on the collapsed path: routing has already happened for
+            # this request, and aiohttp offers no public way to redo it.
+            return await request.app._handle(request.clone(rel_url=url))
+    return await handler(request)
+
+
+@web.middleware
+async def gpodder_transport(request: web.Request, handler: Handler) -> web.StreamResponse:
+    if not is_gpodder_path(request.path):
+        return await handler(request)
+    response = await handler(request)
+    response.headers["Cache-Control"] = "no-store"
+    if response.status == 401:
+        response.headers["WWW-Authenticate"] = CHALLENGE
+    return response
+
+
+def _basic_credentials(header: str) -> tuple[str, str]:
+    scheme, _, encoded = header.strip().partition(" ")
+    if scheme.lower() != "basic":
+        raise Unauthorized("this API takes Basic credentials or a session cookie")
+    try:
+        raw = base64.b64decode(encoded.strip(), validate=True)
+    except (binascii.Error, ValueError):
+        raise Unauthorized("Basic credentials are not valid base64") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:  # OkHttp's Credentials.basic default is ISO-8859-1
+        text = raw.decode("latin-1")
+    name, colon, password = text.partition(":")
+    if not colon:
+        raise Unauthorized("Basic credentials must be user:password")
+    return name, password
+
+
+async def _cookie_session(gp: Gpodder, request: web.Request) -> Session | None:
+    value = request.cookies.get(COOKIE)
+    if not value:
+        return None
+    try:
+        return await gp.auth.from_cookie(value)
+    except Unauthorized:
+        return None
+
+
+def _is_https(request: web.Request) -> bool:
+    if request.secure:
+        return True
+    proxies = request.app[CONFIG].server.trusted_proxies
+    forwarded = request.headers.get("X-Forwarded-Proto", "").split(",")[0].strip().lower()
+    return forwarded == "https" and is_trusted_proxy(request.remote or "", proxies)
+
+
+def set_session_cookie(request: web.Request, response: web.StreamResponse, value: str) -> None:
+    """Path=/ (else OkHttp keeps it to the login URL's directory), no Domain (a
+    host-only cookie, which ACCEPT_ORIGINAL_SERVER always takes), Secure only when
+    the client speaks https (a Secure cookie is never sent over http), Max-Age rather
+    than an absolute Expires (a phone's clock may be off)."""
+    response.set_cookie(
+        COOKIE,
+        value,
+        max_age=request.app[CONFIG].gpodder.session_lifetime,
+        path="/",
+        httponly=True,
+        samesite="Lax",
+        secure=_is_https(request),
+    )
+
+
+async def _authenticate(request: web.Request, gp: Gpodder) -> tuple[Session | None, Any, bool]:
+    """(cookie session or None, user, whether a new cookie is due)."""
+    cookie_session = await _cookie_session(gp, request)
+    header = request.headers.get("Authorization")
+    if header is None:
+        if cookie_session is None:
+            raise Unauthorized(NEED_CREDENTIALS)  # not a failure: urllib asks first
+        return cookie_session, cookie_session.user, gp.auth.needs_refresh(cookie_session)
+    name, password = _basic_credentials(header)
+    address = request.get(CLIENT_ADDRESS, request.remote or "unknown")
+    user = await gp.auth.from_basic(name, password, address)
+    if cookie_session is not None and cookie_session.user.id == user.id:
+        return cookie_session, user, gp.auth.needs_refresh(cookie_session)
+    return None, user, True
+
+
+@web.middleware
+async def gpodder_auth(request: web.Request, handler: Handler) -> web.StreamResponse:
+    route = request.match_info.route.name or ""
+    if request.match_info.http_exception is not None or not route.startswith("gpodder."):
+        return await handler(request)
+    gp = request.app[GPODDER]
+    try:
+        session, user, new_cookie = await _authenticate(request, gp)
+    except Unauthorized:
+        if route == LOGOUT_ROUTE:  # logout always succeeds (spec 5.2)
+            return await handler(request)
+        raise
+    if request.match_info.get("username") != user.name:
+        # Never serve another user's data; the docs want 400 on login.json.
+        if route == LOGIN_ROUTE:
+            raise InvalidInput("the username in the URL is not the authenticated user")
+        raise Unauthorized("the username in the URL is not the authenticated user")
+    value = None
+    if session is not None and not new_cookie:
+        session_id = session.session_id
+    else:
+        value, session_id = gp.auth.issue_cookie(
+            user, session.session_id if session is not None else None
+        )
+    request[USER] = user
+    request[GPODDER_SESSION] = session_id
+    response = await handler(request)
+    if value is not None and route != LOGOUT_ROUTE and response.status == 200:
+        set_session_cookie(request, response, value)
+    return response
+
+
+async def read_body(request: web.Request) -> Any:
+    """The body as JSON whatever its Content-Type (AntennaPod says `plain/text`,
+    mygpoclient form-urlencoded, Kasts nothing); None when empty."""
+    body = await request.read()
+    if not body.strip():
+        return None
+    try:
+        return json.loads(body.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InvalidInput("request body is not UTF-8") from None
+    except (ValueError, RecursionError):
+        raise InvalidInput("request body is not valid JSON") from None

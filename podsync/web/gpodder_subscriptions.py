@@ -1,0 +1,95 @@
+"""Handlers of the gpodder subscription stream (v2, spec 5.5 and 5.6) and of the
+simple API v1 (spec 5.10). Every device sees the account-wide list; an unknown
+device is created on first use."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from aiohttp import web
+
+from podsync.errors import InvalidInput
+from podsync.opml import OutlineFeed, parse_opml, serialise_opml
+from podsync.services.gpodder_cursor import post_cursor
+from podsync.services.gpodder_devices import check_device_id
+from podsync.services.gpodder_subscriptions import parse_url_list
+from podsync.web.gpodder import empty_ok
+from podsync.web.gpodder_http import read_body
+from podsync.web.http import json_ok
+from podsync.web.keys import GPODDER, GPODDER_SESSION, USER
+
+STREAM = "subscriptions"
+FORMATS = ("json", "opml", "txt")
+
+
+def _cursor_keys(request: web.Request, device_id: str) -> list[tuple[object, ...]]:
+    """Where the served cursor is remembered: the session first (two installs may
+    share a device id), then the device (Kasts keeps no cookie)."""
+    return [
+        ("session", request[GPODDER_SESSION], STREAM),
+        ("device", request[USER].id, device_id, STREAM),
+    ]
+
+
+async def _device(request: web.Request) -> str:
+    device_id = check_device_id(request.match_info["device"])
+    await request.app[GPODDER].devices.ensure(request[USER].id, device_id)
+    return device_id
+
+
+async def get_changes(request: web.Request) -> web.Response:
+    device_id = await _device(request)
+    gp = request.app[GPODDER]
+    changes = await gp.subscriptions.pull(request[USER].id, request.query.get("since"))
+    gp.cursors.remember(_cursor_keys(request, device_id), changes.timestamp)
+    return json_ok({"add": changes.add, "remove": changes.remove, "timestamp": changes.timestamp})
+
+
+async def post_changes(request: web.Request) -> web.Response:
+    body = await read_body(request)
+    device_id = await _device(request)
+    gp = request.app[GPODDER]
+    upload = await gp.subscriptions.upload(request[USER].id, device_id, body)
+    keys = _cursor_keys(request, device_id)
+    timestamp = post_cursor(gp.cursors.recall(keys), upload.before, upload.after)
+    gp.cursors.remember(keys, timestamp)
+    return json_ok({"timestamp": timestamp, "update_urls": upload.update_urls})
+
+
+def _format(request: web.Request, allowed: tuple[str, ...] = FORMATS) -> str:
+    fmt = request.match_info["fmt"]
+    if fmt not in allowed:
+        raise InvalidInput(f"format must be one of {', '.join(allowed)}, not {fmt[:20]!r}")
+    return fmt
+
+
+async def get_list(request: web.Request) -> web.Response:
+    """GET /subscriptions/{u}.{fmt} and /subscriptions/{u}/{d}.{fmt}."""
+    fmt = _format(request)
+    if "device" in request.match_info:
+        await _device(request)
+    user = request[USER]
+    feeds = await request.app[GPODDER].subscriptions.current(user.id)
+    if fmt == "txt":
+        text = "".join(f"{url}\n" for url, _ in feeds)
+        return web.Response(text=text, content_type="text/plain")
+    if fmt == "opml":
+        document = serialise_opml(
+            [OutlineFeed(url, title) for url, title in feeds],
+            f"podsync subscriptions of {user.name}",
+            datetime.now(UTC),
+        )
+        return web.Response(body=document, content_type="text/x-opml", charset="utf-8")
+    if "device" in request.match_info:
+        return json_ok([url for url, _ in feeds])
+    return json_ok([{"url": url, "title": title or url} for url, title in feeds])
+
+
+async def put_list(request: web.Request) -> web.Response:
+    """PUT (or POST) /subscriptions/{u}/{d}.{fmt}: the list becomes the body's."""
+    fmt = _format(request)
+    body = await request.read()
+    urls = [f.url for f in parse_opml(body)] if fmt == "opml" else parse_url_list(body, fmt)
+    device_id = await _device(request)
+    await request.app[GPODDER].subscriptions.replace(request[USER].id, device_id, urls)
+    return empty_ok()
