@@ -37,7 +37,7 @@ def _users(config: Config) -> list[list[str]]:
     lines = result.stdout.splitlines()
     if lines[0].startswith("no users yet"):
         return []
-    assert lines[0] == "NAME\tSTATE\tSUBSCRIPTIONS\tCREATED"
+    assert lines[0] == "NAME\tSTATE\tSUBSCRIPTIONS\tCREATED\tDEVICES"
     return [line.split("\t") for line in lines[1:]]
 
 
@@ -128,7 +128,7 @@ def test_list_json_gives_every_field_typed(config: Config, seeded_users: Any) ->
         ("carol", True, 0),
     ]
     for row in rows:
-        assert set(row) == {"name", "enabled", "subscriptions", "created"}
+        assert set(row) == {"name", "enabled", "subscriptions", "created", "devices"}
         assert timestamps.format(timestamps.parse(row["created"])) == row["created"]
     table = _users(config)
     assert [r[3] for r in table] == [r["created"] for r in rows]

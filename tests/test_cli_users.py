@@ -107,7 +107,7 @@ def test_list_shows_name_state_subscriptions_and_rfc3339_creation(config: Config
     result = run(config, "user", "list")
     assert result.exit_code == 0
     header, *lines = result.stdout.splitlines()
-    assert header == "NAME\tSTATE\tSUBSCRIPTIONS\tCREATED"
+    assert header == "NAME\tSTATE\tSUBSCRIPTIONS\tCREATED\tDEVICES"
     rows = [line.split("\t") for line in lines]
     assert [row[:3] for row in rows] == [["alice", "enabled", "2"], ["bob", "disabled", "0"]]
     for row in rows:

@@ -16,7 +16,7 @@ from podsync.services.passwords import check_password_rules
 
 @click.group(short_help="Manage user accounts.")
 def user() -> None:
-    """Manage user accounts: add, passwd, list, disable, enable, logout, delete.
+    """Manage user accounts: add, passwd, list, disable, enable, logout, unlock, delete.
 
     \b
     Example:
@@ -77,7 +77,10 @@ def user_passwd(ctx: Context, name: str, password_stdin: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array instead of a table.")
 @pass_context
 def user_list(ctx: Context, as_json: bool) -> None:
-    """List users: name, enabled, subscribed feeds, created (RFC 3339), gpodder devices.
+    """List users: name, state, feeds, created, devices.
+
+    Each row: the name, enabled or disabled, the subscribed feeds, when the user was
+    created (RFC 3339) and how many gpodder devices the user has.
 
     The table is tab-separated under a header row; --json prints an array of
     {name, enabled, subscriptions, created, devices} ([] when there are no users).
@@ -158,7 +161,10 @@ def user_logout(ctx: Context, name: str) -> None:
 @click.argument("name")
 @pass_context
 def user_unlock(ctx: Context, name: str) -> None:
-    """Clear a user's failed-login counters, so a throttled user may log in again.
+    """Clear a user's failed-login counters.
+
+    A user throttled by failed logins may log in again at once (an address over
+    its own budget across usernames stays throttled until its window passes).
 
     \b
     Example:
@@ -173,7 +179,7 @@ def user_unlock(ctx: Context, name: str) -> None:
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @pass_context
 def user_delete(ctx: Context, name: str, yes: bool) -> None:
-    """Delete a user and all their subscriptions.
+    """Delete a user and all their data.
 
     \b
     Example:
