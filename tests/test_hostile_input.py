@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Awaitable, Callable
@@ -97,30 +98,51 @@ async def test_nested_data_of_a_rejected_action_is_echoed_cut_to_a_bounded_depth
 def test_a_deep_rejected_action_beside_a_valid_one_is_saved_and_answered(
     config: Config, tmp_path: Path
 ) -> None:
-    """Revision 2, item 1, reproduced against a real server (whose stack is shallow
-    enough to parse ~960 levels): the old code saved the batch, then failed to encode
-    the echo (a 500 after the COMMIT), and every retry answered 500 again."""
+    """Revision 2, item 1, reproduced against a real server: the old code saved the
+    batch, then failed to encode the echo of a rejected action nested as deep as the
+    parser still accepts (~964 levels then; a 500 after the COMMIT), and every retry
+    answered 500 again. The depth is found at run time: the deepest the server
+    parses, which depends on its own stack."""
     add_user(config)
-    deep = '{"x":' * 960 + "{}" + "}" * 960  # as text: the client's encoder stops sooner
-    batch = [
-        action(feed_url="https://kept.example/rss"),
-        action("unsubscribe", sync_id="not-a-uuid", deep="@"),
-    ]
-    raw = json.dumps({"requests": batch}).replace('"@"', deep).encode()
     with serving(config, tmp_path / "serve.log") as base:
         token = access_token(base, "alice", PASSWORD)
+        depth = 990
+        while True:  # the deepest data that parses: a lone rejected action, then 200
+            probe = [action("unsubscribe", sync_id="not-a-uuid", deep="@")]
+            status, _ = _post_raw(base, token, _with_depth(probe, depth))
+            if status == 200:
+                break
+            assert status == 400 and depth > 500, status
+            depth -= 10
+        batch = [
+            action(feed_url="https://kept.example/rss"),
+            action("unsubscribe", sync_id="not-a-uuid", deep="@"),
+        ]
+        raw = _with_depth(batch, depth)
         for _ in range(2):  # the first answer, then a retry of the same batch
-            req = urllib.request.Request(  # noqa: S310 - loopback
-                base + "/api/v1/sync",
-                data=raw,
-                headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
-            )
-            with urllib.request.urlopen(req, timeout=30) as response:  # noqa: S310
-                assert response.status == 200
-                body = json.loads(response.read(), parse_constant=_refuse)
+            status, body = _post_raw(base, token, raw)
+            assert status == 200, body
             assert [r["status"] for r in body["results"]] == ["applied", "rejected"]
         _, listed = request(base + "/api/v1/subscriptions", token=token)
     assert [s["feed_url"] for s in listed["results"]] == ["https://kept.example/rss"]
+
+
+def _with_depth(batch: list[dict[str, Any]], depth: int) -> bytes:
+    deep = '{"x":' * depth + "{}" + "}" * depth  # as text: the client's encoder stops sooner
+    return json.dumps({"requests": batch}).replace('"@"', deep).encode()
+
+
+def _post_raw(base: str, token: str, raw: bytes) -> tuple[int, Any]:
+    req = urllib.request.Request(  # noqa: S310 - loopback
+        base + "/api/v1/sync",
+        data=raw,
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=30) as response:  # noqa: S310
+            return response.status, json.loads(response.read(), parse_constant=_refuse)
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
 
 
 def _refuse(name: str) -> None:
