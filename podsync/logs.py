@@ -50,6 +50,3 @@ def configure_logging(level: str, fmt: str = "text", **kwargs: Any) -> None:
     logging.basicConfig(level=getattr(logging, level.upper()), handlers=[handler], **kwargs)
     # aiohttp's own access logger is replaced by ours; keep its noise down.
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
-    # At DEBUG aiosqlite logs every statement with its parameters: the secret key,
-    # password hashes, usernames. Never let that reach the log, whatever the level.
-    logging.getLogger("aiosqlite").setLevel(logging.INFO)

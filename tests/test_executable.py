@@ -197,6 +197,7 @@ def test_the_bundle_holds_the_compiled_bindings_data_and_metadata(podsync_binary
     assert f"podsync-{version('podsync')}.dist-info/METADATA" in names
     for module in (
         "listparser",
+        "sqlite3",
         "prometheus_client",
         "argon2",
         "podsync.cli.opml",
