@@ -3,6 +3,7 @@
     python bench/metrics_cost.py                  # ~2 minutes, prints a table
     python bench/metrics_cost.py --duration 3 --rounds 2   # a quick look
     python bench/metrics_cost.py --micro          # the metrics code alone, in-process
+    python bench/metrics_cost.py --control        # both off: the bench's own bias
 
 Two `podsync serve` processes run side by side for the whole bench, one with
 metrics off and one with them on, each on its own fresh database with one user of
@@ -95,11 +96,9 @@ def micro(repeat: int = 100_000) -> None:
 
 def server(workdir: Path, metrics: bool) -> Server:
     port = free_port()
-    config = write_podsync_config(workdir, port)
-    if metrics:
-        text = config.read_text().replace("[server]\n", "[server]\nmetrics = true\n", 1)
-        config.write_text(text)
-    seed(config, {"bench": LIST_SIZE})
+    config = write_podsync_config(workdir, port, {"server": {"metrics": metrics}})
+    assert ("metrics = true" in config.read_text()) == metrics
+    seed(config, workdir, {"bench": LIST_SIZE})
     argv = [sys.executable, "-m", "podsync", "--config", str(config), "serve"]
     return Server(argv, port, "/healthz", workdir / "podsync.log")
 
@@ -109,6 +108,11 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=6.0, help="seconds per wrk run")
     parser.add_argument("--rounds", type=int, default=4, help="off/on pairs per scenario")
     parser.add_argument("--micro", action="store_true", help="time the metrics code alone")
+    parser.add_argument(
+        "--control",
+        action="store_true",
+        help="metrics off on both servers: the difference is then the bench's own bias",
+    )
     args = parser.parse_args()
     if args.micro:
         micro()
@@ -117,7 +121,7 @@ def main() -> None:
         off_dir, on_dir = Path(tmp, "off"), Path(tmp, "on")
         off_dir.mkdir()
         on_dir.mkdir()
-        with server(off_dir, False) as off, server(on_dir, True) as on:
+        with server(off_dir, False) as off, server(on_dir, not args.control) as on:
             tokens = {off.base: login(off.base, "bench"), on.base: login(on.base, "bench")}
             scenarios = {
                 "list: page of 50": ("/api/v1/subscriptions?limit=50", "get.lua", False),

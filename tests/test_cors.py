@@ -37,7 +37,13 @@ async def test_a_configured_origin_gets_preflight_and_headers_on_every_answer(
     allowed = {
         h.strip().lower() for h in preflight.headers["Access-Control-Allow-Headers"].split(",")
     }
-    assert allowed == {"authorization", "content-type", "client-id", "x-request-id"}
+    assert allowed == {
+        "authorization",
+        "content-type",
+        "client-id",
+        "x-request-id",
+        "if-none-match",
+    }
     assert "POST" in preflight.headers["Access-Control-Allow-Methods"]
     assert "Origin" in preflight.headers.getall("Vary")
     assert preflight.headers["X-Request-ID"]
@@ -58,6 +64,7 @@ async def test_a_configured_origin_gets_preflight_and_headers_on_every_answer(
     listed = await client.get("/api/v1/subscriptions", headers={"Origin": APP, **bearer(token)})
     assert listed.status == 200
     assert listed.headers["Access-Control-Allow-Origin"] == APP
+    assert "ETag" in listed.headers["Access-Control-Expose-Headers"]
     assert "Access-Control-Allow-Credentials" not in listed.headers
 
 

@@ -13,10 +13,12 @@ from aiohttp.typedefs import Middleware
 
 from podsync.web.middleware import Handler, request_id_of
 
-ALLOWED_HEADERS = "Authorization, Content-Type, Client-ID, X-Request-ID"
+# The contract's four, and If-None-Match so that an app can revalidate a list page
+# against its ETag itself.
+ALLOWED_HEADERS = "Authorization, Content-Type, Client-ID, X-Request-ID, If-None-Match"
 ALLOWED_METHODS = "GET, POST, OPTIONS"
 # Headers an app's script may read from a response besides the simple ones.
-EXPOSED_HEADERS = "X-Request-ID, Retry-After, WWW-Authenticate"
+EXPOSED_HEADERS = "X-Request-ID, Retry-After, WWW-Authenticate, ETag"
 PREFLIGHT_MAX_AGE = "600"
 
 
