@@ -16,7 +16,6 @@ from podsync.services.gpodder import build_gpodder
 from podsync.services.listing import ListingService
 from podsync.services.passwords import PasswordService
 from podsync.services.sync import SyncService
-from podsync.web.gpodder_http import collapse_slashes, gpodder_auth, gpodder_transport
 from podsync.web.keys import AUTH, CONFIG, DB, GPODDER, LISTING, SYNC
 from podsync.web.middleware import auth_middleware, client_address_middleware, errors_middleware
 from podsync.web.routes import setup_routes
@@ -65,12 +64,9 @@ def create_app(config: Config) -> web.Application:
     app = web.Application(
         client_max_size=config.server.max_body_bytes,
         middlewares=[
-            collapse_slashes,
-            gpodder_transport,
             errors_middleware,
             client_address_middleware(config.server.trusted_proxies),
             auth_middleware,
-            gpodder_auth,
         ],
     )
     app[CONFIG] = config
