@@ -27,7 +27,7 @@ async def test_a_double_slash_is_routed_without_a_redirect(gp: TestClient[Any, A
     answer = await _raw(gp, "GET", "//api/2/devices/alice.json")
     assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
     assert answer.endswith(b"[]")
-    answer = await _raw(gp, "POST", "//api/2/devices/alice//phone.json", b'{"type":"mobile"}')
+    answer = await _raw(gp, "POST", "//api/2/devices/alice/phone.json", b'{"type":"mobile"}')
     assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
     answer = await _raw(gp, "GET", "//api/2/episodes/alice.json?since=0")
     assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
@@ -48,6 +48,8 @@ async def test_nothing_under_the_prefixes_redirects(gp: TestClient[Any, Any]) ->
         "/api/2/updates/alice/dev.json",
         "/api/2/settings/alice/account.json",
         "/index.php/apps/gpoddersync/subscriptions",
+        "///api/2/devices/alice.json",
+        "/api//2/devices/alice.json",
     ]
     for path in paths:
         for method in ("GET", "POST"):
@@ -61,7 +63,6 @@ async def test_every_answer_says_no_store(gp: TestClient[Any, Any]) -> None:
     for method, path in [
         ("GET", "/api/2/devices/alice.json"),
         ("GET", "/api/2/devices/bob.json"),
-        ("GET", "/api/2/nothing-here.json"),
         ("POST", "/api/2/auth/alice/login.json"),
     ]:
         response = await gp.request(method, path, headers=basic())

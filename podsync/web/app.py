@@ -19,7 +19,6 @@ from podsync.services.listing import ListingService
 from podsync.services.passwords import PasswordService
 from podsync.services.sync import SyncService
 from podsync.web.cors import cors_middleware
-from podsync.web.gpodder_http import collapse_slashes, gpodder_auth, gpodder_transport
 from podsync.web.keys import AUTH, CONFIG, DB, GPODDER, LISTING, METRICS, SYNC
 from podsync.web.metrics import Metrics, metrics_middleware
 from podsync.web.middleware import (
@@ -74,20 +73,17 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
 
 def create_app(config: Config) -> web.Application:
     # Outermost first. CORS and metrics sit outside the error middleware so that they
-    # see (and decorate) the final response of every error too; the gpodder transport
-    # rules (no 3xx, no-store, the Basic challenge) apply to that final response.
+    # see (and decorate) the final response of every error too. (The gpodder layer's
+    # transport and auth rules wrap its own routes' handlers: web/gpodder_http.py.)
     middlewares: list[Middleware] = []
     if config.server.metrics:  # first: it times and counts CORS preflights too
         middlewares.append(metrics_middleware)
     if config.server.cors_origins:
         middlewares.append(cors_middleware(config.server.cors_origins))
     middlewares += [
-        collapse_slashes,
-        gpodder_transport,
         errors_middleware,
         client_address_middleware(config.server.trusted_proxies),
         auth_middleware,
-        gpodder_auth,
     ]
     app = web.Application(client_max_size=config.server.max_body_bytes, middlewares=middlewares)
     app[CONFIG] = config

@@ -126,8 +126,8 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
             response = json_error(
                 500, f"the server failed unexpectedly; quote request id {request_id} to the admin"
             )
-    if response.status == 401:
-        response.headers["WWW-Authenticate"] = challenge
+    if response.status == 401:  # the gpodder layer answers its own Basic challenge
+        response.headers.setdefault("WWW-Authenticate", challenge)
     response.headers["X-Request-ID"] = request_id
     return response
 

@@ -16,6 +16,8 @@ from podsync.web import (
     subscriptions,
     sync,
 )
+from podsync.web.gpodder_http import gpodder_route
+from podsync.web.middleware import Handler
 
 
 def setup_routes(app: web.Application, gpodder_enabled: bool) -> None:
@@ -47,43 +49,35 @@ def setup_routes(app: web.Application, gpodder_enabled: bool) -> None:
         app.router.add_routes(GPODDER_ROUTES)
 
 
-# The gpodder v2 API (docs/gpodder in the README). Route names starting "gpodder."
-# select the layer's own authentication (Basic or session cookie) instead of Bearer.
+# The gpodder v2 API and the simple API v1 (the README's endpoint table): (method,
+# path, handler, kind). Each is also served under a leading "//" (Kasts with a
+# trailing "/" typed after the host), as a route rather than a redirect. Route names
+# start "gpodder.": the bearer middleware leaves these to the layer's own auth.
 _U = "{username}"
+_D = "{device}"
+_GPODDER: list[tuple[str, str, Handler, str]] = [
+    ("POST", f"/api/2/auth/{_U}/login.json", gpodder.login, "login"),
+    ("POST", f"/api/2/auth/{_U}/logout.json", gpodder.logout, "logout"),
+    ("GET", f"/api/2/devices/{_U}.json", gpodder.list_devices, ""),
+    ("POST", f"/api/2/devices/{_U}/{_D}.json", gpodder.update_device, ""),
+    ("GET", f"/api/2/subscriptions/{_U}/{_D}.json", gpodder_subscriptions.get_changes, ""),
+    ("POST", f"/api/2/subscriptions/{_U}/{_D}.json", gpodder_subscriptions.post_changes, ""),
+    ("GET", f"/api/2/episodes/{_U}.json", gpodder.get_episodes, ""),
+    ("POST", f"/api/2/episodes/{_U}.json", gpodder.post_episodes, ""),
+    ("GET", f"/api/2/sync-devices/{_U}.json", gpodder.sync_devices, ""),
+    ("POST", f"/api/2/sync-devices/{_U}.json", gpodder.sync_devices, ""),
+    ("GET", f"/subscriptions/{_U}.{{fmt}}", gpodder_subscriptions.get_list, ""),
+    ("GET", f"/subscriptions/{_U}/{_D}.{{fmt}}", gpodder_subscriptions.get_list, ""),
+    ("PUT", f"/subscriptions/{_U}/{_D}.{{fmt}}", gpodder_subscriptions.put_list, ""),
+    ("POST", f"/subscriptions/{_U}/{_D}.{{fmt}}", gpodder_subscriptions.put_list, ""),
+]
 GPODDER_ROUTES = [
-    web.post(f"/api/2/auth/{_U}/login.json", gpodder.login, name="gpodder.login"),
-    web.post(f"/api/2/auth/{_U}/logout.json", gpodder.logout, name="gpodder.logout"),
-    web.get(f"/api/2/devices/{_U}.json", gpodder.list_devices, name="gpodder.devices"),
-    web.post(f"/api/2/devices/{_U}/{{device}}.json", gpodder.update_device, name="gpodder.device"),
-    web.get(f"/api/2/episodes/{_U}.json", gpodder.get_episodes, name="gpodder.episodes"),
-    web.post(f"/api/2/episodes/{_U}.json", gpodder.post_episodes, name="gpodder.episodes_up"),
-    web.get(f"/api/2/sync-devices/{_U}.json", gpodder.sync_devices, name="gpodder.groups"),
-    web.post(f"/api/2/sync-devices/{_U}.json", gpodder.sync_devices, name="gpodder.groups_up"),
-    web.get(
-        f"/api/2/subscriptions/{_U}/{{device}}.json",
-        gpodder_subscriptions.get_changes,
-        name="gpodder.changes",
-    ),
-    web.post(
-        f"/api/2/subscriptions/{_U}/{{device}}.json",
-        gpodder_subscriptions.post_changes,
-        name="gpodder.changes_up",
-    ),
-    # The simple API v1 (gPodder's "upload/download subscriptions" menu items).
-    web.get(f"/subscriptions/{_U}.{{fmt}}", gpodder_subscriptions.get_list, name="gpodder.list"),
-    web.get(
-        f"/subscriptions/{_U}/{{device}}.{{fmt}}",
-        gpodder_subscriptions.get_list,
-        name="gpodder.device_list",
-    ),
-    web.put(
-        f"/subscriptions/{_U}/{{device}}.{{fmt}}",
-        gpodder_subscriptions.put_list,
-        name="gpodder.replace",
-    ),
-    web.post(
-        f"/subscriptions/{_U}/{{device}}.{{fmt}}",
-        gpodder_subscriptions.put_list,
-        name="gpodder.replace_post",
-    ),
+    web.route(
+        method,
+        prefix + path,
+        gpodder_route(handler, kind),
+        name=f"gpodder.r{n}_{handler.__name__}{suffix}",
+    )
+    for n, (method, path, handler, kind) in enumerate(_GPODDER)
+    for prefix, suffix in (("", ""), ("/", ".double_slash"))
 ]
