@@ -1,16 +1,23 @@
-"""The SQLite connection layer: pragmas, migrations, one writer, a few readers.
+"""The SQLite engine: connections, pragmas, migrations, one writer with group commit.
 
-Writes go through `Database.write()`, which serialises writers inside this process
-with a lock and across processes (the CLI beside a running server) with
-`BEGIN IMMEDIATE` and a busy timeout. Connections run in autocommit mode
-(`isolation_level=None`) so that the only transactions are the ones we open.
+Why statements run on the event loop: SQLite answers a keyed lookup or a page of
+50 rows in tens of microseconds, while a hop to a connection thread (aiosqlite)
+cost 230-330 µs of thread wake-up on this machine, several times per request. So
+the stdlib `sqlite3` module runs each statement on the calling thread. Only the
+two steps that can wait do not: a COMMIT (an fsync with durability "full") and a
+BEGIN IMMEDIATE that finds another process (the CLI) holding the write lock. Those
+run on one commit thread while the loop goes on serving.
 
-Group commit: a COMMIT (an fsync with durability "full") costs as much as a whole
-batch's work, so writers that queue up behind one another share it. Each
-`write()` block runs inside its own SAVEPOINT of one group transaction; the block
-that finds no other writer waiting commits the group, and every writer of the
-group returns only after that COMMIT. A block that fails is rolled back to its
-savepoint alone; the others of its group still commit.
+`Connection` is the engine-neutral face the store is written against (`fetch_all`,
+`fetch_one`, `execute`, `execute_many`, all awaitable), so a second engine with an
+async driver (PostgreSQL) offers the same calls; `Database.read()`, `.snapshot()`
+and `.write()` are the units of work both engines provide.
+
+Group commit: a COMMIT costs as much as a whole batch's work, so writers that queue
+up behind one another share it. Each `write()` block runs inside its own SAVEPOINT
+of one group transaction; the block that finds no other writer waiting commits the
+group, and every writer of the group returns only after that COMMIT. A block that
+fails is rolled back to its savepoint alone; the others of its group still commit.
 """
 
 from __future__ import annotations
@@ -18,12 +25,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TypeVar
-
-import aiosqlite
+from typing import Any, TypeVar
 
 from podsync.migrations import MIGRATIONS
 
@@ -33,58 +39,100 @@ BUSY_TIMEOUT_MS = 10_000
 # At most this many write blocks share one COMMIT, so a steady stream of writers
 # cannot hold the first of them back for long.
 MAX_GROUP = 32
-# Readers in the pool. A request holds one for its bearer-token lookup and again for
-# its page (a read transaction of a few queries); with only two, requests queued for
-# a reader and the list p99 under 8 concurrent clients was ~50 ms; four halve it
-# (bench/load.py). Each costs a thread and a small page cache.
-READERS = 4
 SYNCHRONOUS = {"full": "FULL", "normal": "NORMAL"}
+# Prepared statements kept per connection (the default, 128, is enough today; the
+# gpodder layer and the PostgreSQL-shaped queries add more).
+STATEMENT_CACHE = 256
 
 
 class SchemaTooNew(Exception):
     """The database was written by a newer podsync than this one."""
 
 
-async def _connect(path: str, durability: str) -> aiosqlite.Connection:
-    conn = await aiosqlite.connect(path, isolation_level=None)
+class Connection:
+    """One database connection as the store sees it: awaitable statements.
+
+    On SQLite a statement runs on the calling thread (`threaded=False`, the event
+    loop) or, for the few reads too big for the loop (an OPML export of 200k
+    feeds), on a worker thread (`threaded=True`)."""
+
+    dialect = "sqlite"
+    __slots__ = ("raw", "threaded")
+
+    def __init__(self, raw: sqlite3.Connection, threaded: bool = False) -> None:
+        self.raw = raw
+        self.threaded = threaded
+
+    async def _call(self, fn: Callable[[], T]) -> T:
+        if self.threaded:
+            return await asyncio.to_thread(fn)
+        return fn()
+
+    async def fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """Every row of one query."""
+        return await self._call(lambda: self.raw.execute(sql, params).fetchall())
+
+    async def fetch_one(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """The first row of one query, or None."""
+        return await self._call(lambda: self.raw.execute(sql, params).fetchone())
+
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run one statement; the number of rows it changed."""
+        return await self._call(lambda: self.raw.execute(sql, params).rowcount)
+
+    async def execute_many(self, sql: str, rows: Iterable[Sequence[Any]]) -> int:
+        return await self._call(lambda: self.raw.executemany(sql, rows).rowcount)
+
+
+def _connect(path: str, durability: str, *, create: bool = True) -> sqlite3.Connection:
+    uri = Path(path).absolute().as_uri() + ("?mode=rwc" if create else "?mode=rw")
+    raw = sqlite3.connect(
+        uri,
+        uri=True,
+        isolation_level=None,  # autocommit: the only transactions are the ones we open
+        check_same_thread=False,  # the writer commits on the commit thread
+        cached_statements=STATEMENT_CACHE,
+        timeout=BUSY_TIMEOUT_MS / 1000,
+    )
     try:
-        await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        await conn.execute("PRAGMA foreign_keys = ON")
+        raw.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        raw.execute("PRAGMA foreign_keys = ON")
         # The first statement that reads the file: fails on one that is not a database.
-        await conn.execute(f"PRAGMA synchronous = {SYNCHRONOUS[durability]}")
+        raw.execute(f"PRAGMA synchronous = {SYNCHRONOUS[durability]}")
+        # SAVEPOINTs and sorts spill to temp files otherwise (a sub-journal per batch).
+        raw.execute("PRAGMA temp_store = MEMORY")
     except BaseException:
-        # An unclosed aiosqlite connection keeps a non-daemon thread: the process hangs.
-        await conn.close()
+        raw.close()
         raise
-    return conn
+    return raw
 
 
-async def migrate(conn: aiosqlite.Connection) -> int:
+def migrate(raw: sqlite3.Connection) -> int:
     """Run the migrations this database lacks; return the resulting version."""
-    async with conn.execute("PRAGMA user_version") as cur:
-        row = await cur.fetchone()
-    current = int(row[0]) if row else 0
+    current = int(raw.execute("PRAGMA user_version").fetchone()[0])
     if current > len(MIGRATIONS):
         raise SchemaTooNew(
             f"database schema version {current} is newer than this podsync "
             f"understands ({len(MIGRATIONS)}); upgrade podsync"
         )
     for version in range(current + 1, len(MIGRATIONS) + 1):
-        script = MIGRATIONS[version - 1]
-        await conn.execute("BEGIN IMMEDIATE")
+        step = MIGRATIONS[version - 1]
+        raw.execute("BEGIN IMMEDIATE")
         try:
             # Re-check under the write lock: another process may have migrated.
-            async with conn.execute("PRAGMA user_version") as cur:
-                row = await cur.fetchone()
-            if row and int(row[0]) >= version:
-                await conn.execute("ROLLBACK")
+            if int(raw.execute("PRAGMA user_version").fetchone()[0]) >= version:
+                raw.execute("ROLLBACK")
                 continue
-            for statement in _statements(script):
-                await conn.execute(statement)
-            await conn.execute(f"PRAGMA user_version = {version}")
-            await conn.execute("COMMIT")
+            if isinstance(step, str):
+                for statement in _statements(step):
+                    raw.execute(statement)
+            else:
+                step(raw)
+            raw.execute(f"PRAGMA user_version = {version}")
+            raw.execute("COMMIT")
         except BaseException:
-            await conn.execute("ROLLBACK")
+            if raw.in_transaction:
+                raw.execute("ROLLBACK")
             raise
     return len(MIGRATIONS)
 
@@ -104,23 +152,9 @@ def _statements(script: str) -> list[str]:
     return statements
 
 
-async def _run(conn: aiosqlite.Connection, sql: str) -> None:
-    """Run one statement of the writer's own; when the caller is cancelled meanwhile,
-    wait until the statement is through before the cancellation goes on. aiosqlite
-    runs it in its thread whether or not anyone still awaits it, and runs a
-    connection's statements in order, so a barrier query behind it tells when. The
-    writer's state (inside a transaction or not) is then known before the next
-    step, or the next writer, looks at it."""
-    try:
-        await conn.execute(sql)
-    except asyncio.CancelledError:
-        await asyncio.shield(conn.execute("SELECT 1"))
-        raise
-
-
 async def _through(step: Awaitable[T]) -> T:
-    """Await `step` (a coroutine of several statements) to its end even when the
-    caller is cancelled meanwhile, then let the cancellation through."""
+    """Await `step` to its end even when the caller is cancelled meanwhile, then let the
+    cancellation through: the writer's state must be known before anyone goes on."""
     task = asyncio.ensure_future(step)
     try:
         return await asyncio.shield(task)
@@ -129,61 +163,66 @@ async def _through(step: Awaitable[T]) -> T:
         raise
 
 
-async def _undo_block(conn: aiosqlite.Connection) -> None:
-    """Roll a failed write block back to its savepoint. Never raises an error of its
-    own over the block's: when SQLite has ended the whole transaction (it does on
-    some errors, disk full among them), the group's COMMIT step reports that to the
-    other writers of the group."""
-    if conn.in_transaction:
-        with contextlib.suppress(sqlite3.Error):
-            await _run(conn, "ROLLBACK TO write_block")
-            await _run(conn, "RELEASE write_block")
-
-
 class Database:
-    """One SQLite database file: a writer connection and a small pool of readers."""
+    """One SQLite database file: a writer connection and reader connections."""
 
-    def __init__(self, path: str, durability: str = "full", readers: int = READERS) -> None:
+    def __init__(self, path: str, durability: str = "full") -> None:
         self.path = path
         self.durability = durability
-        self._reader_count = readers
-        self._writer: aiosqlite.Connection | None = None
-        self._readers: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
-        self._all_readers: list[aiosqlite.Connection] = []
+        self._writer: sqlite3.Connection | None = None
+        self._idle_readers: list[sqlite3.Connection] = []
+        self._all_readers: list[sqlite3.Connection] = []
+        self._committer: ThreadPoolExecutor | None = None
         self._write_lock = asyncio.Lock()
         self._waiting = 0  # writers blocked on the write lock
         self._group: list[asyncio.Future[None]] | None = None  # open group transaction
         self._background: set[asyncio.Task[None]] = set()
-        self.commits = 0  # group transactions committed (for tests and the bench)
+        self.commits = 0  # group transactions committed (for tests, metrics and the bench)
 
     async def open(self) -> None:
         """Open (creating the file when needed), switch to WAL and migrate."""
         parent = Path(self.path).parent
         if not parent.is_dir():
             raise FileNotFoundError(f"directory {parent} does not exist")
+        self._committer = ThreadPoolExecutor(1, thread_name_prefix="podsync-commit")
         try:
-            self._writer = await _connect(self.path, self.durability)
-            async with self._writer.execute("PRAGMA journal_mode = WAL") as cur:
-                await cur.fetchone()
-            await migrate(self._writer)
-            for _ in range(self._reader_count):
-                reader = await _connect(self.path, self.durability)
-                await reader.execute("PRAGMA query_only = ON")
-                self._all_readers.append(reader)
-                self._readers.put_nowait(reader)
+            # Opening may wait for another process's lock (a migration): off the loop.
+            self._writer = await self._in_commit_thread(self._open_writer)
+            self._idle_readers.append(self._new_reader())
         except BaseException:
             await self.close()
             raise
 
+    def _open_writer(self) -> sqlite3.Connection:
+        raw = _connect(self.path, self.durability)
+        try:
+            raw.execute("PRAGMA journal_mode = WAL").fetchone()
+            migrate(raw)
+            # On the loop, BEGIN IMMEDIATE must not wait for a lock: it fails at once
+            # and is retried on the commit thread with the busy timeout (_begin).
+            raw.execute("PRAGMA busy_timeout = 0")
+        except BaseException:
+            raw.close()
+            raise
+        return raw
+
+    def _new_reader(self) -> sqlite3.Connection:
+        raw = _connect(self.path, self.durability, create=False)
+        raw.execute("PRAGMA query_only = ON")
+        self._all_readers.append(raw)
+        return raw
+
     async def close(self) -> None:
-        # aiosqlite runs a non-daemon thread per connection: every one must be closed.
-        for reader in self._all_readers:
-            await reader.close()
+        for raw in self._all_readers:
+            raw.close()
         self._all_readers.clear()
-        self._readers = asyncio.Queue()
+        self._idle_readers.clear()
         if self._writer is not None:
-            await self._writer.close()
-            self._writer = None
+            writer, self._writer = self._writer, None
+            await self._in_commit_thread(writer.close)
+        if self._committer is not None:
+            self._committer.shutdown(wait=True)
+            self._committer = None
 
     async def __aenter__(self) -> Database:
         await self.open()
@@ -192,19 +231,51 @@ class Database:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
+    async def _in_commit_thread(self, fn: Callable[[], T]) -> T:
+        assert self._committer is not None, "database is not open"
+        return await asyncio.get_running_loop().run_in_executor(self._committer, fn)
+
+    # Reads ---------------------------------------------------------------------
+
     @asynccontextmanager
-    async def write(self) -> AsyncIterator[aiosqlite.Connection]:
+    async def read(self, *, threaded: bool = False) -> AsyncIterator[Connection]:
+        """A reader connection for the block's exclusive use (autocommit). With
+        `threaded`, its statements run on a worker thread (for reads of many rows)."""
+        if self._writer is None:
+            raise RuntimeError("database is not open")
+        raw = self._idle_readers.pop() if self._idle_readers else self._new_reader()
+        try:
+            yield Connection(raw, threaded)
+        finally:
+            if raw in self._all_readers:  # not closed meanwhile
+                self._idle_readers.append(raw)
+
+    @asynccontextmanager
+    async def snapshot(self, *, threaded: bool = False) -> AsyncIterator[Connection]:
+        """A reader inside one read transaction, for queries that must agree."""
+        async with self.read(threaded=threaded) as conn:
+            await conn.execute("BEGIN")
+            try:
+                yield conn
+            finally:
+                await conn.execute("COMMIT")
+
+    # Writes --------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[Connection]:
         """One atomic write: the block's changes all commit, or none do.
 
         The block runs in a SAVEPOINT of a group transaction (BEGIN IMMEDIATE) shared
         with the writers queued behind it. When the block exits normally, this
         returns only once the group is committed (and with durability "full",
         synced to disk). When it raises, its own changes are rolled back and the
-        exception propagates; the rest of the group is unaffected.
+        exception propagates; the rest of the group is unaffected. A block must not
+        await anything but its statements: the write lock is held meanwhile.
         """
-        if self._writer is None:
+        raw = self._writer
+        if raw is None:
             raise RuntimeError("database is not open")
-        conn = self._writer
         self._waiting += 1
         try:
             await self._write_lock.acquire()
@@ -216,43 +287,66 @@ class Database:
         committed: asyncio.Future[None] | None = None
         try:
             if self._group is None:
-                self._group = []
-                await _run(conn, "BEGIN IMMEDIATE")
-            await _run(conn, "SAVEPOINT write_block")
+                await _through(self._begin(raw))
+            raw.execute("SAVEPOINT write_block")
             try:
-                yield conn
+                yield Connection(raw)
             except BaseException:
-                await _undo_block(conn)
+                _undo_block(raw)
                 raise
-            await _run(conn, "RELEASE write_block")
+            raw.execute("RELEASE write_block")
             committed = asyncio.get_running_loop().create_future()
+            assert self._group is not None, "_begin opened the group"
             self._group.append(committed)
         finally:
             try:
                 if self._group is not None and (
-                    self._waiting == 0 or len(self._group) >= MAX_GROUP or not conn.in_transaction
+                    self._waiting == 0 or len(self._group) >= MAX_GROUP or not raw.in_transaction
                 ):
                     group, self._group = self._group, None
                     # A cancelled caller must not leave the others uncommitted, nor let
                     # the next writer in before the COMMIT is through.
-                    await _through(self._commit(conn, group))
+                    await _through(self._commit(raw, group))
             finally:
                 self._write_lock.release()
         if committed is not None:
             await committed
 
-    async def _commit(self, conn: aiosqlite.Connection, group: list[asyncio.Future[None]]) -> None:
+    async def _begin(self, raw: sqlite3.Connection) -> None:
+        """Open the group transaction: BEGIN IMMEDIATE on the loop when the lock is free
+        (almost always); when another process holds it, wait for it on the commit
+        thread instead. The group is marked open in the same step, so a cancellation
+        cannot leave a transaction that no writer will commit."""
+        try:
+            raw.execute("BEGIN IMMEDIATE")
+            self._group = []
+            return
+        except sqlite3.OperationalError as exc:
+            if getattr(exc, "sqlite_errorcode", None) != sqlite3.SQLITE_BUSY:
+                raise
+
+        def begin_waiting() -> None:
+            raw.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            try:
+                raw.execute("BEGIN IMMEDIATE")
+            finally:
+                raw.execute("PRAGMA busy_timeout = 0")
+
+        await self._in_commit_thread(begin_waiting)
+        self._group = []
+
+    async def _commit(self, raw: sqlite3.Connection, group: list[asyncio.Future[None]]) -> None:
         """COMMIT the group transaction and answer each of its writers (never raises)."""
         try:
-            if not conn.in_transaction:
+            if not raw.in_transaction:
                 # SQLite rolls a whole transaction back on some errors (disk full, I/O).
                 raise sqlite3.OperationalError("the write transaction was rolled back by SQLite")
-            await conn.execute("COMMIT")
+            await self._in_commit_thread(lambda: raw.execute("COMMIT"))
             self.commits += 1
         except Exception as exc:
-            if conn.in_transaction:
+            if raw.in_transaction:
                 with contextlib.suppress(sqlite3.Error):  # report the COMMIT's error
-                    await conn.execute("ROLLBACK")
+                    await self._in_commit_thread(lambda: raw.execute("ROLLBACK"))
             for future in group:
                 if not future.done():
                     future.set_exception(exc)
@@ -275,23 +369,13 @@ class Database:
                 group, self._group = self._group, None
                 await self._commit(self._writer, group)
 
-    @asynccontextmanager
-    async def read(self) -> AsyncIterator[aiosqlite.Connection]:
-        """A reader connection for the block's exclusive use (autocommit)."""
-        if not self._all_readers:
-            raise RuntimeError("database is not open")
-        conn = await self._readers.get()
-        try:
-            yield conn
-        finally:
-            self._readers.put_nowait(conn)
 
-    @asynccontextmanager
-    async def snapshot(self) -> AsyncIterator[aiosqlite.Connection]:
-        """A reader inside one read transaction, for queries that must agree."""
-        async with self.read() as conn:
-            await conn.execute("BEGIN")
-            try:
-                yield conn
-            finally:
-                await conn.execute("COMMIT")
+def _undo_block(raw: sqlite3.Connection) -> None:
+    """Roll a failed write block back to its savepoint. Never raises an error of its
+    own over the block's: when SQLite has ended the whole transaction (it does on
+    some errors, disk full among them), the group's COMMIT step reports that to the
+    other writers of the group."""
+    if raw.in_transaction:
+        with contextlib.suppress(sqlite3.Error):
+            raw.execute("ROLLBACK TO write_block")
+            raw.execute("RELEASE write_block")

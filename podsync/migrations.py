@@ -8,7 +8,38 @@ Times are integer microseconds since the Unix epoch (UTC) unless noted.
 
 from __future__ import annotations
 
-MIGRATIONS: tuple[str, ...] = (
+import sqlite3
+from collections.abc import Callable
+
+from podsync.model import Subscription, subscription_view
+
+# A step is an SQL script, or a function for what SQL cannot compute (it runs inside
+# the step's transaction).
+Step = str | Callable[[sqlite3.Connection], None]
+
+
+def _stored_views(conn: sqlite3.Connection) -> None:
+    """2: each subscription keeps its API JSON (`view`), each user a count of its
+    entities (the per-user cap), each recorded action a fingerprint of what it was."""
+    conn.execute("ALTER TABLE subscriptions ADD COLUMN view TEXT NOT NULL DEFAULT ''")
+    conn.execute("ALTER TABLE users ADD COLUMN entity_count INTEGER NOT NULL DEFAULT 0")
+    conn.execute("ALTER TABLE actions ADD COLUMN fingerprint TEXT")
+    conn.execute(
+        "UPDATE users SET entity_count = "
+        "(SELECT count(*) FROM subscriptions s WHERE s.user_id = users.id)"
+    )
+    rows = conn.execute(
+        "SELECT id, user_id, sync_id, guid, feed_url, url_key, title, subscribed_at, "
+        "unsubscribed_at, last_updated, last_client_id, change_seq, changed_at "
+        "FROM subscriptions"
+    )
+    conn.executemany(
+        "UPDATE subscriptions SET view = ? WHERE id = ?",
+        ((subscription_view(Subscription(*row)), row[0]) for row in rows.fetchall()),
+    )
+
+
+MIGRATIONS: tuple[Step, ...] = (
     # 1: accounts, tokens, subscriptions, the action log.
     """
     CREATE TABLE meta (
@@ -69,4 +100,5 @@ MIGRATIONS: tuple[str, ...] = (
     ) STRICT, WITHOUT ROWID;
     CREATE INDEX actions_received ON actions(received_at);
     """,
+    _stored_views,
 )

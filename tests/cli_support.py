@@ -10,11 +10,11 @@ from pathlib import Path
 
 from click.testing import CliRunner, Result
 
-from podsync import timestamps
 from podsync.cli import cli
 from podsync.config import Config
 from podsync.db import Database
-from podsync.services.sync import Action, SyncService
+from podsync.rules import Unsubscribe
+from podsync.services.sync import SyncService
 from tests.conftest import PASSWORD
 
 
@@ -63,15 +63,9 @@ def unsubscribe(config: Config, feed_url: str, occurred_at: int) -> None:
         async with Database(config.database.path) as db:
             with closing(sqlite3.connect(config.database.path)) as conn:
                 (user_id,) = conn.execute("SELECT id FROM users WHERE name = 'alice'").fetchone()
-            action = Action(
-                index=0,
-                action_id=None,
-                type="subscription",
-                action="unsubscribe",
-                occurred_at=timestamps.format(occurred_at),
-                data={"feed_url": feed_url},
-            )
-            [result] = await SyncService(db, config.sync).apply_batch(user_id, [action], None)
+            command = Unsubscribe(occurred_at, feed_url=feed_url)
+            outcome = await SyncService(db, config.sync).apply(user_id, None, [command])
+            [result] = outcome.results
             assert result.status == "applied", result
 
     asyncio.run(send())

@@ -53,13 +53,10 @@ async def test_a_login_racing_a_revocation_gets_no_token(
             auth = AuthService(db, config.auth, "a-secret-key-for-this-test", passwords)
             with pytest.raises(Unauthorized):
                 await auth.login("alice", PASSWORD, "127.0.0.1")
-            async with (
-                db.read() as conn,
-                conn.execute(
+            async with db.read() as conn:
+                row = await conn.fetch_one(
                     "SELECT count(*) FROM refresh_tokens WHERE user_id = ?", (user.id,)
-                ) as cur,
-            ):
-                row = await cur.fetchone()
+                )
             assert row is not None and row[0] == 0
         finally:
             passwords.close()

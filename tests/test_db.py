@@ -11,20 +11,18 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-import aiosqlite
 import pytest
 from aiohttp.test_utils import TestClient
 
 from podsync.config import Config
 from podsync.db import BUSY_TIMEOUT_MS, Database, SchemaTooNew
 from podsync.migrations import MIGRATIONS
-from podsync.store import meta
+from podsync.store import Connection, meta
 from tests.conftest import PASSWORD, config_file, login, run_cli
 
 
-async def _pragma(conn: aiosqlite.Connection, name: str) -> Any:
-    async with conn.execute(f"PRAGMA {name}") as cur:
-        row = await cur.fetchone()
+async def _pragma(conn: Connection, name: str) -> Any:
+    row = await conn.fetch_one(f"PRAGMA {name}")
     assert row is not None
     return row[0]
 
@@ -42,10 +40,14 @@ async def test_every_connection_has_the_pragmas(
                 for conn in connections:
                     assert await _pragma(conn, "journal_mode") == "wal"
                     assert await _pragma(conn, "foreign_keys") == 1
-                    assert await _pragma(conn, "busy_timeout") == BUSY_TIMEOUT_MS
                     assert await _pragma(conn, "synchronous") == synchronous
+                    assert await _pragma(conn, "temp_store") == 2  # MEMORY
+                # The writer never waits on the event loop: a busy BEGIN is retried on
+                # the commit thread with the timeout (test_cli_beside_server proves it).
+                assert await _pragma(writer, "busy_timeout") == 0
+                assert await _pragma(first, "busy_timeout") == BUSY_TIMEOUT_MS
                 assert await _pragma(first, "query_only") == 1
-        assert len(set(map(id, connections))) == 3
+        assert len({id(c.raw) for c in connections}) == 3
 
 
 async def test_migrations_run_once_and_record_the_version(tmp_path: Path) -> None:
@@ -161,14 +163,13 @@ async def test_cancelling_a_write_at_any_point_leaves_the_writer_clean(tmp_path:
                 await conn.execute(
                     "INSERT INTO meta (key, value) VALUES (?, 'after')", (key + "x",)
                 )
-            assert not conn.in_transaction
-        async with (
-            db.read() as conn,
-            conn.execute(
-                "SELECT value, count(*) FROM meta WHERE key LIKE 'k%' GROUP BY value"
-            ) as cur,
-        ):
-            counts = dict(await cur.fetchall())
+            assert not conn.raw.in_transaction
+        async with db.read() as conn:
+            counts = dict(
+                await conn.fetch_all(
+                    "SELECT value, count(*) FROM meta WHERE key LIKE 'k%' GROUP BY value"
+                )
+            )
     assert counts["after"] == 40
     # A task cancelled while its COMMIT was already queued has committed all the same.
     assert committed <= counts.get("1", 0) <= 40

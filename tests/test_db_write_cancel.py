@@ -1,7 +1,7 @@
 """A write cancelled during its COMMIT stays cancelled, and the writer stays usable.
 
-The COMMIT goes on in aiosqlite's thread after the awaiting task is cancelled, so the
-ROLLBACK that follows finds no transaction. That error must not replace the
+The COMMIT goes on in the commit thread after the awaiting task is cancelled, so a
+ROLLBACK that followed would find no transaction. That error must not replace the
 CancelledError: the pruner in podsync.web.app catches Exception, so a swallowed
 cancellation left it sleeping for an hour and shutdown (SIGTERM, test teardown)
 waiting for it.
@@ -39,6 +39,6 @@ async def test_cancelling_a_write_during_commit_raises_cancelled_error(tmp_path:
         # The writer is not left inside a transaction: the next write works.
         async with db.write() as conn:
             await conn.execute("INSERT INTO t VALUES (99)")
-        async with db.read() as conn, conn.execute("SELECT count(*) FROM t") as cur:
-            row = await cur.fetchone()
+        async with db.read() as conn:
+            row = await conn.fetch_one("SELECT count(*) FROM t")
         assert row is not None and row[0] >= 1

@@ -165,7 +165,7 @@ async def test_writers_cancelled_at_any_step_leave_the_writer_usable(tmp_path: P
         names = committed_names(db.path)
         assert "after" in names
         async with db.read() as conn:
-            rows = await conn.execute_fetchall("SELECT count(*) FROM marks")
+            rows = await conn.fetch_all("SELECT count(*) FROM marks")
         assert next(iter(rows))[0] == len(names)
     finally:
         await db.close()

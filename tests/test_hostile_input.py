@@ -8,17 +8,23 @@ from __future__ import annotations
 import base64
 import io
 import json
+import urllib.request
 import uuid
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestClient
 from itsdangerous import URLSafeSerializer, URLSafeTimedSerializer
 
+from podsync.config import Config
 from podsync.services.auth import ACCESS_SALT
 from podsync.services.listing import CURSOR_SALT
+from podsync.web.sync_wire import ECHO_DEPTH
+from tests.cli_support import PASSWORD, add_user
 from tests.conftest import bearer, login
+from tests.server_support import access_token, request, serving
 from tests.sync_helpers import action, all_subscriptions, post_batch
 
 Client = TestClient[Any, Any]
@@ -65,15 +71,60 @@ async def test_deeply_nested_auth_bodies_are_a_400(client: Client, path: str) ->
     assert (status, body["error"]) == (400, "Bad request")
 
 
-async def test_nested_data_of_a_rejected_action_is_echoed_intact(
+async def test_nested_data_of_a_rejected_action_is_echoed_cut_to_a_bounded_depth(
     client: Client, alice: str
 ) -> None:
-    data: Any = {"feed_url": "https://nested.example/"}
-    for _ in range(500):
-        data = {"inner": data}
-    result = await one_result(client, alice, action("frobnicate", **data))
+    shallow: Any = {"feed_url": "https://nested.example/"}
+    for _ in range(10):
+        shallow = {"inner": shallow}
+    result = await one_result(client, alice, action("frobnicate", **shallow))
     assert result["status"] == "rejected"
-    assert result["data"] == data
+    assert result["data"] == shallow  # within the bound: intact
+    # Built as text: the client's own encoder would not go this deep.
+    deep = '{"inner":[' * 200 + '{"feed_url":"https://nested.example/"}' + "]}" * 200
+    raw = json.dumps({"requests": [action("frobnicate", deep="@")]}).replace('"@"', deep)
+    status, body = await send(client, "/api/v1/sync", raw, alice)
+    assert status == 200
+    [result] = body["results"]
+    assert result["status"] == "rejected"
+    depth, level = 0, result["data"]["deep"]
+    while level:
+        level = level["inner"] if isinstance(level, dict) else level[0]
+        depth += 1
+    assert depth == ECHO_DEPTH - 1  # "deep" itself is the first level below data
+
+
+def test_a_deep_rejected_action_beside_a_valid_one_is_saved_and_answered(
+    config: Config, tmp_path: Path
+) -> None:
+    """Revision 2, item 1, reproduced against a real server (whose stack is shallow
+    enough to parse ~960 levels): the old code saved the batch, then failed to encode
+    the echo (a 500 after the COMMIT), and every retry answered 500 again."""
+    add_user(config)
+    deep = '{"x":' * 960 + "{}" + "}" * 960  # as text: the client's encoder stops sooner
+    batch = [
+        action(feed_url="https://kept.example/rss"),
+        action("unsubscribe", sync_id="not-a-uuid", deep="@"),
+    ]
+    raw = json.dumps({"requests": batch}).replace('"@"', deep).encode()
+    with serving(config, tmp_path / "serve.log") as base:
+        token = access_token(base, "alice", PASSWORD)
+        for _ in range(2):  # the first answer, then a retry of the same batch
+            req = urllib.request.Request(  # noqa: S310 - loopback
+                base + "/api/v1/sync",
+                data=raw,
+                headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
+            )
+            with urllib.request.urlopen(req, timeout=30) as response:  # noqa: S310
+                assert response.status == 200
+                body = json.loads(response.read(), parse_constant=_refuse)
+            assert [r["status"] for r in body["results"]] == ["applied", "rejected"]
+        _, listed = request(base + "/api/v1/subscriptions", token=token)
+    assert [s["feed_url"] for s in listed["results"]] == ["https://kept.example/rss"]
+
+
+def _refuse(name: str) -> None:
+    raise AssertionError(f"{name} in a response: not JSON")
 
 
 # Huge strings ---------------------------------------------------------------------

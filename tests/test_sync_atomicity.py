@@ -12,7 +12,8 @@ from aiohttp.test_utils import TestClient
 from podsync import timestamps
 from podsync.config import Config
 from podsync.db import Database
-from podsync.services.sync import Action, SyncService
+from podsync.rules import Subscribe, Unsubscribe
+from podsync.services.sync import ActionKey, SyncService
 from tests.conftest import bearer
 from tests.sync_helpers import action, all_subscriptions, post_batch
 
@@ -65,37 +66,21 @@ async def test_action_ids_are_forgotten_after_the_retention(
     async with Database(config.database.path) as db:
         sync = SyncService(db, config.sync)
         now = timestamps.now_us()
-        subscribe = Action(
-            0,
-            "0d5b7f3c-1d7e-4b8a-9c55-6f1e2d3c4b5a",
-            "subscription",
-            "subscribe",
-            timestamps.format(now - DAY_US),
-            {"feed_url": "https://a.example/"},
-        )
-        unsubscribe = Action(
-            0,
-            "1d5b7f3c-1d7e-4b8a-9c55-6f1e2d3c4b5a",
-            "subscription",
-            "unsubscribe",
-            timestamps.format(now),
-            {"feed_url": "https://a.example/"},
-        )
-        assert (await sync.apply_batch(user.id, [subscribe], None, now))[0].status == "applied"
-        assert (await sync.apply_batch(user.id, [unsubscribe], None, now))[0].status == "applied"
+        subscribe = Subscribe("https://a.example/", now - DAY_US)
+        unsubscribe = Unsubscribe(now, feed_url="https://a.example/")
+        first = ActionKey("0d5b7f3c-1d7e-4b8a-9c55-6f1e2d3c4b5a", "subscribe")
+        second = ActionKey("1d5b7f3c-1d7e-4b8a-9c55-6f1e2d3c4b5a", "unsubscribe")
+
+        async def status(command: Any, key: ActionKey, at: int) -> str:
+            outcome = await sync.apply(user.id, None, [command], keys=[key], now=at)
+            return outcome.results[0].status
+
+        assert await status(subscribe, first, now) == "applied"
+        assert await status(unsubscribe, second, now) == "applied"
         # Within the retention, a replay repeats its first result...
         later = now + 89 * DAY_US
-        replay = Action(
-            0,
-            unsubscribe.action_id,
-            "subscription",
-            "unsubscribe",
-            timestamps.format(later),
-            {"feed_url": "https://a.example/"},
-        )
-        assert (await sync.apply_batch(user.id, [replay], None, later))[0].status == "applied"
+        assert await status(unsubscribe, second, later) == "applied"
         # ...after it, the id is judged by last-write-wins alone (already unsubscribed).
         past = now + 91 * DAY_US
         assert (await sync.prune_action_log(past)) == 2
-        result = (await sync.apply_batch(user.id, [replay], None, past))[0]
-        assert result.status == "ignored"
+        assert await status(unsubscribe, second, past) == "ignored"

@@ -473,16 +473,58 @@ async def test_a_replayed_action_is_not_applied_again_but_shows_current_state(
     sync_id = first["results"][0]["data"]["sync_id"]
     unsubscribe = action("unsubscribe", occurred_at="2026-01-02T00:00:00Z", sync_id=sync_id)
     await post_batch(client, alice, [unsubscribe])
-    # Replaying the old subscribe with a later time must not resubscribe (same action_id).
-    replay = {**subscribe, "occurred_at": "2026-01-03T00:00:00Z"}
-    body = await post_batch(client, alice, [replay])
-    assert body["results"][0]["status"] == "applied"  # the first status, repeated
+    # An identical resend repeats the first status, with the entity as it is now.
+    body = await post_batch(client, alice, [subscribe])
+    assert body["results"][0]["status"] == "applied"
     assert body["results"][0]["data"]["unsubscribed_at"] == "2026-01-02T00:00:00Z"
+
+
+async def test_an_action_id_reused_for_a_different_action_is_rejected(
+    client: Client, alice: str
+) -> None:
+    """Revision 2: the old code answered the first status (`applied`) and silently did
+    nothing; an action_id names one action, so anything else under it is refused."""
+    subscribe = action(occurred_at="2026-01-01T00:00:00Z", feed_url=FEED)
+    first = await post_batch(client, alice, [subscribe])
+    sync_id = first["results"][0]["data"]["sync_id"]
+    await post_batch(
+        client, alice, [action("unsubscribe", occurred_at="2026-01-02T00:00:00Z", sync_id=sync_id)]
+    )
+    for changed in (
+        {**subscribe, "occurred_at": "2026-01-03T00:00:00Z"},  # another time
+        {**subscribe, "data": {"feed_url": "https://other.example/rss"}},  # another feed
+        {**subscribe, "action": "unsubscribe"},  # another action
+    ):
+        body = await post_batch(client, alice, [changed])
+        [result] = body["results"]
+        assert result["status"] == "rejected"
+        assert result["reason"] == "action_id already used for a different action"
+        assert result["data"] == changed["data"]  # no entity: the submitted data
+    # Nothing ran: the one entity is still unsubscribed, and no other feed exists.
+    [entity] = await all_subscriptions(client, alice, include_unsubscribed=True)
+    assert entity["unsubscribed_at"] == "2026-01-02T00:00:00Z"
+    # Key order and white space in data do not make an action different.
+    reordered = {**subscribe, "data": {"guid": None, "feed_url": FEED}}
+    reordered["data"].pop("guid")
+    assert statuses(await post_batch(client, alice, [reordered])) == ["applied"]
 
 
 async def test_duplicate_action_id_within_a_batch_is_processed_once(
     client: Client, alice: str
 ) -> None:
+    same = str(uuid.uuid4())
+    first = action(action_id=same, feed_url=FEED)
+    body = await post_batch(client, alice, [first, {**first, "action_id": same.upper()}])
+    assert statuses(body) == ["applied", "applied"]
+    assert body["results"][0]["data"] == body["results"][1]["data"]
+    assert len(await all_subscriptions(client, alice)) == 1
+    assert body["results"][1]["action_id"] == same.upper()  # echoed as sent
+
+
+async def test_one_action_id_on_two_different_actions_in_a_batch_rejects_the_second(
+    client: Client, alice: str
+) -> None:
+    """Revision 2: the old code reported the second `applied` and never ran it."""
     same = str(uuid.uuid4())
     body = await post_batch(
         client,
@@ -492,19 +534,22 @@ async def test_duplicate_action_id_within_a_batch_is_processed_once(
             action(action_id=same.upper(), feed_url="https://other.example/rss"),
         ],
     )
-    assert statuses(body) == ["applied", "applied"]
-    assert body["results"][0]["data"] == body["results"][1]["data"]
-    assert len(await all_subscriptions(client, alice)) == 1
-    assert body["results"][1]["action_id"] == same.upper()  # echoed as sent
+    assert statuses(body) == ["applied", "rejected"]
+    assert body["results"][1]["reason"] == "action_id already used for a different action"
+    assert body["results"][1]["data"] == {"feed_url": "https://other.example/rss"}
+    assert [s["feed_url"] for s in await all_subscriptions(client, alice)] == [FEED]
 
 
 async def test_rejected_actions_are_recorded_too(client: Client, alice: str) -> None:
     bad = action(feed_url="not a url")
     first = await post_batch(client, alice, [bad])
+    again = await post_batch(client, alice, [bad])
+    assert statuses(again) == ["rejected"]
+    assert again["results"][0]["reason"] == first["results"][0]["reason"]
     fixed = {**bad, "data": {"feed_url": FEED}}  # same id: a correction needs a new id
     second = await post_batch(client, alice, [fixed])
     assert statuses(second) == ["rejected"]
-    assert second["results"][0]["reason"] == first["results"][0]["reason"]
+    assert second["results"][0]["reason"] == "action_id already used for a different action"
     assert await all_subscriptions(client, alice) == []
 
 

@@ -10,6 +10,7 @@ from podsync import maintenance
 from podsync.cli.base import Context, pass_context, run_with_db
 from podsync.db import Database
 from podsync.errors import PodsyncError
+from podsync.store import meta
 
 
 @click.group()
@@ -28,9 +29,8 @@ def db_migrate(ctx: Context) -> None:
     """
 
     async def version(database: Database) -> int:
-        async with database.read() as conn, conn.execute("PRAGMA user_version") as cur:
-            row = await cur.fetchone()
-        return int(row[0]) if row else 0
+        async with database.read() as conn:
+            return await meta.schema_version(conn)
 
     current = run_with_db(ctx.config, version)
     click.echo(f"database {ctx.config.database.path} is at schema version {current}")

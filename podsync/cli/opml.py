@@ -60,7 +60,7 @@ def opml_import(ctx: Context, name: str, file: BinaryIO) -> None:
             return await service.apply(user, service.plan(feeds, now), now)
         with click.progressbar(length=len(feeds), label="checking feeds", file=sys.stderr) as bar:
             plan = service.plan(feeds, now, progress=_advance(bar))
-        click.echo(f"saving {len(plan.actions)} feeds in one transaction", err=True)
+        click.echo(f"saving {len(plan.subscribes)} feeds in one transaction", err=True)
         return await service.apply(user, plan, now)
 
     report = run_with_db(config, run)

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import re
 
-import aiosqlite
-
 from podsync import timestamps
 from podsync.db import Database
 from podsync.errors import InvalidInput
+from podsync.model import User, UserSummary
 from podsync.services.passwords import PasswordService, check_password_rules
-from podsync.store import tokens, users
-from podsync.store.users import User, UserSummary
+from podsync.store import Connection, tokens, users
 
 USERNAME = re.compile(r"[A-Za-z0-9._-]{1,64}", re.ASCII)
 
@@ -70,7 +68,7 @@ class AccountService:
             return await users.list_summaries(conn)
 
 
-async def _revoke(conn: aiosqlite.Connection, user_id: int) -> None:
+async def _revoke(conn: Connection, user_id: int) -> None:
     """Every access token (generation) and refresh token of the user stops working."""
     await users.bump_generation(conn, user_id)
     await tokens.delete_for_user(conn, user_id)

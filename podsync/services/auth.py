@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import time
 from dataclasses import dataclass
-from typing import Any
 
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 
@@ -18,17 +18,23 @@ from podsync import timestamps
 from podsync.config import AuthConfig
 from podsync.db import Database
 from podsync.errors import TooManyRequests, Unauthorized
+from podsync.model import User
 from podsync.services.accounts import USERNAME
 from podsync.services.passwords import PasswordService
 from podsync.services.throttle import LoginThrottle
 from podsync.store import meta, tokens, users
-from podsync.store.users import User
 
 ACCESS_SALT = "podsync.access-token"
 SECRET_META_KEY = "secret_key"
 BAD_CREDENTIALS = "username or password is incorrect"
 BAD_TOKEN = "access token is missing, invalid, expired or revoked"
 BAD_REFRESH = "refresh token is invalid, expired or revoked; log in again"
+EXPIRED_TOKEN = "access token has expired; refresh it"
+# Access tokens whose signature was checked, remembered so that a client's next
+# requests skip the HMAC and the decoding (~25 µs of a ~150 µs request). Only the
+# signature check is remembered: the user row is still read on every request, so a
+# revocation (another generation, a disabled or deleted user) ends the token at once.
+VERIFIED_TOKENS = 4096
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,8 @@ class AuthService:
         self.config = config
         self.passwords = passwords
         self._serializer = URLSafeTimedSerializer(secret_key, salt=ACCESS_SALT)
+        # token -> (user id, generation, wall-clock second it stops being valid)
+        self._verified: dict[str, tuple[int, int, int]] = {}
         self.throttle = LoginThrottle(config.login_max_failures, config.login_lockout_seconds)
 
     def issue_access_token(self, user: User) -> str:
@@ -133,16 +141,29 @@ class AuthService:
 
     async def authenticate(self, access_token: str) -> User:
         """The user an access token belongs to; Unauthorized when it is not valid now."""
+        verified = self._verified.get(access_token)
+        if verified is None or time.time() >= verified[2]:
+            verified = self._verify_signature(access_token)
+        user_id, generation, _ = verified
+        async with self.db.read() as conn:
+            user = await users.get_by_id(conn, user_id)
+        if user is None or not user.enabled or user.token_generation != generation:
+            raise Unauthorized(BAD_TOKEN)
+        return user
+
+    def _verify_signature(self, access_token: str) -> tuple[int, int, int]:
+        self._verified.pop(access_token, None)
         if not access_token.isascii():
             # Header bytes that are not UTF-8 arrive as lone surrogates, which
             # itsdangerous cannot encode; no token we issue has a non-ASCII character.
             raise Unauthorized(BAD_TOKEN)
+        lifetime = self.config.access_token_lifetime
         try:
-            payload: Any = self._serializer.loads(
-                access_token, max_age=self.config.access_token_lifetime
+            payload, signed_at = self._serializer.loads(
+                access_token, max_age=lifetime, return_timestamp=True
             )
         except SignatureExpired:  # a subclass of BadSignature: catch it first
-            raise Unauthorized("access token has expired; refresh it") from None
+            raise Unauthorized(EXPIRED_TOKEN) from None
         except BadSignature:
             raise Unauthorized(BAD_TOKEN) from None
         if (
@@ -151,8 +172,10 @@ class AuthService:
             or type(payload.get("g")) is not int
         ):
             raise Unauthorized(BAD_TOKEN)
-        async with self.db.read() as conn:
-            user = await users.get_by_id(conn, payload["u"])
-        if user is None or not user.enabled or user.token_generation != payload["g"]:
-            raise Unauthorized(BAD_TOKEN)
-        return user
+        # itsdangerous counts age in whole seconds and refuses an age above max_age:
+        # the token is good while int(now) - signed <= lifetime, i.e. before this second.
+        verified = (payload["u"], payload["g"], int(signed_at.timestamp()) + lifetime + 1)
+        if len(self._verified) >= VERIFIED_TOKENS:
+            del self._verified[next(iter(self._verified))]  # the oldest entry
+        self._verified[access_token] = verified
+        return verified

@@ -14,27 +14,33 @@ from itsdangerous import BadData, URLSafeSerializer
 from podsync import timestamps
 from podsync.db import Database
 from podsync.errors import InvalidInput, NotFound
-from podsync.services.sync import canonical_uuid
+from podsync.model import Subscription
+from podsync.rules import canonical_uuid
 from podsync.store import meta
 from podsync.store import subscriptions as store
-from podsync.store.subscriptions import Subscription
 
 CURSOR_SALT = "podsync.cursor"
 NEXT, PREV, FEED = "n", "p", "f"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Page:
-    results: list[Subscription]
+    views: list[str]  # each entity's stored JSON (model.subscription_view)
     next_cursor: str | None
     prev_cursor: str | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Changes:
-    results: list[Subscription]
+    results: list[tuple[int, str]]  # (last_updated, stored view) in change order
     has_next: bool
     next_since: str
+
+
+# Signed and checked cursors are remembered (both are pure functions of the secret):
+# a client polling the head of its feed sends the same cursor and gets it back, and
+# list pages are re-read at the same positions; each HMAC saved is ~10 µs.
+REMEMBERED_CURSORS = 4096
 
 
 class Cursors:
@@ -42,15 +48,25 @@ class Cursors:
 
     def __init__(self, secret_key: str) -> None:
         self._serializer = URLSafeSerializer(secret_key, salt=CURSOR_SALT)
+        self._made: dict[tuple[str, int, int], str] = {}
+        self._read: dict[str, Any] = {}
 
     def make(self, kind: str, user_id: int, position: int) -> str:
-        return str(self._serializer.dumps([kind, user_id, position]))
+        key = (kind, user_id, position)
+        token = self._made.get(key)
+        if token is None:
+            token = str(self._serializer.dumps([kind, user_id, position]))
+            _remember(self._made, key, token)
+        return token
 
     def read(self, token: str, user_id: int, kinds: tuple[str, ...]) -> tuple[str, int]:
-        try:
-            value: Any = self._serializer.loads(token)
-        except (BadData, UnicodeError, ValueError):
-            raise InvalidInput("since is not a cursor this server issued") from None
+        value: Any = self._read.get(token)
+        if value is None:
+            try:
+                value = self._serializer.loads(token)
+            except (BadData, UnicodeError, ValueError):
+                raise InvalidInput("since is not a cursor this server issued") from None
+            _remember(self._read, token, value)
         if (
             not isinstance(value, list)
             or len(value) != 3
@@ -60,6 +76,12 @@ class Cursors:
         ):
             raise InvalidInput("since is not a cursor for this user and this list")
         return value[0], value[2]
+
+
+def _remember(memo: dict[Any, Any], key: Any, value: Any) -> None:
+    if len(memo) >= REMEMBERED_CURSORS:
+        del memo[next(iter(memo))]  # the oldest entry
+    memo[key] = value
 
 
 class ListingService:
@@ -102,14 +124,12 @@ class ListingService:
             has_prev, rows, has_next = len(rows) > limit, rows[:limit][::-1], edge
         next_cursor = prev_cursor = None
         if has_next:
-            last_id = rows[-1].id if rows else position - 1
-            assert last_id is not None
+            last_id = rows[-1][0] if rows else position - 1
             next_cursor = self.cursors.make(NEXT, user_id, last_id)
         if has_prev:
-            first_id = rows[0].id if rows else (position + 1 if kind == NEXT else position)
-            assert first_id is not None
+            first_id = rows[0][0] if rows else (position + 1 if kind == NEXT else position)
             prev_cursor = self.cursors.make(PREV, user_id, first_id)
-        return Page(rows, next_cursor, prev_cursor)
+        return Page([view for _, view in rows], next_cursor, prev_cursor)
 
     async def changes(
         self,
@@ -138,5 +158,9 @@ class ListingService:
             )
         has_next, rows = len(rows) > limit, rows[:limit]
         # Without more rows, every change up to the database's counter has been seen.
-        upto = rows[-1].change_seq if has_next else counter
-        return Changes(rows, has_next, self.cursors.make(FEED, user_id, max(upto, after)))
+        upto = rows[-1][0] if has_next else counter
+        return Changes(
+            [(last_updated, view) for _, last_updated, view in rows],
+            has_next,
+            self.cursors.make(FEED, user_id, max(upto, after)),
+        )

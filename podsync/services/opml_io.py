@@ -1,7 +1,7 @@
 """OPML import and export of one user's subscriptions (contract section 10).
 
-The import sends every feed through the sync rules (`SyncService.apply_batch`) as
-a server-made `subscribe`, all in one transaction, so the CLI and the API share
+The import sends every feed through the sync rules (`SyncService.apply`) as a
+server-made `Subscribe`, all in one transaction, so the CLI and the API share
 one code path. Feeds with invalid URLs and repeats within the file (same url key)
 never reach the batch; they are skipped and reported.
 """
@@ -16,10 +16,11 @@ from datetime import UTC, datetime
 from podsync import timestamps
 from podsync.db import Database
 from podsync.feeds import InvalidFeedUrl, check_feed_url, has_bad_characters, url_key
+from podsync.model import User
 from podsync.opml import OutlineFeed, serialise_opml
-from podsync.services.sync import APPLIED, IGNORED, Action, SyncService
+from podsync.rules import APPLIED, IGNORED, Subscribe
+from podsync.services.sync import SyncService
 from podsync.store import subscriptions, users
-from podsync.store.users import User
 
 MAX_TITLE = 1024
 _WHITE_SPACE = re.compile(r"[ \t\r\n]+")
@@ -33,7 +34,7 @@ class SkippedFeed:
 
 @dataclass
 class ImportPlan:
-    actions: list[Action] = field(default_factory=list)
+    subscribes: list[Subscribe] = field(default_factory=list)
     skipped: list[SkippedFeed] = field(default_factory=list)
 
 
@@ -79,7 +80,6 @@ class OpmlService:
     ) -> ImportPlan:
         """Check every feed (no database): the subscribes to send and the skipped;
         `progress(n)` after n feeds."""
-        occurred_at = timestamps.format(now)
         plan = ImportPlan()
         first_of_key: dict[str, str] = {}
         for number, feed in enumerate(feeds, start=1):
@@ -87,16 +87,8 @@ class OpmlService:
             if reason is not None:
                 plan.skipped.append(SkippedFeed(feed.url, reason))
             else:
-                plan.actions.append(
-                    Action(
-                        index=len(plan.actions),
-                        action_id=None,
-                        type="subscription",
-                        action="subscribe",
-                        occurred_at=occurred_at,
-                        data={"feed_url": feed.url},
-                        title=clean_title(feed.title),
-                    )
+                plan.subscribes.append(
+                    Subscribe(feed.url, occurred_at=now, title=clean_title(feed.title))
                 )
             if progress is not None:
                 progress(number)
@@ -105,10 +97,11 @@ class OpmlService:
     async def apply(self, user: User, plan: ImportPlan, now: int) -> ImportReport:
         """Send the planned subscribes through the sync rules in one transaction."""
         report = ImportReport(skipped=list(plan.skipped))
-        if not plan.actions:
+        if not plan.subscribes:
             return report
-        for result in await self.sync.apply_batch(user.id, plan.actions, client_id=None, now=now):
-            url = result.action.data["feed_url"]
+        outcome = await self.sync.apply(user.id, None, plan.subscribes, now=now)
+        for command, result in zip(plan.subscribes, outcome.results, strict=True):
+            url = command.feed_url
             if result.status == APPLIED and result.created:
                 report.added += 1
             elif result.status == APPLIED:

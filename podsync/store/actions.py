@@ -3,26 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
-import aiosqlite
-
-from podsync.store import fetch_all
+from podsync.model import RecordedAction
+from podsync.store import Connection
 
 _CHUNK = 500
 
 
-@dataclass(frozen=True)
-class RecordedAction:
-    action_id: str
-    status: str
-    reason: str | None
-    sync_id: str | None
-    received_at: int
-
-
 async def get_many(
-    conn: aiosqlite.Connection, user_id: int, action_ids: Iterable[str], newer_than: int
+    conn: Connection, user_id: int, action_ids: Iterable[str], newer_than: int
 ) -> dict[str, RecordedAction]:
     """Recorded actions among `action_ids` received after `newer_than` (retention)."""
     unique = sorted(set(action_ids))
@@ -30,9 +19,8 @@ async def get_many(
     for start in range(0, len(unique), _CHUNK):
         chunk = unique[start : start + _CHUNK]
         marks = ",".join("?" * len(chunk))
-        for row in await fetch_all(
-            conn,
-            "SELECT action_id, status, reason, sync_id, received_at FROM actions "
+        for row in await conn.fetch_all(
+            "SELECT action_id, status, reason, sync_id, received_at, fingerprint FROM actions "
             f"WHERE user_id = ? AND received_at > ? AND action_id IN ({marks})",
             (user_id, newer_than, *chunk),
         ):
@@ -40,18 +28,20 @@ async def get_many(
     return found
 
 
-async def record_many(
-    conn: aiosqlite.Connection, user_id: int, records: Sequence[RecordedAction]
-) -> None:
+async def record_many(conn: Connection, user_id: int, records: Sequence[RecordedAction]) -> None:
+    if not records:
+        return
     # REPLACE: a record past retention that prune() has not removed yet is superseded.
-    await conn.executemany(
+    await conn.execute_many(
         "INSERT OR REPLACE INTO actions "
-        "(user_id, action_id, status, reason, sync_id, received_at) "
-        "VALUES (?, ?, ?, ?, ?, ?)",
-        [(user_id, r.action_id, r.status, r.reason, r.sync_id, r.received_at) for r in records],
+        "(user_id, action_id, status, reason, sync_id, received_at, fingerprint) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [
+            (user_id, r.action_id, r.status, r.reason, r.sync_id, r.received_at, r.fingerprint)
+            for r in records
+        ],
     )
 
 
-async def prune(conn: aiosqlite.Connection, older_than: int) -> int:
-    cur = await conn.execute("DELETE FROM actions WHERE received_at <= ?", (older_than,))
-    return cur.rowcount
+async def prune(conn: Connection, older_than: int) -> int:
+    return await conn.execute("DELETE FROM actions WHERE received_at <= ?", (older_than,))

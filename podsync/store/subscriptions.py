@@ -4,38 +4,16 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-import aiosqlite
+from podsync.model import Subscription, subscription_view
+from podsync.store import Connection, meta
 
-from podsync.store import fetch_all, fetch_one
-
-
-@dataclass(frozen=True)
-class Subscription:
-    id: int | None  # None until inserted
-    user_id: int
-    sync_id: str
-    guid: str
-    feed_url: str
-    url_key: str
-    title: str | None
-    subscribed_at: int
-    unsubscribed_at: int | None
-    last_updated: int
-    last_client_id: str | None
-    change_seq: int
-    changed_at: int
-
-    @property
-    def subscribed(self) -> bool:
-        return self.unsubscribed_at is None
-
+__all__ = ["Subscription"]
 
 _COLUMNS = (
     "id, user_id, sync_id, guid, feed_url, url_key, title, subscribed_at, unsubscribed_at, "
-    "last_updated, last_client_id, change_seq, changed_at"
+    "last_updated, last_client_id, change_seq, changed_at, view"
 )
 # SQLite's default limit of bound parameters is large, but keep IN lists modest.
 _CHUNK = 500
@@ -45,22 +23,18 @@ def _row(row: Any) -> Subscription:
     return Subscription(*row)
 
 
-async def _select(
-    conn: aiosqlite.Connection, where: str, params: Sequence[Any]
-) -> list[Subscription]:
-    rows = await fetch_all(conn, f"SELECT {_COLUMNS} FROM subscriptions WHERE {where}", params)
+async def _select(conn: Connection, where: str, params: Sequence[Any]) -> list[Subscription]:
+    rows = await conn.fetch_all(f"SELECT {_COLUMNS} FROM subscriptions WHERE {where}", params)
     return [_row(r) for r in rows]
 
 
-async def get_by_sync_id(
-    conn: aiosqlite.Connection, user_id: int, sync_id: str
-) -> Subscription | None:
+async def get_by_sync_id(conn: Connection, user_id: int, sync_id: str) -> Subscription | None:
     rows = await _select(conn, "user_id = ? AND sync_id = ?", (user_id, sync_id))
     return rows[0] if rows else None
 
 
 async def find_matching(
-    conn: aiosqlite.Connection,
+    conn: Connection,
     user_id: int,
     sync_ids: Iterable[str],
     url_keys: Iterable[str],
@@ -82,7 +56,7 @@ async def find_matching(
             for column, chunk in group
         )
         params = [value for _, chunk in group for value in (user_id, *chunk)]
-        for row in await fetch_all(conn, sql, params):
+        for row in await conn.fetch_all(sql, params):
             sub = _row(row)
             assert sub.id is not None
             found[sub.id] = sub
@@ -90,7 +64,7 @@ async def find_matching(
 
 
 async def list_all(
-    conn: aiosqlite.Connection, user_id: int, include_unsubscribed: bool
+    conn: Connection, user_id: int, include_unsubscribed: bool
 ) -> list[Subscription]:
     """Every entity of the user in creation order (OPML export)."""
     where = "user_id = ?" if include_unsubscribed else "user_id = ? AND unsubscribed_at IS NULL"
@@ -109,6 +83,7 @@ _STATE = (
     "last_client_id",
     "change_seq",
     "changed_at",
+    "view",
 )
 _state = operator.attrgetter(*_STATE)
 _INSERT = (
@@ -122,23 +97,63 @@ _UPDATE = (
 
 
 async def save(
-    conn: aiosqlite.Connection,
+    conn: Connection,
     created: Sequence[Subscription],
     changed: Sequence[Subscription],
     moved_keys: Sequence[Subscription],
-) -> None:
-    """Write a batch's outcome. `moved_keys` are changed entities whose url key changed:
-    their keys are parked on a unique placeholder first, so that keys swapped between
-    entities within one batch never trip the (user_id, url_key) unique index."""
+    now: int,
+) -> dict[str, Subscription]:
+    """Write a batch's outcome: each entity gets the next change sequence number
+    (created ones first, each list in its own order), `changed_at = now` and its
+    stored view; returns the saved entities by sync_id.
+
+    `moved_keys` are changed entities whose url key changed: their keys are parked on
+    a unique placeholder first, so that keys swapped between entities within one
+    batch never trip the (user_id, url_key) unique index."""
+    entities = [*created, *changed]
+    if not entities:
+        return {}
+    first_seq = await meta.next_change_seqs(conn, len(entities))
+    saved: dict[str, Subscription] = {}
+    for offset, entity in enumerate(entities):
+        # The plan's own copies (new, or made by its replace): filled in place.
+        entity.change_seq = first_seq + offset
+        entity.changed_at = now
+        entity.view = subscription_view(entity)
+        saved[entity.sync_id] = entity
     if moved_keys:
-        await conn.executemany(
+        await conn.execute_many(
             "UPDATE subscriptions SET url_key = '#' || sync_id WHERE user_id = ? AND sync_id = ?",
             [(s.user_id, s.sync_id) for s in moved_keys],
         )
     if changed:
-        await conn.executemany(_UPDATE, [(*_state(s), s.user_id, s.sync_id) for s in changed])
+        await conn.execute_many(
+            _UPDATE,
+            [(*_state(saved[s.sync_id]), s.user_id, s.sync_id) for s in changed],
+        )
     if created:
-        await conn.executemany(_INSERT, [(s.user_id, s.sync_id, *_state(s)) for s in created])
+        await conn.execute_many(
+            _INSERT, [(s.user_id, s.sync_id, *_state(saved[s.sync_id])) for s in created]
+        )
+        await conn.execute(
+            "UPDATE users SET entity_count = entity_count + ? WHERE id = ?",
+            (len(created), created[0].user_id),
+        )
+    return saved
+
+
+async def count_entities(conn: Connection, user_id: int) -> int:
+    """How many entities (subscribed or not) the user holds."""
+    row = await conn.fetch_one("SELECT entity_count FROM users WHERE id = ?", (user_id,))
+    return 0 if row is None else int(row[0])
+
+
+async def user_seq(conn: Connection, user_id: int) -> int:
+    """The highest change_seq among the user's entities (0 when none)."""
+    row = await conn.fetch_one(
+        "SELECT max(change_seq) FROM subscriptions WHERE user_id = ?", (user_id,)
+    )
+    return 0 if row is None or row[0] is None else int(row[0])
 
 
 def _keyset(include_unsubscribed: bool) -> tuple[str, str]:
@@ -151,14 +166,14 @@ def _keyset(include_unsubscribed: bool) -> tuple[str, str]:
 
 
 async def page_and_edge(
-    conn: aiosqlite.Connection,
+    conn: Connection,
     user_id: int,
     position: int,
     forward: bool,
     include_unsubscribed: bool,
     limit: int,
-) -> tuple[list[Subscription], bool | None]:
-    """Up to `limit` entities beyond `position` (id > position in creation order, or
+) -> tuple[list[tuple[int, str]], bool | None]:
+    """(id, view) of up to `limit` entities beyond `position` (id > position in creation order, or
     id < position nearest first) and, from the same statement so that the two agree,
     whether a matching entity lies on the other side (id <= position, or id >=
     position). One round trip instead of a read transaction of four. The flag rides
@@ -168,53 +183,53 @@ async def page_and_edge(
         ("id > ?", "id", "id <= ?") if forward else ("id < ?", "id DESC", "id >= ?")
     )
     sql = (
-        f"SELECT {_COLUMNS}, (SELECT EXISTS (SELECT 1 FROM {table} "
+        f"SELECT id, view, (SELECT EXISTS (SELECT 1 FROM {table} "
         f"WHERE user_id = ? AND {edge}{condition})) "
         f"FROM {table} WHERE user_id = ? AND {beyond}{condition} ORDER BY {order} LIMIT ?"
     )
-    rows = await fetch_all(conn, sql, (user_id, position, user_id, position, limit))
+    rows = await conn.fetch_all(sql, (user_id, position, user_id, position, limit))
     if not rows:
         return [], None
-    return [_row(r[:-1]) for r in rows], bool(rows[0][-1])
+    return [(r[0], r[1]) for r in rows], bool(rows[0][2])
 
 
 async def exists_beyond(
-    conn: aiosqlite.Connection, user_id: int, pivot: int, after: bool, include_unsubscribed: bool
+    conn: Connection, user_id: int, pivot: int, after: bool, include_unsubscribed: bool
 ) -> bool:
     """Whether a matching entity lies after (or before) the id `pivot`."""
     op = ">" if after else "<"
     table, condition = _keyset(include_unsubscribed)
     sql = f"SELECT EXISTS (SELECT 1 FROM {table} WHERE user_id = ? AND id {op} ?{condition})"
-    row = await fetch_one(conn, sql, (user_id, pivot))
+    row = await conn.fetch_one(sql, (user_id, pivot))
     return bool(row and row[0])
 
 
 async def changes_and_counter(
-    conn: aiosqlite.Connection, user_id: int, after_seq: int, exclude_client: str | None, limit: int
-) -> tuple[list[Subscription], int]:
-    """Entities changed after `after_seq`, in change order, optionally leaving out those
-    whose last writer is `exclude_client`; and the database's change counter, read by
-    the same statement so that the two agree. (A poll at the head of the feed finds
+    conn: Connection, user_id: int, after_seq: int, exclude_client: str | None, limit: int
+) -> tuple[list[tuple[int, int, str]], int]:
+    """(change_seq, last_updated, view) of the entities changed after `after_seq`, in
+    change order, optionally leaving out those whose last writer is `exclude_client`;
+    and the database's change counter, read by the same statement so that the two
+    agree. (A poll at the head of the feed finds
     no rows: the counter comes on the one row the LEFT JOIN keeps.)"""
     mine = "" if exclude_client is None else " AND last_client_id IS NOT ?"
     params: list[Any] = [user_id, after_seq] + ([] if exclude_client is None else [exclude_client])
     sql = (
         f"SELECT counter.seq, page.* FROM "
         f"(SELECT CAST(value AS INTEGER) AS seq FROM meta WHERE key = 'change_seq') AS counter "
-        f"LEFT JOIN (SELECT {_COLUMNS} FROM subscriptions "
+        f"LEFT JOIN (SELECT change_seq, last_updated, view FROM subscriptions "
         f"WHERE user_id = ? AND change_seq > ?{mine} ORDER BY change_seq LIMIT ?) AS page ON 1 "
         f"ORDER BY page.change_seq"
     )
-    rows = await fetch_all(conn, sql, [*params, limit])
+    rows = await conn.fetch_all(sql, [*params, limit])
     assert rows, "migration 1 seeds change_seq"
     counter = int(rows[0][0])
-    return [_row(r[1:]) for r in rows if r[1] is not None], counter
+    return [(r[1], r[2], r[3]) for r in rows if r[1] is not None], counter
 
 
-async def first_change_since(conn: aiosqlite.Connection, user_id: int, since: int) -> int | None:
+async def first_change_since(conn: Connection, user_id: int, since: int) -> int | None:
     """The smallest change_seq among the user's entities changed at or after `since`."""
-    row = await fetch_one(
-        conn,
+    row = await conn.fetch_one(
         "SELECT min(change_seq) FROM subscriptions WHERE user_id = ? AND changed_at >= ?",
         (user_id, since),
     )

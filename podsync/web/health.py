@@ -7,6 +7,7 @@ import sqlite3
 
 from aiohttp import web
 
+from podsync.store import meta
 from podsync.web.http import json_error, json_ok
 from podsync.web.keys import DB
 
@@ -15,8 +16,8 @@ log = logging.getLogger("podsync.web")
 
 async def healthz(request: web.Request) -> web.Response:
     try:
-        async with request.app[DB].read() as conn, conn.execute("SELECT 1") as cur:
-            await cur.fetchone()
+        async with request.app[DB].read() as conn:
+            await meta.ping(conn)
     except sqlite3.Error as exc:
         log.error("health check failed: %s", exc)
         return json_error(500, "the database does not answer")

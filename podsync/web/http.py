@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 from typing import Any
@@ -30,13 +31,47 @@ def error_name(status: int) -> str:
     return ERROR_NAMES[500] if status >= 500 else ERROR_NAMES[400]
 
 
-def dumps(value: Any) -> str:
-    # ASCII output: a lone surrogate echoed back from a request stays valid JSON.
-    return json.dumps(value, separators=(",", ":"))
+# Built once (json.dumps with custom separators builds an encoder per call). ASCII
+# output: a lone surrogate echoed back from a request stays valid JSON.
+dumps = json.JSONEncoder(separators=(",", ":")).encode
 
 
 def json_ok(value: Any, status: int = 200) -> web.Response:
     return web.json_response(value, status=status, dumps=dumps)
+
+
+JSON_HEADERS = {"Content-Type": "application/json; charset=utf-8"}
+
+
+def json_bytes(body: bytes, status: int = 200) -> web.Response:
+    """A response whose JSON body is already encoded."""
+    return web.Response(body=body, status=status, headers=JSON_HEADERS)
+
+
+def _etag(body: bytes) -> str:
+    return '"' + hashlib.blake2b(body, digest_size=12).hexdigest() + '"'
+
+
+def _matches(if_none_match: str, etag: str) -> bool:
+    """RFC 9110 13.1.2: weak comparison against a list of tags, or `*`."""
+    for candidate in if_none_match.split(","):
+        tag = candidate.strip()
+        if tag == "*" or tag.removeprefix("W/") == etag:
+            return True
+    return False
+
+
+def conditional_json(request: web.Request, body: bytes) -> web.Response:
+    """A JSON answer to a GET with an ETag taken from its bytes; 304 without a body when
+    the client's If-None-Match already names it. Derived from the bytes, the tag is
+    right whoever wrote last, in this process or another."""
+    etag = _etag(body)
+    # private: per-user data; no-cache: keep it, but ask each time (the ETag says).
+    headers = {"ETag": etag, "Cache-Control": "private, no-cache"}
+    given = request.headers.get("If-None-Match")
+    if given is not None and _matches(given, etag):
+        return web.Response(status=304, headers=headers)
+    return web.Response(body=body, headers={**JSON_HEADERS, **headers})
 
 
 def json_error(

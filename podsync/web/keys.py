@@ -6,10 +6,10 @@ from aiohttp import web
 
 from podsync.config import Config
 from podsync.db import Database
+from podsync.model import User
 from podsync.services.auth import AuthService
 from podsync.services.listing import ListingService
 from podsync.services.sync import SyncService
-from podsync.store.users import User
 
 CONFIG = web.AppKey("config", Config)
 DB = web.AppKey("db", Database)

@@ -7,9 +7,10 @@ exception is logged with its request id and answered with a bare 500.
 from __future__ import annotations
 
 import ipaddress
+import itertools
 import logging
 import re
-import uuid
+import secrets
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
@@ -24,6 +25,10 @@ log = logging.getLogger("podsync.web")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 REQUEST_ID_PATTERN = re.compile(r"[A-Za-z0-9._:-]{1,128}", re.ASCII)
 WWW_AUTHENTICATE = 'Bearer realm="podsync"'
+# Request ids made here: a random prefix per process and a counter, unique without a
+# getrandom() syscall per request (uuid4 cost ~0.1 ms of a list page under load).
+_ID_PREFIX = secrets.token_hex(6)
+_ID_COUNTER = itertools.count(1)
 # Routes anyone may call; everything else needs a bearer token.
 PUBLIC_PATHS = frozenset({"/healthz", "/auth/login", "/auth/refresh", "/api/v1/openapi.json"})
 
@@ -44,7 +49,9 @@ def _framework_description(exc: web.HTTPException, request: web.Request) -> str:
 async def errors_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Outermost: request id on every response, every error in the JSON shape."""
     given = request.headers.get("X-Request-ID", "")
-    request_id = given if REQUEST_ID_PATTERN.fullmatch(given) else uuid.uuid4().hex
+    request_id = (
+        given if REQUEST_ID_PATTERN.fullmatch(given) else f"{_ID_PREFIX}{next(_ID_COUNTER):020x}"
+    )
     request[REQUEST_ID] = request_id
     response: web.StreamResponse
     try:

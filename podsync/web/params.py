@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from urllib.parse import urlencode
 
@@ -46,3 +47,8 @@ def relative_url(request: web.Request, since_value: str) -> str:
     """This request's path and parameters as given, with `since` replaced."""
     kept = [(k, v) for k, v in request.query.items() if k != "since"]
     return f"{request.path}?{urlencode([('since', since_value), *kept])}"
+
+
+def json_url(request: web.Request, since_value: str) -> str:
+    """`relative_url` as a JSON string."""
+    return json.dumps(relative_url(request, since_value))

@@ -1,33 +1,34 @@
-"""GET /api/v1/subscriptions and GET /api/v1/subscriptions/{sync_id}."""
+"""GET /api/v1/subscriptions and GET /api/v1/subscriptions/{sync_id}.
+
+Pages are joined from each entity's stored JSON (`model.subscription_view`): no
+per-row objects and no encoder on the hot path."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from aiohttp import web
 
-from podsync.web import params, views
-from podsync.web.http import json_ok
+from podsync.web import params
+from podsync.web.http import conditional_json
 from podsync.web.keys import LISTING, USER
 
 
-async def list_subscriptions(request: web.Request) -> web.Response:
+async def list_subscriptions(request: web.Request) -> web.StreamResponse:
     include_unsubscribed = params.boolean(request, "include_unsubscribed")
     limit = params.limit(request)
     page = await request.app[LISTING].page(
         request[USER].id, params.since(request), limit, include_unsubscribed
     )
-    body: dict[str, Any] = {
-        "results": [views.subscription(s) for s in page.results],
-        "has_next": page.next_cursor is not None,
-    }
+    parts = ['{"results":[', ",".join(page.views), "]"]
     if page.next_cursor is not None:
-        body["next_cursor"] = params.relative_url(request, page.next_cursor)
+        parts += [',"has_next":true,"next_cursor":', params.json_url(request, page.next_cursor)]
+    else:
+        parts.append(',"has_next":false')
     if page.prev_cursor is not None:
-        body["prev_cursor"] = params.relative_url(request, page.prev_cursor)
-    return json_ok(body)
+        parts += [',"prev_cursor":', params.json_url(request, page.prev_cursor)]
+    parts.append("}")
+    return conditional_json(request, "".join(parts).encode("ascii"))
 
 
-async def get_subscription(request: web.Request) -> web.Response:
+async def get_subscription(request: web.Request) -> web.StreamResponse:
     entity = await request.app[LISTING].get(request[USER].id, request.match_info["sync_id"])
-    return json_ok(views.subscription(entity))
+    return conditional_json(request, entity.view.encode("ascii"))

@@ -2,39 +2,31 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from aiohttp import web
 
 from podsync import timestamps
 from podsync.errors import InvalidInput
-from podsync.services.sync import ActionResult, parse_envelope
-from podsync.web import params, views
-from podsync.web.http import client_id, json_ok, read_json
+from podsync.web import params
+from podsync.web.http import client_id, conditional_json, json_bytes, read_json
 from podsync.web.keys import LISTING, SYNC, USER
+from podsync.web.sync_wire import parse_envelope, render_results
 
 INCLUDE_VALUES = ("all", "subscriptions")
-
-
-def _result(result: ActionResult) -> dict[str, Any]:
-    action = result.action
-    shown: dict[str, Any] = {
-        "action_id": action.action_id,
-        "type": action.type,
-        "action": action.action,
-        "status": result.status,
-        "data": views.subscription(result.entity) if result.entity else action.data,
-    }
-    if result.reason is not None:
-        shown["reason"] = result.reason
-    return shown
 
 
 async def post_batch(request: web.Request) -> web.Response:
     writer = client_id(request)
     actions = parse_envelope(await read_json(request))
-    results = await request.app[SYNC].apply_batch(request[USER].id, actions, writer)
-    return json_ok({"results": [_result(r) for r in results]})
+    # The body is rendered inside the batch's transaction: if that failed, nothing
+    # would be saved; once the COMMIT is through, nothing is left that can fail.
+    body = await request.app[SYNC].apply_rendered(
+        request[USER].id,
+        writer,
+        [a.command for a in actions],
+        lambda outcome: render_results(actions, outcome),
+        keys=[a.key for a in actions],
+    )
+    return json_bytes(body)
 
 
 def _check_include(request: web.Request) -> None:
@@ -48,7 +40,7 @@ def _check_include(request: web.Request) -> None:
         )
 
 
-async def get_changes(request: web.Request) -> web.Response:
+async def get_changes(request: web.Request) -> web.StreamResponse:
     writer = client_id(request)
     _check_include(request)
     include_own = params.boolean(request, "include_own")
@@ -58,17 +50,12 @@ async def get_changes(request: web.Request) -> web.Response:
         params.limit(request),
         exclude_client=None if include_own else writer,
     )
-    return json_ok(
-        {
-            "results": [
-                {
-                    "type": "subscription",
-                    "last_updated": timestamps.format(s.last_updated),
-                    "data": views.subscription(s),
-                }
-                for s in changes.results
-            ],
-            "has_next": changes.has_next,
-            "next_since": params.relative_url(request, changes.next_since),
-        }
+    results = ",".join(
+        f'{{"type":"subscription","last_updated":"{timestamps.format(last_updated)}",'
+        f'"data":{view}}}'
+        for last_updated, view in changes.results
     )
+    next_since = params.json_url(request, changes.next_since)
+    has_next = "true" if changes.has_next else "false"
+    body = f'{{"results":[{results}],"has_next":{has_next},"next_since":{next_since}}}'
+    return conditional_json(request, body.encode("ascii"))

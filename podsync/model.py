@@ -1,0 +1,95 @@
+"""The entities every layer names: users, subscriptions, recorded actions.
+
+The store returns them, the services reason about them and the web layer shows
+them; none of them knows SQL or HTTP.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from podsync import timestamps
+
+
+@dataclass(frozen=True, slots=True)
+class User:
+    id: int
+    name: str
+    password_hash: str
+    enabled: bool
+    token_generation: int
+    created_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class UserSummary:
+    name: str
+    enabled: bool
+    subscriptions: int
+    created_at: int
+
+
+@dataclass(slots=True)
+class Subscription:
+    """One subscription entity of one user (contract section 1).
+
+    Not frozen, for speed (a frozen dataclass sets each of its 14 fields through
+    object.__setattr__, and a batch makes and copies 30 of them): the rules copy an
+    entity to change it (dataclasses.replace), and the store fills in `change_seq`,
+    `changed_at` and `view` of the copies it saves. Nothing else writes to one."""
+
+    id: int | None  # None until inserted; creation order, the list keyset
+    user_id: int
+    sync_id: str
+    guid: str
+    feed_url: str
+    url_key: str
+    title: str | None
+    subscribed_at: int
+    unsubscribed_at: int | None
+    last_updated: int
+    last_client_id: str | None
+    change_seq: int
+    changed_at: int
+    # The entity as the API shows it (subscription_view), kept in the store beside the
+    # row so that a list page is a join of stored strings. "" until the store saves it.
+    view: str = ""
+
+    @property
+    def subscribed(self) -> bool:
+        return self.unsubscribed_at is None
+
+
+def subscription_view(entity: Subscription) -> str:
+    """The entity's JSON object as the Open Podcast API shows it (ASCII, compact).
+
+    The store keeps this text with every row it writes, whoever the writer is (the
+    sync API, OPML import, the gpodder layer), so it is computed here and only here."""
+    # Joined by hand: json.dumps of one string is the C encoder's fast path, while a
+    # dict with custom separators builds a new encoder per call (a batch makes 30).
+    unsubscribed = (
+        ""
+        if entity.unsubscribed_at is None
+        else f',"unsubscribed_at":"{timestamps.format(entity.unsubscribed_at)}"'
+    )
+    return (
+        f'{{"sync_id":{_string(entity.sync_id)},"guid":{_string(entity.guid)},'
+        f'"feed_url":{_string(entity.feed_url)},'
+        f'"subscribed_at":"{timestamps.format(entity.subscribed_at)}"{unsubscribed}}}'
+    )
+
+
+_string = json.dumps  # one str -> its JSON text (ASCII), the encoder's fast path
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedAction:
+    """The first result of an action_id (idempotency), with what the action was."""
+
+    action_id: str
+    status: str
+    reason: str | None
+    sync_id: str | None
+    received_at: int
+    fingerprint: str | None  # None: recorded before revision 2, compares equal to any
