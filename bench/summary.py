@@ -69,7 +69,7 @@ def _lines_of(module: str, needle: str) -> set[int]:
     not calls, and the numbers differ between releases."""
     try:
         spec = importlib.util.find_spec(module)
-    except ModuleNotFoundError:  # its package is not installed (aiosqlite after issue 12)
+    except ModuleNotFoundError:  # aiosqlite: gone with the data-path rewrite
         return set()
     if spec is None or spec.origin is None:
         return set()

@@ -53,15 +53,15 @@ class Subscription:
     change_seq: int
     changed_at: int
     # The entity as the API shows it (subscription_view), kept in the store beside the
-    # row so that a list page is a join of stored strings. "" until the store saves it.
-    view: str = ""
+    # row so that a list page is a join of stored bytes. b"" until the store saves it.
+    view: bytes = b""
 
     @property
     def subscribed(self) -> bool:
         return self.unsubscribed_at is None
 
 
-def subscription_view(entity: Subscription) -> str:
+def subscription_view(entity: Subscription) -> bytes:
     """The entity's JSON object as the Open Podcast API shows it (ASCII, compact).
 
     The store keeps this text with every row it writes, whoever the writer is (the
@@ -77,7 +77,7 @@ def subscription_view(entity: Subscription) -> str:
         f'{{"sync_id":{_string(entity.sync_id)},"guid":{_string(entity.guid)},'
         f'"feed_url":{_string(entity.feed_url)},'
         f'"subscribed_at":"{timestamps.format(entity.subscribed_at)}"{unsubscribed}}}'
-    )
+    ).encode("ascii")
 
 
 _string = json.dumps  # one str -> its JSON text (ASCII), the encoder's fast path

@@ -218,7 +218,7 @@ class Plan:
         self.dirty[new.sync_id] = None
 
     def _change(self, old: Subscription, at: int, **fields: Any) -> Outcome:
-        new = replace(old, last_updated=at, last_client_id=self.client_id, view="", **fields)
+        new = replace(old, last_updated=at, last_client_id=self.client_id, view=b"", **fields)
         self._put(new, old)
         return Outcome(APPLIED, sync_id=old.sync_id)
 

@@ -172,7 +172,7 @@ async def page_and_edge(
     forward: bool,
     include_unsubscribed: bool,
     limit: int,
-) -> tuple[list[tuple[int, str]], bool | None]:
+) -> tuple[list[tuple[int, bytes]], bool | None]:
     """(id, view) of up to `limit` entities beyond `position` (id > position in creation order, or
     id < position nearest first) and, from the same statement so that the two agree,
     whether a matching entity lies on the other side (id <= position, or id >=
@@ -206,7 +206,7 @@ async def exists_beyond(
 
 async def changes_and_counter(
     conn: Connection, user_id: int, after_seq: int, exclude_client: str | None, limit: int
-) -> tuple[list[tuple[int, int, str]], int]:
+) -> tuple[list[tuple[int, int, bytes]], int]:
     """(change_seq, last_updated, view) of the entities changed after `after_seq`, in
     change order, optionally leaving out those whose last writer is `exclude_client`;
     and the database's change counter, read by the same statement so that the two

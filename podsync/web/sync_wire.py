@@ -185,7 +185,11 @@ def render_results(actions: Sequence[WireAction], outcome: BatchOutcome) -> byte
     its stored view; a rejected action without one echoes its data, bounded."""
     parts = []
     for wire, result in zip(actions, outcome.results, strict=True):
-        data = result.entity.view if result.entity is not None else _dumps(bounded(wire.data))
+        data = (
+            result.entity.view.decode("ascii")
+            if result.entity is not None
+            else _dumps(bounded(wire.data))
+        )
         reason = "" if result.reason is None else ',"reason":' + _dumps(result.reason)
         parts.append(
             f'{{"action_id":{_dumps(wire.action_id)},"type":{_dumps(wire.type)},'
