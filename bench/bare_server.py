@@ -5,7 +5,9 @@
   action into SQLite in one transaction (WAL, ``synchronous = FULL``, aiosqlite,
   one writer connection), then answers with a small JSON document.
 
-Nothing else: no middleware, no auth, no validation beyond what the JSON parser
+The POST keeps aiosqlite (`pip install aiosqlite`; podsync itself dropped it in
+issue 12) so that the ceiling is the one the figures before issue 12 were measured
+against. Nothing else: no middleware, no auth, no validation beyond what the JSON parser
 does. It is what the simplest correct server on the same stack costs, so the
 bench can print every podsync figure as a ratio to it.
 

@@ -6,10 +6,10 @@
     python bench/profile.py sync --native --seconds 15 --out /tmp/sync-prof
 
 The server (`python -m podsync serve`, the same temp TOML and seeding as
-bench/load.py, `--set` works alike) runs under `py-spy record --format raw` (all
-threads; py-spy's idle filter misses threads parked on a lock, so summary.py sets
-those apart) while wrk drives the scenario as bench/load.py
-does. The collapsed stacks are then summarised (summary.py): CPU per request by
+bench/load.py, `--set` works alike) is set up and warmed up, then `py-spy record
+--pid --format raw` (all threads; its idle filter misses threads parked on a lock,
+so summary.py sets those apart) samples it while wrk drives the scenario as
+bench/load.py does. The collapsed stacks are then summarised (summary.py): CPU per request by
 group (thread hops / aiosqlite, itsdangerous, json, aiohttp, SQL, rules, ...), each
 thread's share, and the top frames by self and by total time. `--out DIR` keeps the
 raw stacks (feed them to flamegraph.pl or speedscope) and the summary text.
@@ -22,20 +22,20 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import signal
+import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from harness import (
     Overrides,
-    Server,
     call,
     feed_head_path,
     free_port,
     login,
     parse_sets,
-    podsync_argv,
+    podsync_server,
     quiet_env,
     seed,
     write_podsync_config,
@@ -45,23 +45,6 @@ from summary import summarise
 
 SCENARIOS = ("list", "feed", "sync")
 LIST_PATH = "/api/v1/subscriptions?limit=50"
-
-
-class ProfiledServer(Server):
-    """py-spy writes its file when the profiled server exits, not when py-spy is
-    signalled: stop the server (py-spy's child) first, then wait for py-spy."""
-
-    def stop(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        children = Path(f"/proc/{self.pid}/task/{self.pid}/children").read_text()
-        for pid in children.split():
-            os.kill(int(pid), signal.SIGTERM)
-        self.proc.wait(timeout=60)
-
-    def server_pid(self) -> int:
-        children = Path(f"/proc/{self.pid}/task/{self.pid}/children").read_text().split()
-        return int(children[0])
 
 
 def scenario_side(name: str, base: str, pid: int) -> Side:
@@ -77,27 +60,32 @@ def scenario_side(name: str, base: str, pid: int) -> Side:
 def profile(
     name: str, seconds: int, rate: int, native: bool, overrides: Overrides, workdir: Path
 ) -> tuple[Path, str, int]:
-    """Run the scenario under py-spy; return the raw stacks' path, a header, the requests."""
+    """Run the scenario with py-spy attached; return the stacks' path, a header, the
+    requests. py-spy attaches after the set-up (seeding, logins, reading the feed to
+    its head) and a 1 s warm-up, so none of those is in the profile."""
     port = free_port()
     config = write_podsync_config(workdir, port, overrides)
     seed(config, workdir, {"bench-sync": 0} if name == "sync" else {"bench-10k": 10_000})
     stacks = workdir / f"{name}.stacks.txt"
-    argv = ["py-spy", "record", "--format", "raw", "--rate", str(rate), "--threads"]
-    argv += ["--native"] if native else []
-    argv += ["--output", str(stacks), "--", *podsync_argv(config)]
-    profiled = ProfiledServer(argv, port, "/healthz", workdir / "podsync.log")
-    with quiet_env(), profiled as server:
-        side = scenario_side(name, server.base, profiled.server_pid())
-        side.run(workdir, 1)  # warm-up, inside the profile (a small share of it)
+    with quiet_env(), podsync_server(workdir, config, port) as server:
+        side = scenario_side(name, server.base, server.pid)
+        side.run(workdir, 1)  # warm-up
+        argv = ["py-spy", "record", "--pid", str(server.pid), "--duration", str(seconds + 1)]
+        argv += ["--format", "raw", "--rate", str(rate), "--threads", "--output", str(stacks)]
+        argv += ["--native"] if native else []
+        spy = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        time.sleep(0.5)  # py-spy attaching; it records 0.5 s on either side of wrk's run
         result = side.run(workdir, seconds).wrk
-        requests = result.requests + round(result.per_second)  # with the warm-up's, roughly
+        _, err = spy.communicate(timeout=60)
+        if spy.returncode != 0 or not stacks.exists():
+            raise RuntimeError(f"py-spy failed ({spy.returncode}): {err.strip()}")
     header = (
         f"scenario {name}: {result.per_second:.1f} req/s, p50 {result.p50_ms:.2f} ms, "
-        f"p99 {result.p99_ms:.2f} ms under py-spy ({rate} Hz, {seconds} s + 1 s warm-up, "
+        f"p99 {result.p99_ms:.2f} ms under py-spy ({rate} Hz, {seconds} s, "
         f"{'native' if native else 'Python frames'}); load average "
-        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}; ~{requests} requests profiled"
+        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}; {result.requests} requests profiled"
     )
-    return stacks, header, requests
+    return stacks, header, result.requests
 
 
 def main() -> None:

@@ -25,7 +25,7 @@ def cpu_seconds(pid: int) -> tuple[float, float]:
     tick = os.sysconf("SC_CLK_TCK")
 
     def read(path: str) -> float:
-        fields = open(path).read().rpartition(")")[2].split()  # noqa: SIM115
+        fields = Path(path).read_text().rpartition(")")[2].split()  # after "(comm)"
         return (int(fields[11]) + int(fields[12])) / tick  # utime, stime
 
     return read(f"/proc/{pid}/stat"), read(f"/proc/{pid}/task/{pid}/stat")

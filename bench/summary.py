@@ -88,9 +88,13 @@ def waiting_leaves() -> set[str]:
 
 
 def sql_leaves() -> set[str]:
-    """aiosqlite's worker running the statement: C code under that one line."""
+    """A worker thread inside a C function it was handed: aiosqlite's running a
+    statement, or an executor's (podsync's committer) running e.g. a COMMIT."""
     lines = _lines_of("aiosqlite.core", "result = function()")
-    return {f"_connection_worker_thread (aiosqlite/core.py:{line})" for line in lines}
+    leaves = {f"_connection_worker_thread (aiosqlite/core.py:{line})" for line in lines}
+    for line in _lines_of("concurrent.futures.thread", "self.fn(*self.args"):
+        leaves.add(f"_WorkItem.run (concurrent/futures/thread.py:{line})")
+    return leaves
 
 
 def parse(path: Path) -> Iterable[tuple[str, list[str], int]]:
