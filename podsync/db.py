@@ -124,7 +124,8 @@ class Connection:
 
     async def _call(self, fn: Callable[[], T]) -> T:
         if self.threaded:
-            return await asyncio.to_thread(fn)
+            # To its end even when cancelled: the connection goes back to the pool after.
+            return await _through(asyncio.to_thread(fn))
         return fn()
 
     async def fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
@@ -212,14 +213,21 @@ def _statements(script: str) -> list[str]:
 
 
 async def _through(step: Awaitable[T]) -> T:
-    """Await `step` to its end even when the caller is cancelled meanwhile, then let the
-    cancellation through: the writer's state must be known before anyone goes on."""
+    """Await `step` to its end even when the caller is cancelled meanwhile, however many
+    times, then let the cancellation through. A step that runs a statement on another
+    thread must be over before its connection is used again: sqlite3 connections are
+    not safe for two threads at once (a second cancel that let go early crashed the
+    interpreter in a COMMIT racing the next writer)."""
     task = asyncio.ensure_future(step)
-    try:
-        return await asyncio.shield(task)
-    except asyncio.CancelledError:
-        await asyncio.wait([task])  # not cancelled by a second cancel of ours
-        raise
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.wait([task])  # waiting is cancelled; the task is not
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError
+    return task.result()
 
 
 class Database:
@@ -282,13 +290,21 @@ class Database:
         return raw
 
     async def close(self) -> None:
-        for raw in self._all_readers:
+        """Close every connection once nothing runs on it: readers in use are closed
+        when their block ends; the writer after the write under way and its group."""
+        for raw in self._idle_readers:
             raw.close()
-        self._all_readers.clear()
+            self._all_readers.remove(raw)
         self._idle_readers.clear()
         if self._writer is not None:
-            writer, self._writer = self._writer, None
-            await self._in_commit_thread(writer.close)
+            async with self._write_lock:
+                writer = self._writer
+                if writer is not None:
+                    if self._group is not None:  # writers await this group's COMMIT
+                        group, self._group = self._group, None
+                        await _through(self._commit(writer, group))
+                    self._writer = None
+                    await _through(self._in_commit_thread(writer.close))
         if self._committer is not None:
             self._committer.shutdown(wait=True)
             self._committer = None
@@ -356,8 +372,7 @@ class Database:
         exception propagates; the rest of the group is unaffected. A block must not
         await anything but its statements: the write lock is held meanwhile.
         """
-        raw = self._writer
-        if raw is None:
+        if self._writer is None:
             raise RuntimeError("database is not open")
         self._waiting += 1
         try:
@@ -367,6 +382,10 @@ class Database:
             self._flush_if_abandoned()
             raise
         self._waiting -= 1
+        raw = self._writer  # read under the lock: close() may have ended it meanwhile
+        if raw is None:
+            self._write_lock.release()
+            raise RuntimeError("database is closed")
         committed: asyncio.Future[None] | None = None
         try:
             if self._group is None:
@@ -488,7 +507,7 @@ class Database:
         async with self._write_lock:
             if self._group is not None and self._writer is not None:
                 group, self._group = self._group, None
-                await self._commit(self._writer, group)
+                await _through(self._commit(self._writer, group))
 
 
 class _Reading:
@@ -508,8 +527,13 @@ class _Reading:
 
     async def __aexit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
         raw, self._raw = self._raw, None
-        if raw is not None and raw in self._db._all_readers:  # not closed meanwhile
-            self._db._idle_readers.append(raw)
+        db = self._db
+        if raw is not None:
+            if db._writer is None:  # the database was closed while this block read
+                raw.close()
+                db._all_readers.remove(raw)
+            else:
+                db._idle_readers.append(raw)
         if isinstance(exc, sqlite3.Error):
             unavailable = unavailable_error(exc)
             if unavailable is not None:
