@@ -3,7 +3,7 @@ query plans of the list and change-feed queries.
 
     python bench/list_page.py [--sizes 1000,100000] [--requests 200]
 
-Seeds through the real sync service (SyncService.apply_batch), serves the real app
+Seeds through the real sync service (SyncService.apply), serves the real app
 on a loopback port, and times GET /api/v1/subscriptions pages of 50 at the start and
 at the end of the list over HTTP. Prints the SQL the store runs and SQLite's
 EXPLAIN QUERY PLAN for each.
@@ -26,11 +26,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from podsync import timestamps
 from podsync.config import Config, load_config
 from podsync.db import Database
+from podsync.rules import Subscribe
 from podsync.services.accounts import AccountService
 from podsync.services.auth import load_secret_key
 from podsync.services.listing import NEXT, ListingService
 from podsync.services.passwords import PasswordService
-from podsync.services.sync import Action, SyncService
+from podsync.services.sync import SyncService
 from podsync.web.server import start
 
 PASSWORD = "benchmark-password"
@@ -46,26 +47,18 @@ async def seed(config: Config, count: int) -> tuple[int, str, int]:
         finally:
             passwords.close()
         sync = SyncService(db, config.sync)
-        moment = timestamps.format(timestamps.now_us() - 3_600_000_000)
+        moment = timestamps.now_us() - 3_600_000_000
         for start_at in range(0, count, 2000):
-            actions = [
-                Action(
-                    i,
-                    None,
-                    "subscription",
-                    "subscribe",
-                    moment,
-                    {"feed_url": f"https://feeds{i}.example.org/podcast/rss"},
-                )
+            commands = [
+                Subscribe(f"https://feeds{i}.example.org/podcast/rss", moment)
                 for i in range(start_at, min(count, start_at + 2000))
             ]
-            await sync.apply_batch(user.id, actions, None)
+            await sync.apply(user.id, None, commands)
         secret = await load_secret_key(db, "")
-        async with (
-            db.read() as conn,
-            conn.execute("SELECT max(id) FROM subscriptions WHERE user_id = ?", (user.id,)) as cur,
-        ):
-            row = await cur.fetchone()
+        async with db.read() as conn:
+            row = await conn.fetch_one(
+                "SELECT max(id) FROM subscriptions WHERE user_id = ?", (user.id,)
+            )
         assert row is not None
         return user.id, secret, int(row[0])
 
@@ -86,24 +79,24 @@ async def time_pages(base: str, token: str, url: str, requests: int) -> list[flo
 
 async def query_plans(config: Config, user_id: int, secret: str, last_id: int) -> None:
     """Run the list and feed reads once with a trace on, and explain what they ran."""
-    # One reader connection, so the trace sees every query.
-    async with Database(config.database.path, config.database.durability, readers=1) as db:
+    # One reader connection (reads run on the loop and return it), so the trace sees
+    # every query.
+    async with Database(config.database.path, config.database.durability) as db:
         listing = ListingService(db, secret)
         executed: list[str] = []
         async with db.read() as conn:
-            await conn.set_trace_callback(executed.append)
+            conn.raw.set_trace_callback(executed.append)
         await listing.page(user_id, None, PAGE, False)
         await listing.page(user_id, listing.cursors.make(NEXT, user_id, last_id - PAGE), PAGE, True)
         await listing.changes(user_id, None, PAGE, "0b9a9f3e-2f8e-4c39-9d1c-2f1f7d1e6a11")
         async with db.read() as conn:
-            await conn.set_trace_callback(None)
+            conn.raw.set_trace_callback(None)
             for sql in executed:
                 if not sql.lstrip().upper().startswith("SELECT"):
                     continue
                 print(f"\nSQL: {' '.join(sql.split())}")
-                async with conn.execute(f"EXPLAIN QUERY PLAN {sql}") as cur:
-                    for row in await cur.fetchall():
-                        print(f"  plan: {row[3]}")
+                for row in await conn.fetch_all(f"EXPLAIN QUERY PLAN {sql}"):
+                    print(f"  plan: {row[3]}")
 
 
 def summary(times: list[float]) -> str:
@@ -117,7 +110,8 @@ async def measure(size: int, requests: int, explain: bool) -> None:
         path = Path(tmp) / "podsync.toml"
         path.write_text(
             f'[database]\npath = "{Path(tmp) / "bench.db"}"\n'
-            '[server]\nport = 0\n[log]\naccess_log = false\nlevel = "warning"\n'
+            "[server]\nport = 0\n[sync]\nmax_subscriptions_per_user = 10000000\n"
+            '[log]\naccess_log = false\nlevel = "warning"\n'
         )
         config = load_config(path, environ={})
         began = time.perf_counter()
