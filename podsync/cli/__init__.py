@@ -6,7 +6,6 @@ The group and `serve` live here; each command group has its own module.
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from typing import Any
 
 import click
@@ -16,6 +15,7 @@ from podsync.cli import db, opml, users
 from podsync.cli.base import Context, pass_context
 from podsync.config import ConfigError
 from podsync.db import SchemaTooNew
+from podsync.engine import DATABASE_ERRORS, describe
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -69,8 +69,8 @@ def serve(ctx: Context, host: str | None, port: int | None) -> None:
         asyncio.run(run_server(config))
     except (OSError, SchemaTooNew) as exc:
         raise click.ClickException(str(exc)) from None
-    except sqlite3.Error as exc:
-        raise click.ClickException(f"database {config.database.path}: {exc}") from None
+    except DATABASE_ERRORS as exc:
+        raise click.ClickException(f"database {describe(config.database)}: {exc}") from None
 
 
 cli.add_command(users.user)

@@ -4,7 +4,6 @@ database, reading a password, turning domain errors into `Error: ...` lines."""
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -13,7 +12,8 @@ from typing import TypeVar
 import click
 
 from podsync.config import Config, ConfigError, load_config
-from podsync.db import Database, SchemaTooNew
+from podsync.db import SchemaTooNew
+from podsync.engine import DATABASE_ERRORS, Engine, create_engine, describe
 from podsync.errors import PodsyncError
 from podsync.services.accounts import AccountService
 from podsync.services.passwords import PasswordService
@@ -39,23 +39,27 @@ class Context:
 pass_context = click.make_pass_decorator(Context)
 
 
-def run_with_db(config: Config, action: Callable[[Database], Awaitable[T]]) -> T:
+def run_with_db(config: Config, action: Callable[[Engine], Awaitable[T]]) -> T:
     """Open (create, migrate) the database, run `action`, close; domain errors -> Error:."""
 
     async def main() -> T:
-        async with Database(config.database.path, config.database.durability) as db:
+        db = create_engine(config.database)
+        await db.open()
+        try:
             return await action(db)
+        finally:
+            await db.close()
 
     try:
         return asyncio.run(main())
     except (PodsyncError, SchemaTooNew, FileNotFoundError) as exc:
         raise click.ClickException(str(exc)) from None
-    except sqlite3.Error as exc:
-        raise click.ClickException(f"database {config.database.path}: {exc}") from None
+    except DATABASE_ERRORS as exc:
+        raise click.ClickException(f"database {describe(config.database)}: {exc}") from None
 
 
 def run_with_accounts(config: Config, action: Callable[[AccountService], Awaitable[T]]) -> T:
-    async def with_accounts(db: Database) -> T:
+    async def with_accounts(db: Engine) -> T:
         passwords = PasswordService()
         try:
             return await action(AccountService(db, passwords))

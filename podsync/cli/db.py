@@ -8,7 +8,7 @@ import click
 
 from podsync import maintenance
 from podsync.cli.base import Context, pass_context, run_with_db
-from podsync.db import Database
+from podsync.engine import Engine
 from podsync.errors import PodsyncError
 from podsync.store import meta
 
@@ -28,7 +28,7 @@ def db_migrate(ctx: Context) -> None:
       podsync db migrate
     """
 
-    async def version(database: Database) -> int:
+    async def version(database: Engine) -> int:
         async with database.read() as conn:
             return await meta.schema_version(conn)
 
@@ -51,6 +51,7 @@ def db_backup(ctx: Context, dest: str, force: bool) -> None:
       podsync db backup /var/backups/podsync-$(date +%F).db
     """
     config = ctx.config
+    _sqlite_only(config.database.url, "backup", "pg_dump")
     # Create and migrate first, like every command but `db check`.
     run_with_db(config, _noop)
     try:
@@ -62,7 +63,15 @@ def db_backup(ctx: Context, dest: str, force: bool) -> None:
     click.echo(f"backup of {config.database.path} written to {dest} ({size} bytes)")
 
 
-async def _noop(database: Database) -> None:
+def _sqlite_only(url: str, command: str, instead: str) -> None:
+    """`db backup` and `db check` work on the SQLite file (contract section 13)."""
+    if url:
+        raise click.ClickException(
+            f"db {command} is a SQLite command; on PostgreSQL use {instead} instead"
+        )
+
+
+async def _noop(database: Engine) -> None:
     return None
 
 
@@ -77,6 +86,7 @@ def db_check(ctx: Context) -> None:
     Example:
       podsync db check && echo healthy
     """
+    _sqlite_only(ctx.config.database.url, "check", "amcheck (pg_amcheck)")
     path = ctx.config.database.path
     try:
         report = maintenance.check(path)

@@ -11,7 +11,7 @@ import click
 
 from podsync import timestamps
 from podsync.cli.base import Context, pass_context, run_with_db
-from podsync.db import Database
+from podsync.engine import Engine
 from podsync.opml import OpmlError, parse_opml
 from podsync.services.opml_io import ImportReport, OpmlService
 from podsync.services.sync import SyncService
@@ -52,7 +52,7 @@ def opml_import(ctx: Context, name: str, file: BinaryIO) -> None:
         raise click.ClickException(f"{file.name}: {exc}; nothing imported") from None
     show_bar = len(feeds) > PROGRESS_THRESHOLD and sys.stderr.isatty()
 
-    async def run(db: Database) -> ImportReport:
+    async def run(db: Engine) -> ImportReport:
         service = OpmlService(db, SyncService(db, config.sync))
         user = await service.require_user(name)
         now = timestamps.now_us()
@@ -109,7 +109,7 @@ def opml_export(ctx: Context, name: str, output: str | None, include_unsubscribe
       podsync opml export alice --include-unsubscribed > everything.opml
     """
 
-    async def run(db: Database) -> bytes:
+    async def run(db: Engine) -> bytes:
         service = OpmlService(db, SyncService(db, ctx.config.sync))
         user = await service.require_user(name)
         return await service.export(user, include_unsubscribed)

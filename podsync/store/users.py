@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from podsync.errors import Conflict, NotFound
 from podsync.model import User, UserSummary
-from podsync.store import Connection
+from podsync.store import INTEGRITY_ERRORS, Connection
 
 __all__ = ["User", "UserSummary"]
 
+# Names sort by code point on both engines (PostgreSQL would otherwise use the
+# database's locale).
+_BINARY = {"sqlite": "", "postgresql": ' COLLATE "C"'}
 _COLUMNS = "id, name, password_hash, enabled, token_generation, created_at"
 
 
@@ -50,7 +52,7 @@ async def create(conn: Connection, name: str, password_hash: str, now: int) -> U
             f"RETURNING {_COLUMNS}",
             (name, password_hash, now),
         )
-    except sqlite3.IntegrityError:
+    except INTEGRITY_ERRORS:
         raise Conflict(f"a user named {name!r} already exists") from None
     assert row is not None
     return _user(row)
@@ -82,7 +84,7 @@ async def list_summaries(conn: Connection) -> list[UserSummary]:
         "  (SELECT count(*) FROM subscriptions s "
         "   WHERE s.user_id = u.id AND s.unsubscribed_at IS NULL), "
         "  u.created_at "
-        "FROM users u ORDER BY u.name"
+        f"FROM users u ORDER BY u.name{_BINARY[conn.dialect]}"
     )
     return [
         UserSummary(name=str(n), enabled=bool(e), subscriptions=int(c), created_at=int(t))

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 from aiohttp import web
 
 from podsync.config import Config
-from podsync.db import Database
+from podsync.engine import create_engine
 from podsync.services.auth import AuthService, load_secret_key
 from podsync.services.listing import ListingService
 from podsync.services.passwords import PasswordService
@@ -37,7 +37,7 @@ async def _prune_periodically(sync: SyncService) -> None:
 
 async def _resources(app: web.Application) -> AsyncIterator[None]:
     config = app[CONFIG]
-    db = Database(config.database.path, config.database.durability)
+    db = create_engine(config.database)
     await db.open()
     passwords = PasswordService()
     pruner: asyncio.Task[None] | None = None

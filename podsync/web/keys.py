@@ -5,14 +5,14 @@ from __future__ import annotations
 from aiohttp import web
 
 from podsync.config import Config
-from podsync.db import Database
+from podsync.engine import Engine
 from podsync.model import User
 from podsync.services.auth import AuthService
 from podsync.services.listing import ListingService
 from podsync.services.sync import SyncService
 
 CONFIG = web.AppKey("config", Config)
-DB = web.AppKey("db", Database)
+DB = web.AppKey("db", Engine)
 AUTH = web.AppKey("auth", AuthService)
 SYNC = web.AppKey("sync", SyncService)
 LISTING = web.AppKey("listing", ListingService)

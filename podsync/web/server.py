@@ -15,6 +15,7 @@ from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_request import BaseRequest
 
 from podsync.config import Config
+from podsync.engine import describe
 from podsync.web.app import create_app
 from podsync.web.http import dumps, error_name
 from podsync.web.keys import CLIENT_ADDRESS
@@ -129,7 +130,7 @@ async def serve(config: Config) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     runner, urls = await start(config)
-    log.info("podsync listening on %s (database %s)", ", ".join(urls), config.database.path)
+    log.info("podsync listening on %s (database %s)", ", ".join(urls), describe(config.database))
     try:
         await stop.wait()
         log.info("shutting down")
