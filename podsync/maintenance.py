@@ -1,7 +1,7 @@
 """Database maintenance beside a running server: online backup and integrity check.
 
-Both use the plain sqlite3 module: they are one-shot admin commands, and the
-SQLite backup API (`Connection.backup`) is not exposed by aiosqlite.
+Both open their own sqlite3 connections: they are one-shot admin commands that need
+the SQLite backup API (`Connection.backup`) and a read-only open.
 """
 
 from __future__ import annotations

@@ -31,7 +31,8 @@ Step = str | Callable[[sqlite3.Connection], None]
 def _stored_views(conn: sqlite3.Connection) -> None:
     """2: each subscription keeps its API JSON (`view`), each user a count of its
     entities (the per-user cap), each recorded action a fingerprint of what it was."""
-    conn.execute("ALTER TABLE subscriptions ADD COLUMN view TEXT NOT NULL DEFAULT ''")
+    # BLOB: the bytes go into a response as they are, with no decoding and encoding.
+    conn.execute("ALTER TABLE subscriptions ADD COLUMN view BLOB NOT NULL DEFAULT x''")
     conn.execute("ALTER TABLE users ADD COLUMN entity_count INTEGER NOT NULL DEFAULT 0")
     conn.execute("ALTER TABLE actions ADD COLUMN fingerprint TEXT")
     conn.execute(

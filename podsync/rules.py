@@ -15,12 +15,18 @@ own always wins over what came before it.
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from podsync.feeds import MAX_GUID, InvalidFeedUrl, check_feed_url, derive_guid, url_key
+from podsync.feeds import (
+    MAX_GUID,
+    InvalidFeedUrl,
+    check_feed_url,
+    derive_guid,
+    new_uuid4,
+    url_key,
+)
 from podsync.feeds import has_bad_characters as bad_text
 from podsync.model import Subscription
 
@@ -212,7 +218,7 @@ class Plan:
         self.dirty[new.sync_id] = None
 
     def _change(self, old: Subscription, at: int, **fields: Any) -> Outcome:
-        new = replace(old, last_updated=at, last_client_id=self.client_id, view="", **fields)
+        new = replace(old, last_updated=at, last_client_id=self.client_id, view=b"", **fields)
         self._put(new, old)
         return Outcome(APPLIED, sync_id=old.sync_id)
 
@@ -225,7 +231,7 @@ class Plan:
             entity = Subscription(
                 id=None,
                 user_id=self.user_id,
-                sync_id=str(uuid.uuid4()),
+                sync_id=new_uuid4(),
                 guid=c.guid or derive_guid(c.feed_url),
                 feed_url=c.feed_url,
                 url_key=url_key(c.feed_url),

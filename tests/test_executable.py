@@ -195,7 +195,7 @@ def test_the_bundle_holds_the_compiled_bindings_data_and_metadata(podsync_binary
     names = {line.strip().strip("'") for line in listing.splitlines()}
     assert "podsync/web/openapi.json" in names
     assert f"podsync-{version('podsync')}.dist-info/METADATA" in names
-    for module in ("listparser", "aiosqlite", "argon2", "podsync.cli.opml", "podsync.web.server"):
+    for module in ("listparser", "sqlite3", "argon2", "podsync.cli.opml", "podsync.web.server"):
         assert module in names, module
     for compiled in ("_argon2_cffi_bindings/_ffi.", "_cffi_backend.", "aiohttp/_http_parser."):
         assert any(name.startswith(compiled) for name in names), compiled

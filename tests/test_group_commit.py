@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from podsync.db import MAX_GROUP, Database
+from podsync.db import CHECKPOINT_WAL_BYTES, MAX_GROUP, Database
 
 SCHEMA = "CREATE TABLE IF NOT EXISTS marks (name TEXT PRIMARY KEY) STRICT"
 
@@ -169,3 +169,32 @@ async def test_writers_cancelled_at_any_step_leave_the_writer_usable(tmp_path: P
         assert next(iter(rows))[0] == len(names)
     finally:
         await db.close()
+
+
+async def test_the_wal_is_checkpointed_off_the_writer(tmp_path: Path) -> None:
+    """The writer never checkpoints in its COMMIT (wal_autocheckpoint = 0); the
+    checkpointer thread copies the WAL into the database file once it is large."""
+    db = await open_db(tmp_path)
+    try:
+        assert db._writer is not None
+        assert db._writer.execute("PRAGMA wal_autocheckpoint").fetchone() == (0,)
+        before = _size(db.path)
+        blob = "x" * 3000
+        n = 0
+        while _size(db.path + "-wal") < CHECKPOINT_WAL_BYTES:
+            async with db.write() as conn:
+                await conn.execute_many(
+                    "INSERT INTO marks (name) VALUES (?)",
+                    [(f"{n}-{i}-{blob}",) for i in range(50)],
+                )
+            n += 1
+        await insert(db, "last")  # this COMMIT finds the WAL large and starts it
+        assert db._checkpointing is not None
+        await db._checkpointing
+        assert _size(db.path) > before + CHECKPOINT_WAL_BYTES // 2
+    finally:
+        await db.close()
+
+
+def _size(path: str) -> int:
+    return Path(path).stat().st_size

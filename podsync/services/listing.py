@@ -25,14 +25,14 @@ NEXT, PREV, FEED = "n", "p", "f"
 
 @dataclass(frozen=True, slots=True)
 class Page:
-    views: list[str]  # each entity's stored JSON (model.subscription_view)
+    views: list[bytes]  # each entity's stored JSON (model.subscription_view)
     next_cursor: str | None
     prev_cursor: str | None
 
 
 @dataclass(frozen=True, slots=True)
 class Changes:
-    results: list[tuple[int, str]]  # (last_updated, stored view) in change order
+    results: list[tuple[int, bytes]]  # (last_updated, stored view) in change order
     has_next: bool
     next_since: str
 

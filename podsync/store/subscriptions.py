@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
 from typing import Any
 
 from podsync.model import Subscription, subscription_view
@@ -116,9 +115,12 @@ async def save(
         return {}
     first_seq = await meta.next_change_seqs(conn, len(entities))
     saved: dict[str, Subscription] = {}
-    for offset, old in enumerate(entities):
-        entity = replace(old, change_seq=first_seq + offset, changed_at=now)
-        saved[entity.sync_id] = replace(entity, view=subscription_view(entity))
+    for offset, entity in enumerate(entities):
+        # The plan's own copies (new, or made by its replace): filled in place.
+        entity.change_seq = first_seq + offset
+        entity.changed_at = now
+        entity.view = subscription_view(entity)
+        saved[entity.sync_id] = entity
     if moved_keys:
         await conn.execute_many(
             "UPDATE subscriptions SET url_key = '#' || sync_id WHERE user_id = ? AND sync_id = ?",
@@ -173,7 +175,7 @@ async def page_and_edge(
     forward: bool,
     include_unsubscribed: bool,
     limit: int,
-) -> tuple[list[tuple[int, str]], bool | None]:
+) -> tuple[list[tuple[int, bytes]], bool | None]:
     """(id, view) of up to `limit` entities beyond `position` (id > position in creation order, or
     id < position nearest first) and, from the same statement so that the two agree,
     whether a matching entity lies on the other side (id <= position, or id >=
@@ -207,7 +209,7 @@ async def exists_beyond(
 
 async def changes_and_counter(
     conn: Connection, user_id: int, after_seq: int, exclude_client: str | None, limit: int
-) -> tuple[list[tuple[int, int, str]], int]:
+) -> tuple[list[tuple[int, int, bytes]], int]:
     """(change_seq, last_updated, view) of the entities changed after `after_seq`, in
     change order, optionally leaving out those whose last writer is `exclude_client`;
     and the database's change counter, read by the same statement so that the two

@@ -149,6 +149,3 @@ def configure_logging(level: str, **kwargs: Any) -> None:
     )
     # aiohttp's own access logger is replaced by ours; keep its noise down.
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
-    # At DEBUG aiosqlite logs every statement with its parameters: the secret key,
-    # password hashes, usernames. Never let that reach the log, whatever the level.
-    logging.getLogger("aiosqlite").setLevel(logging.INFO)

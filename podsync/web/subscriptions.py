@@ -18,17 +18,17 @@ async def list_subscriptions(request: web.Request) -> web.StreamResponse:
     page = await request.app[LISTING].page(
         request[USER].id, params.since(request), limit, include_unsubscribed
     )
-    parts = ['{"results":[', ",".join(page.views), "]"]
+    tail = ""
     if page.next_cursor is not None:
-        parts += [',"has_next":true,"next_cursor":', params.json_url(request, page.next_cursor)]
+        tail += ',"has_next":true,"next_cursor":' + params.json_url(request, page.next_cursor)
     else:
-        parts.append(',"has_next":false')
+        tail += ',"has_next":false'
     if page.prev_cursor is not None:
-        parts += [',"prev_cursor":', params.json_url(request, page.prev_cursor)]
-    parts.append("}")
-    return conditional_json(request, "".join(parts).encode("ascii"))
+        tail += ',"prev_cursor":' + params.json_url(request, page.prev_cursor)
+    body = b'{"results":[' + b",".join(page.views) + b"]" + tail.encode("ascii") + b"}"
+    return conditional_json(request, body)
 
 
 async def get_subscription(request: web.Request) -> web.StreamResponse:
     entity = await request.app[LISTING].get(request[USER].id, request.match_info["sync_id"])
-    return conditional_json(request, entity.view.encode("ascii"))
+    return conditional_json(request, entity.view)

@@ -50,12 +50,15 @@ async def get_changes(request: web.Request) -> web.StreamResponse:
         params.limit(request),
         exclude_client=None if include_own else writer,
     )
-    results = ",".join(
-        f'{{"type":"subscription","last_updated":"{timestamps.format(last_updated)}",'
-        f'"data":{view}}}'
+    results = b",".join(
+        b'{"type":"subscription","last_updated":"'
+        + timestamps.format(last_updated).encode("ascii")
+        + b'","data":'
+        + view
+        + b"}"
         for last_updated, view in changes.results
     )
     next_since = params.json_url(request, changes.next_since)
     has_next = "true" if changes.has_next else "false"
-    body = f'{{"results":[{results}],"has_next":{has_next},"next_since":{next_since}}}'
-    return conditional_json(request, body.encode("ascii"))
+    tail = f'],"has_next":{has_next},"next_since":{next_since}}}'.encode("ascii")
+    return conditional_json(request, b'{"results":[' + results + tail)

@@ -126,7 +126,7 @@ def _fingerprint(kind: str, action: str, occurred_at: str, data: dict[str, Any])
     """What the action was, for telling a resend from a reused action_id: its fields
     compared as parsed JSON (key order and white space do not matter)."""
     try:
-        text = json.dumps([kind, action, occurred_at, data], sort_keys=True, separators=(",", ":"))
+        text = _CANONICAL([kind, action, occurred_at, data])
     except (RecursionError, ValueError):
         text = _canonical([kind, action, occurred_at, data])  # deeper than the C encoder goes
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
@@ -174,9 +174,10 @@ def bounded(value: Any, depth: int = ECHO_DEPTH) -> Any:
     return value
 
 
-def _dumps(value: Any) -> str:
-    # ASCII output: a lone surrogate echoed back from a request stays valid JSON.
-    return json.dumps(value, separators=(",", ":"), allow_nan=False)
+# Encoders built once: json.dumps with any non-default argument builds a new one per
+# call. ASCII output, so a lone surrogate echoed back from a request stays valid JSON.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
+_dumps = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 
 
 def render_results(actions: Sequence[WireAction], outcome: BatchOutcome) -> bytes:
@@ -184,7 +185,11 @@ def render_results(actions: Sequence[WireAction], outcome: BatchOutcome) -> byte
     its stored view; a rejected action without one echoes its data, bounded."""
     parts = []
     for wire, result in zip(actions, outcome.results, strict=True):
-        data = result.entity.view if result.entity is not None else _dumps(bounded(wire.data))
+        data = (
+            result.entity.view.decode("ascii")
+            if result.entity is not None
+            else _dumps(bounded(wire.data))
+        )
         reason = "" if result.reason is None else ',"reason":' + _dumps(result.reason)
         parts.append(
             f'{{"action_id":{_dumps(wire.action_id)},"type":{_dumps(wire.type)},'
