@@ -123,7 +123,7 @@ PgStep = str | Callable[["Connection"], Awaitable[None]]
 async def _pg_stored_views(conn: Connection) -> None:
     """2 on PostgreSQL: the same columns and backfill as `_stored_views`."""
     for statement in (
-        "ALTER TABLE subscriptions ADD COLUMN view TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE subscriptions ADD COLUMN view BYTEA NOT NULL DEFAULT ''",
         "ALTER TABLE users ADD COLUMN entity_count BIGINT NOT NULL DEFAULT 0",
         "ALTER TABLE actions ADD COLUMN fingerprint TEXT",
         "UPDATE users SET entity_count = "
