@@ -50,10 +50,23 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("db_engine", ENGINES, indirect=True)
 
 
+_PG_SKIPPED: list[str] = []
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Say once, at the end, why the PostgreSQL tests did not run."""
+    if _PG_SKIPPED:
+        terminalreporter.write_line(_PG_SKIPPED[0], yellow=True)
+
+
 @pytest.fixture(scope="session")
 def pg_cluster() -> Iterator[Cluster]:
     """One PostgreSQL cluster for the session (skips when PostgreSQL is missing)."""
-    cluster = start_cluster()
+    try:
+        cluster = start_cluster()
+    except pytest.skip.Exception as exc:
+        _PG_SKIPPED.append(f"PostgreSQL tests skipped: {exc.msg}")
+        raise
     yield cluster
     cluster.stop()
 

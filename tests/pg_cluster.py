@@ -41,11 +41,13 @@ def free_port() -> int:
 def find_bin() -> Path | None:
     """The directory holding initdb and pg_ctl, or None."""
     configured = os.environ.get("PODSYNC_TEST_PG_BIN")
-    candidates = [configured] if configured else []
-    candidates += sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True)
-    for directory in candidates:
+    # When set, only that dir counts (a wrong one skips the tests, as without PostgreSQL).
+    candidates = [configured] if configured else glob.glob("/usr/lib/postgresql/*/bin")
+    for directory in sorted(candidates, reverse=True):
         if (Path(directory) / "initdb").is_file() and (Path(directory) / "pg_ctl").is_file():
             return Path(directory)
+    if configured:
+        return None
     found = shutil.which("pg_ctl")
     return Path(found).parent if found and shutil.which("initdb") else None
 
