@@ -229,8 +229,15 @@ class Database:
         self._all_readers.clear()
         self._idle_readers.clear()
         if self._writer is not None:
-            writer, self._writer = self._writer, None
-            await self._in_commit_thread(writer.close)
+            # Under the write lock: a write block running on the loop (the hourly prune)
+            # must not use the connection while the commit thread closes it (a crash,
+            # not an error); a group left open for waiting writers is committed first.
+            async with self._write_lock:
+                writer, self._writer = self._writer, None
+                if self._group is not None:
+                    group, self._group = self._group, None
+                    await self._commit(writer, group)
+                await self._in_commit_thread(writer.close)
         if self._committer is not None:
             self._committer.shutdown(wait=True)
             self._committer = None
@@ -291,6 +298,9 @@ class Database:
             self._flush_if_abandoned()
             raise
         self._waiting -= 1
+        if self._writer is not raw:  # closed while this writer waited
+            self._write_lock.release()
+            raise RuntimeError("database is not open")
         committed: asyncio.Future[None] | None = None
         try:
             if self._group is None:
