@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from podsync import timestamps
-from podsync.db import Database
+from podsync.engine import Engine
 from podsync.feeds import MAX_GUID, InvalidFeedUrl, check_feed_url, has_bad_characters, url_key
 from podsync.services import gpodder_cursor as cursor
 from podsync.services.gpodder_devices import DEVICE_ID
@@ -180,7 +180,7 @@ class Pull:
 
 
 class EpisodeService:
-    def __init__(self, db: Database, page_size: int) -> None:
+    def __init__(self, db: Engine, page_size: int) -> None:
         self.db = db
         self.page_size = page_size
 
