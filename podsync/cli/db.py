@@ -19,7 +19,7 @@ from podsync.store import meta
 
 @click.group()
 def db() -> None:
-    """Database maintenance: migrate, online backup, integrity check.
+    """Database maintenance: migrate, backup, check, copy-to PostgreSQL.
 
     \b
     Example:
@@ -78,10 +78,11 @@ def db_backup(ctx: Context, dest: str, force: bool) -> None:
 @click.argument("url")
 @pass_context
 def db_copy_to(ctx: Context, url: str) -> None:
-    """Copy the whole SQLite database into an empty PostgreSQL database at URL.
+    """Copy this SQLite database into an empty PostgreSQL one.
 
-    Users, password hashes, tokens, the secret key, subscriptions and action ids
-    move as they are, so clients stay logged in and see the same lists. Stop the
+    Everything goes to the empty PostgreSQL database at URL: users, password hashes,
+    tokens, the secret key, subscriptions, action ids, gpodder devices, episode
+    actions and URL aliases move as they are, so clients stay logged in and see the same lists. Stop the
     server first (the copy is one snapshot; later writes would not move), then set
     database.url to URL and start it again.
 
