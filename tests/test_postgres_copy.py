@@ -11,6 +11,7 @@ from aiohttp.test_utils import TestClient
 
 from podsync.web.app import create_app
 from tests.conftest import PASSWORD, MakeConfig, bearer, login, run_cli, with_accounts
+from tests.gpodder_support import basic
 from tests.pg_cluster import Cluster
 from tests.sync_helpers import action, post_batch
 
@@ -21,16 +22,27 @@ PAGES = (
     "/api/v1/sync?limit=2",
 )
 REPLAYED = "0b5e8c1a-6a55-4b8e-9d43-3f5b0b8f7a11"
+# The gpodder layer's reads: devices, episode actions, and the subscription stream
+# (whose "remove" lists the URL an update moved a feed away from: an alias row).
+GPODDER_PAGES = (
+    "/api/2/devices/alice.json",
+    "/api/2/episodes/alice.json?since=0",
+    "/api/2/subscriptions/alice/phone.json?since=0",
+    "/api/2/subscriptions/alice/phone.json?since=1",
+)
 
 
 async def _answers(client: TestClient[Any, Any], token: str) -> list[tuple[int, str]]:
     """Every page in PAGES, and the pages their cursors lead to, as raw text."""
     answers = []
-    for url in PAGES:
-        response = await client.get(url, headers=bearer(token))
+    for url in PAGES + GPODDER_PAGES:
+        auth = basic() if url.startswith("/api/2/") else bearer(token)
+        response = await client.get(url, headers=auth)
         text = await response.text()
         answers.append((response.status, text))
         body = await response.json()
+        if url.startswith("/api/2/"):
+            continue
         follow = body.get("next_cursor") or body.get("next_since")
         if follow:
             again = await client.get(follow, headers=bearer(token))
@@ -58,6 +70,24 @@ async def test_copy_to_moves_everything_and_clients_notice_nothing(
     await post_batch(
         before, alice, [action("unsubscribe", occurred_at="2026-02-01T00:00:00Z", sync_id=gone)]
     )
+    moved = await post_batch(
+        before,
+        alice,
+        [action("update", occurred_at="2026-01-02T00:00:00Z",
+                sync_id=first["results"][0]["data"]["sync_id"],
+                feed_url="https://moved.example/rss")],
+    )  # fmt: skip
+    assert moved["results"][0]["status"] == "applied"
+    device = {"caption": "Phone", "type": "mobile"}
+    created = await before.post("/api/2/devices/alice/phone.json", json=device, headers=basic())
+    assert created.status == 200
+    episodes = [
+        {"podcast": "https://1.example/rss", "episode": f"https://1.example/{n}.mp3",
+         "action": "play", "position": 10 * n, "started": 0, "total": 100, "device": "phone"}
+        for n in range(3)
+    ]  # fmt: skip
+    uploaded = await before.post("/api/2/episodes/alice.json", json=episodes, headers=basic())
+    assert uploaded.status == 200
     bob = (await login(before, "bob"))["access_token"]
     await post_batch(before, bob, [action(feed_url="https://bob.example/rss")])
     expected = await _answers(before, alice)
@@ -67,6 +97,9 @@ async def test_copy_to_moves_everything_and_clients_notice_nothing(
     copied = await asyncio.to_thread(run_cli, sqlite_config, "db", "copy-to", url)
     assert copied.exit_code == 0, copied.output
     assert "9 subscriptions" in copied.output
+    assert "1 gpodder_devices" in copied.output
+    assert "3 episode_actions" in copied.output
+    assert "1 subscription_url_aliases" in copied.output
     assert "postgres@" in copied.output
 
     after_config = make_config(auth={"access_token_lifetime": 3600}, database={"url": url})
@@ -85,6 +118,11 @@ async def test_copy_to_moves_everything_and_clients_notice_nothing(
     await with_accounts(after_config, lambda a: a.add_user("carol", PASSWORD))
     new = await post_batch(after, alice, [action(feed_url="https://new.example/rss")])
     assert new["results"][0]["status"] == "applied"
+    more = [{**episodes[0], "action": "download"}]
+    uploaded = await after.post("/api/2/episodes/alice.json", json=more, headers=basic())
+    assert uploaded.status == 200, await uploaded.text()
+    pulled = await after.get("/api/2/episodes/alice.json?since=0", headers=basic())
+    assert len((await pulled.json())["actions"]) == 4
     listed = await asyncio.to_thread(run_cli, after_config, "user", "list")
     assert all(name in listed.output for name in ("alice", "bob", "carol"))
 

@@ -82,9 +82,9 @@ def db_copy_to(ctx: Context, url: str) -> None:
 
     Everything goes to the empty PostgreSQL database at URL: users, password hashes,
     tokens, the secret key, subscriptions, action ids, gpodder devices, episode
-    actions and URL aliases move as they are, so clients stay logged in and see the same lists. Stop the
-    server first (the copy is one snapshot; later writes would not move), then set
-    database.url to URL and start it again.
+    actions and URL aliases move as they are, so clients stay logged in and see the
+    same lists. Stop the server first (the copy is one snapshot; later writes would
+    not move), then set database.url to URL and start it again.
 
     \b
     Example:
