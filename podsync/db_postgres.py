@@ -26,7 +26,7 @@ from typing import Any
 
 import asyncpg
 
-from podsync.db import SchemaTooNew
+from podsync.db import RETRY_AFTER_LOCKED, RETRY_AFTER_STORAGE, SchemaTooNew
 from podsync.engine import redact
 from podsync.errors import Unavailable
 from podsync.migrations import POSTGRES_MIGRATIONS
@@ -61,6 +61,26 @@ def _changed(status: str) -> int:
     """Rows changed, from a command tag like 'UPDATE 3' or 'INSERT 0 1'."""
     match = _COUNT.search(status)
     return int(match.group(1)) if match else 0
+
+
+def unavailable_error(exc: BaseException) -> Unavailable | None:
+    """The Unavailable (503) a PostgreSQL error stands for (as `db.unavailable_error`
+    does for SQLite), or None: read-only (a standby, or read-only by setting), disk
+    full, a lock or connection limit, or a server that does not take connections."""
+    if isinstance(exc, asyncpg.ReadOnlySQLTransactionError):
+        return Unavailable("the database is read-only", RETRY_AFTER_STORAGE)
+    if isinstance(exc, asyncpg.DiskFullError):
+        return Unavailable("the disk holding the database is full", RETRY_AFTER_STORAGE)
+    if isinstance(
+        exc,
+        asyncpg.TooManyConnectionsError
+        | asyncpg.CannotConnectNowError
+        | asyncpg.LockNotAvailableError
+        | asyncpg.DeadlockDetectedError
+        | asyncpg.SerializationError,
+    ):
+        return Unavailable(f"the database is busy ({exc}); try again shortly", RETRY_AFTER_LOCKED)
+    return None
 
 
 class PgConnection:
@@ -144,11 +164,21 @@ class PostgresDatabase:
     @asynccontextmanager
     async def write(self) -> AsyncIterator[PgConnection]:
         """One atomic write (READ COMMITTED): all of the block's changes commit, or none.
-        Returns once PostgreSQL has committed (durably, with synchronous_commit on)."""
-        async with self._ready().acquire() as raw:
-            async with raw.transaction():
-                yield PgConnection(raw)
-            self.commits += 1
+        Returns once PostgreSQL has committed (durably, with synchronous_commit on).
+        The "not now" errors leave as `Unavailable` (503), as on SQLite."""
+        try:
+            async with self._ready().acquire() as raw:
+                async with raw.transaction():
+                    yield PgConnection(raw)
+                self.commits += 1
+        except asyncpg.PostgresError as exc:
+            unavailable = unavailable_error(exc)
+            if unavailable is None:
+                raise
+            if unavailable.retry_after == RETRY_AFTER_STORAGE:
+                self.write_failure = unavailable
+            raise unavailable from exc
+        self.write_failure = None
 
 
 async def schema_version(raw: asyncpg.Connection) -> int:

@@ -8,6 +8,7 @@ import pytest
 from podsync.config import Config
 from podsync.db_postgres import PostgresDatabase, translate
 from podsync.engine import redact
+from podsync.errors import Unavailable
 from podsync.migrations import MIGRATIONS, POSTGRES_MIGRATIONS
 from podsync.store import meta
 from tests.conftest import MakeConfig, run_cli
@@ -36,6 +37,21 @@ async def test_migrations_run_once_and_a_second_open_finds_them(pg_cluster: Clus
         async with PostgresDatabase(url) as db, db.read() as conn:
             assert await meta.schema_version(conn) == len(POSTGRES_MIGRATIONS)
             assert await meta.current_change_seq(conn) == 0
+
+
+async def test_a_read_only_database_is_unavailable_not_an_error(pg_cluster: Cluster) -> None:
+    # A standby or a read-only setting refuses writes with SQLSTATE 25006, as a
+    # READ ONLY transaction does: the engine says 503 (contract rev. 2), as on SQLite.
+    async with PostgresDatabase(pg_cluster.new_database()) as db:
+        with pytest.raises(Unavailable) as refused:
+            async with db.write() as conn:
+                await conn.execute("SET TRANSACTION READ ONLY")
+                await meta.touch(conn)
+        assert refused.value.reason == "the database is read-only"
+        assert db.write_failure is refused.value
+        async with db.write() as conn:
+            await meta.touch(conn)
+        assert db.write_failure is None
 
 
 def test_backup_and_check_name_the_postgresql_tools(
