@@ -38,6 +38,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import engines
 from harness import (
     Overrides,
     Server,
@@ -214,6 +215,11 @@ def main() -> None:
     out.add_argument("--markdown", action="store_true", help="print the README's table only")
     parser.add_argument("--save", type=Path, help="also write the JSON figures to this file")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (logs, DBs)")
+    parser.add_argument(
+        "--database-url",
+        help="an empty PostgreSQL database: compare SQLite (1 process) with PostgreSQL "
+        "(1 and 2 processes) on list, feed and sync instead (bench/engines.py)",
+    )
     args = parser.parse_args()
     only = {name.strip() for name in args.only.split(",") if name.strip()}
     if unknown := only - set(SCENARIOS):
@@ -229,6 +235,9 @@ def main() -> None:
         # comparable with the figures measured before issue 12
         sys.exit("bench/bare_server.py needs aiosqlite: pip install aiosqlite")
     workdir = Path(tempfile.mkdtemp(prefix="podsync-bench-"))
+    if args.database_url:
+        compare_engines(args, only, workdir)
+        return
     settings = Settings(args.seconds, args.rounds, args.warmup, workdir)
     try:
         with quiet_env():
@@ -246,6 +255,21 @@ def main() -> None:
         print_markdown(figures)
     else:
         print_text(figures)
+
+
+def compare_engines(args: argparse.Namespace, only: set[str], workdir: Path) -> None:
+    try:
+        with quiet_env():
+            figures = engines.run(args.database_url, only, workdir, args.seconds, args.rounds)
+    finally:
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+    if args.save:
+        args.save.write_text(json.dumps(figures, indent=2) + "\n")
+    if args.json:
+        print(json.dumps(figures, indent=2))
+    else:
+        engines.print_markdown(figures)
 
 
 if __name__ == "__main__":

@@ -27,20 +27,71 @@ from click.testing import CliRunner, Result
 from podsync.cli import cli
 from podsync.config import Config, load_config
 from podsync.db import Database
+from podsync.engine import create_engine
 from podsync.services.accounts import AccountService
 from podsync.services.passwords import PasswordService
 from podsync.web.app import create_app
 from podsync.web.keys import USER
+from tests.pg_cluster import Cluster, start_cluster
 
 PASSWORD = "correct horse battery"
 
 MakeConfig = Callable[..., Config]
 
 
+ENGINES = ("sqlite", "postgresql")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Modules marked `both_engines` run each test on SQLite and on PostgreSQL."""
+    if "db_engine" in metafunc.fixturenames and metafunc.definition.get_closest_marker(
+        "both_engines"
+    ):
+        metafunc.parametrize("db_engine", ENGINES, indirect=True)
+
+
+_PG_SKIPPED: list[str] = []
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Say once, at the end, why the PostgreSQL tests did not run."""
+    if _PG_SKIPPED:
+        terminalreporter.write_line(_PG_SKIPPED[0], yellow=True)
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[Cluster]:
+    """One PostgreSQL cluster for the session (skips when PostgreSQL is missing)."""
+    try:
+        cluster = start_cluster()
+    except pytest.skip.Exception as exc:
+        _PG_SKIPPED.append(f"PostgreSQL tests skipped: {exc.msg}")
+        raise
+    yield cluster
+    cluster.stop()
+
+
 @pytest.fixture
-def make_config(tmp_path: Path) -> MakeConfig:
+def db_engine(request: pytest.FixtureRequest) -> str:
+    """The engine of the test's database: "sqlite" unless parametrized."""
+    engine: str = getattr(request, "param", "sqlite")
+    return engine
+
+
+@pytest.fixture
+def database_url(db_engine: str, request: pytest.FixtureRequest) -> str:
+    """A fresh PostgreSQL database for the test, or "" on SQLite."""
+    if db_engine == "sqlite":
+        return ""
+    cluster: Cluster = request.getfixturevalue("pg_cluster")
+    return cluster.new_database()
+
+
+@pytest.fixture
+def make_config(tmp_path: Path, database_url: str) -> MakeConfig:
     def make(**sections: dict[str, Any]) -> Config:
-        lines = [f'[database]\npath = "{tmp_path / "podsync.db"}"\n']
+        url = f'url = "{database_url}"\n' if database_url else ""
+        lines = [f'[database]\npath = "{tmp_path / "podsync.db"}"\n{url}']
         for section, values in sections.items():
             body = "".join(f"{key} = {_toml(value)}\n" for key, value in values.items())
             if section == "database":
@@ -77,12 +128,14 @@ async def client(aiohttp_client: Any, config: Config) -> TestClient[Any, Any]:
 
 async def with_accounts(config: Config, action: Callable[[AccountService], Awaitable[Any]]) -> Any:
     """Run an account operation on the test database, as the CLI would."""
-    async with Database(config.database.path, config.database.durability) as db:
-        passwords = PasswordService()
-        try:
-            return await action(AccountService(db, passwords))
-        finally:
-            passwords.close()
+    db = create_engine(config.database)
+    await db.open()
+    passwords = PasswordService()
+    try:
+        return await action(AccountService(db, passwords))
+    finally:
+        passwords.close()
+        await db.close()
 
 
 @pytest.fixture
@@ -162,6 +215,14 @@ def seeded_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def seeded_users(config: Config, seeded_template: Path) -> tuple[str, ...]:
     """alice, bob and carol (password PASSWORD) exist in the test's database file.
     Request it before anything that opens the database."""
+    if config.database.url:  # PostgreSQL: no file to copy; hash them for this test
+
+        async def seed(accounts: AccountService) -> None:
+            for name in SEEDED_USERS:
+                await accounts.add_user(name, PASSWORD)
+
+        asyncio.run(with_accounts(config, seed))
+        return SEEDED_USERS
     shutil.copyfile(seeded_template, config.database.path)
     return SEEDED_USERS
 

@@ -14,6 +14,8 @@ from podsync.services.passwords import DUMMY_HASH
 from podsync.web.app import create_app
 from tests.conftest import PASSWORD, MakeConfig, bearer, login, with_accounts
 
+pytestmark = pytest.mark.both_engines
+
 
 async def test_login_returns_both_tokens_and_expiry(api: TestClient[Any, Any]) -> None:
     before = timestamps.now_us()

@@ -13,6 +13,8 @@ from aiohttp.test_utils import TestClient
 from tests.conftest import login
 from tests.sync_helpers import action, get_json, post_batch
 
+pytestmark = pytest.mark.both_engines
+
 Client = TestClient[Any, Any]
 PHONE = str(uuid.uuid4())
 LAPTOP = str(uuid.uuid4())

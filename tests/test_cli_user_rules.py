@@ -15,6 +15,8 @@ from podsync.config import Config
 from podsync.services.passwords import PasswordService
 from tests.conftest import PASSWORD, run_cli, with_accounts
 
+pytestmark = pytest.mark.both_engines
+
 NEW_PASSWORD = "another long password"
 
 

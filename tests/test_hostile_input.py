@@ -28,6 +28,8 @@ from tests.conftest import bearer, login
 from tests.server_support import access_token, request, serving
 from tests.sync_helpers import action, all_subscriptions, post_batch
 
+pytestmark = pytest.mark.both_engines
+
 Client = TestClient[Any, Any]
 WRONG_TYPES: list[Any] = [None, 1, 1.5, True, [], {}, ["x"], {"x": "y"}]
 SQL = "'; DROP TABLE subscriptions; --"

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from aiohttp.test_utils import TestClient
 
 from tests.sync_helpers import action, get_json, post_batch
+
+pytestmark = pytest.mark.both_engines
 
 Client = TestClient[Any, Any]
 LIST = "/api/v1/subscriptions"

@@ -12,6 +12,8 @@ from aiohttp.test_utils import TestClient
 from tests.conftest import login
 from tests.sync_helpers import action, all_subscriptions, get_json, post_batch
 
+pytestmark = pytest.mark.both_engines
+
 Client = TestClient[Any, Any]
 
 

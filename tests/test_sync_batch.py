@@ -13,6 +13,8 @@ from podsync.feeds import derive_guid
 from tests.conftest import bearer, login
 from tests.sync_helpers import action, all_subscriptions, get_json, post_batch
 
+pytestmark = pytest.mark.both_engines
+
 Client = TestClient[Any, Any]
 FEED = "https://example.com/feed.xml"
 

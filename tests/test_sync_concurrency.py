@@ -15,12 +15,15 @@ import uuid
 from collections import defaultdict
 from typing import Any
 
+import pytest
 from aiohttp.test_utils import TestClient
 
 from podsync.config import Config
 from podsync.feeds import url_key
 from tests.conftest import PASSWORD, bearer, with_accounts
 from tests.sync_helpers import all_subscriptions
+
+pytestmark = pytest.mark.both_engines
 
 CLIENTS = 12
 FEEDS = 60

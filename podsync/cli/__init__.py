@@ -6,7 +6,6 @@ The group and `serve` live here; each command group has its own module.
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from typing import Any
 
 import click
@@ -16,6 +15,7 @@ from podsync.cli import configuration, db, opml, users
 from podsync.cli.base import Context, database_exists, pass_context
 from podsync.config import ConfigError
 from podsync.db import SchemaTooNew
+from podsync.engine import DATABASE_ERRORS, describe
 from podsync.errors import PodsyncError
 
 
@@ -71,8 +71,8 @@ def serve(ctx: Context, host: str | None, port: int | None) -> None:
         asyncio.run(run_server(config, new_database, ctx.origin.file))
     except (OSError, SchemaTooNew, PodsyncError) as exc:
         raise click.ClickException(str(exc)) from None
-    except sqlite3.Error as exc:
-        raise click.ClickException(f"database {config.database.path}: {exc}") from None
+    except DATABASE_ERRORS as exc:
+        raise click.ClickException(f"database {describe(config.database)}: {exc}") from None
 
 
 @cli.command()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sqlite3
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -14,7 +13,8 @@ from typing import TypeVar
 import click
 
 from podsync.config import Config, ConfigError, ConfigOrigin, load_config_and_origin
-from podsync.db import Database, SchemaTooNew
+from podsync.db import SchemaTooNew
+from podsync.engine import DATABASE_ERRORS, Engine, create_engine, describe
 from podsync.errors import PodsyncError
 from podsync.services.accounts import AccountService
 from podsync.services.passwords import PasswordService
@@ -61,7 +61,7 @@ def require_database(config: Config) -> None:
 
 
 def run_with_db(
-    config: Config, action: Callable[[Database], Awaitable[T]], create: bool = False
+    config: Config, action: Callable[[Engine], Awaitable[T]], create: bool = False
 ) -> T:
     """Open (and migrate) the database, run `action`, close; domain errors -> Error:.
 
@@ -72,15 +72,19 @@ def run_with_db(
         require_database(config)
 
     async def main() -> T:
-        async with Database(config.database.path, config.database.durability) as db:
+        db = create_engine(config.database)
+        await db.open()
+        try:
             return await action(db)
+        finally:
+            await db.close()
 
     try:
         return asyncio.run(main())
     except (PodsyncError, SchemaTooNew, FileNotFoundError) as exc:
         raise click.ClickException(str(exc)) from None
-    except sqlite3.Error as exc:
-        raise click.ClickException(f"database {config.database.path}: {exc}") from None
+    except DATABASE_ERRORS as exc:
+        raise click.ClickException(f"database {describe(config.database)}: {exc}") from None
     finally:
         if new and database_exists(config):
             click.echo(f"created database at {os.path.abspath(config.database.path)}", err=True)
@@ -89,7 +93,7 @@ def run_with_db(
 def run_with_accounts(
     config: Config, action: Callable[[AccountService], Awaitable[T]], create: bool = False
 ) -> T:
-    async def with_accounts(db: Database) -> T:
+    async def with_accounts(db: Engine) -> T:
         passwords = PasswordService()
         try:
             return await action(AccountService(db, passwords))

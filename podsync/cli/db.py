@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import replace
+from urllib.parse import urlsplit
 
 import click
 
 from podsync import maintenance
 from podsync.cli.base import Context, pass_context, require_database, run_with_db
-from podsync.db import Database
+from podsync.config import DATABASE_URL_SCHEMES
+from podsync.engine import Engine, create_engine, redact
 from podsync.errors import PodsyncError
+from podsync.services import copying
 from podsync.store import meta
 
 
 @click.group()
 def db() -> None:
-    """Database maintenance: migrate, online backup, integrity check.
+    """Database maintenance: migrate, backup, check, copy-to PostgreSQL.
 
     \b
     Example:
@@ -35,7 +39,7 @@ def db_migrate(ctx: Context) -> None:
       podsync db migrate
     """
 
-    async def version(database: Database) -> int:
+    async def version(database: Engine) -> int:
         async with database.read() as conn:
             return await meta.schema_version(conn)
 
@@ -58,6 +62,7 @@ def db_backup(ctx: Context, dest: str, force: bool) -> None:
       podsync db backup /var/backups/podsync-$(date +%F).db
     """
     config = ctx.config
+    _sqlite_only(config.database.url, "backup", "pg_dump")
     # Migrate first, so the copy has the current schema; never create a database.
     run_with_db(config, _noop)
     try:
@@ -69,7 +74,53 @@ def db_backup(ctx: Context, dest: str, force: bool) -> None:
     click.echo(f"backup of {config.database.path} written to {dest} ({size} bytes)")
 
 
-async def _noop(database: Database) -> None:
+@db.command("copy-to")
+@click.argument("url")
+@pass_context
+def db_copy_to(ctx: Context, url: str) -> None:
+    """Copy this SQLite database into an empty PostgreSQL one.
+
+    Everything goes to the empty PostgreSQL database at URL: users, password hashes,
+    tokens, the secret key, subscriptions, action ids, gpodder devices, episode
+    actions and URL aliases move as they are, so clients stay logged in and see the
+    same lists. Stop the server first (the copy is one snapshot; later writes would
+    not move), then set database.url to URL and start it again.
+
+    \b
+    Example:
+      podsync db copy-to postgresql://podsync:secret@db.example.org/podsync
+    """
+    config = ctx.config
+    if config.database.url:
+        raise click.ClickException(
+            "db copy-to reads the SQLite database (database.path); database.url is set"
+        )
+    if urlsplit(url).scheme not in DATABASE_URL_SCHEMES:
+        raise click.ClickException("URL must be a postgresql:// URL")
+    target_config = replace(config.database, url=url)
+
+    async def copy(source: Engine) -> dict[str, int]:
+        target = create_engine(target_config)
+        await target.open()
+        try:
+            return await copying.copy_database(source, target)
+        finally:
+            await target.close()
+
+    counts = run_with_db(config, copy)
+    summary = ", ".join(f"{n} {table}" for table, n in counts.items())
+    click.echo(f"copied {config.database.path} to {redact(url)}: {summary}")
+
+
+def _sqlite_only(url: str, command: str, instead: str) -> None:
+    """`db backup` and `db check` work on the SQLite file (contract section 13)."""
+    if url:
+        raise click.ClickException(
+            f"db {command} is a SQLite command; on PostgreSQL use {instead} instead"
+        )
+
+
+async def _noop(database: Engine) -> None:
     return None
 
 
@@ -84,6 +135,7 @@ def db_check(ctx: Context) -> None:
     Example:
       podsync db check && echo healthy
     """
+    _sqlite_only(ctx.config.database.url, "check", "amcheck (pg_amcheck)")
     path = ctx.config.database.path
     require_database(ctx.config)
     try:

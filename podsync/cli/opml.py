@@ -12,7 +12,7 @@ import click
 
 from podsync import timestamps
 from podsync.cli.base import Context, pass_context, run_with_db
-from podsync.db import Database
+from podsync.engine import Engine
 from podsync.errors import Unavailable
 from podsync.maintenance import create_owner_only
 from podsync.opml import OpmlError, parse_opml
@@ -63,7 +63,7 @@ def opml_import(ctx: Context, name: str, file: BinaryIO) -> None:
         raise click.ClickException(f"{file.name}: {exc}; nothing imported") from None
     show_bar = len(feeds) > PROGRESS_THRESHOLD and sys.stderr.isatty()
 
-    async def run(db: Database) -> ImportReport:
+    async def run(db: Engine) -> ImportReport:
         service = OpmlService(db, SyncService(db, config.sync))
         user = await service.require_user(name)
         now = timestamps.now_us()
@@ -76,7 +76,7 @@ def opml_import(ctx: Context, name: str, file: BinaryIO) -> None:
         ) as bar:
             return await service.apply(user, plan, now, progress=_advance(bar))
 
-    async def run_resumable(db: Database) -> ImportReport:
+    async def run_resumable(db: Engine) -> ImportReport:
         try:
             return await run(db)
         except Unavailable as exc:
@@ -140,7 +140,7 @@ def opml_export(
     if output is not None and os.path.lexists(output) and not force:
         raise click.ClickException(f"{output} already exists; add --force to overwrite it")
 
-    async def run(db: Database) -> bytes:
+    async def run(db: Engine) -> bytes:
         service = OpmlService(db, SyncService(db, ctx.config.sync))
         user = await service.require_user(name)
         return await service.export(user, include_unsubscribed)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from podsync import timestamps
-from podsync.db import Database
+from podsync.engine import Engine
 from podsync.errors import InvalidInput
 from podsync.model import User, UserSummary
 from podsync.services.passwords import PasswordService, check_password_rules
@@ -23,7 +23,7 @@ def check_username(name: str) -> None:
 
 
 class AccountService:
-    def __init__(self, db: Database, passwords: PasswordService) -> None:
+    def __init__(self, db: Engine, passwords: PasswordService) -> None:
         self.db = db
         self.passwords = passwords
 

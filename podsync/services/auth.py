@@ -18,7 +18,7 @@ from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 
 from podsync import timestamps
 from podsync.config import AuthConfig
-from podsync.db import Database
+from podsync.engine import Engine
 from podsync.errors import TooManyRequests, Unauthorized, Unavailable
 from podsync.model import User
 from podsync.services.accounts import USERNAME
@@ -73,7 +73,7 @@ def hash_refresh_token(token: str) -> bytes:
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
 
 
-async def load_secret_key(db: Database, configured: str) -> str:
+async def load_secret_key(db: Engine, configured: str) -> str:
     """The configured secret, else the one kept in the database (made on first start)."""
     if configured:
         return configured
@@ -88,7 +88,7 @@ async def load_secret_key(db: Database, configured: str) -> str:
 class AuthService:
     def __init__(
         self,
-        db: Database,
+        db: Engine,
         config: AuthConfig,
         secret_key: str,
         passwords: PasswordService,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from podsync.config import GpodderConfig
-from podsync.db import Database
+from podsync.engine import Engine
 from podsync.services.auth import AuthService
 from podsync.services.gpodder_auth import GpodderAuth
 from podsync.services.gpodder_cursor import ServedCursors
@@ -25,7 +25,7 @@ class Gpodder:
 
 
 def build_gpodder(
-    db: Database, auth: AuthService, sync: SyncService, secret_key: str, config: GpodderConfig
+    db: Engine, auth: AuthService, sync: SyncService, secret_key: str, config: GpodderConfig
 ) -> Gpodder:
     return Gpodder(
         auth=GpodderAuth(db, auth, secret_key, config),

@@ -22,7 +22,7 @@ from typing import Any
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
 from podsync.config import GpodderConfig
-from podsync.db import Database
+from podsync.engine import Engine
 from podsync.errors import Unauthorized
 from podsync.model import User
 from podsync.services.auth import AuthService
@@ -43,7 +43,7 @@ class Session:
 
 class GpodderAuth:
     def __init__(
-        self, db: Database, auth: AuthService, secret_key: str, config: GpodderConfig
+        self, db: Engine, auth: AuthService, secret_key: str, config: GpodderConfig
     ) -> None:
         self.db = db
         self.auth = auth

@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from podsync import timestamps
-from podsync.db import Database
+from podsync.engine import Engine
 from podsync.errors import InvalidInput
 from podsync.feeds import has_bad_characters
 from podsync.store import devices
@@ -49,7 +49,7 @@ def parse_settings(body: Any) -> tuple[str | None, str | None]:
 
 
 class DeviceService:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Engine) -> None:
         self.db = db
 
     async def list(self, user_id: int) -> tuple[list[Device], int]:

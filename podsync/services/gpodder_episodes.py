@@ -16,11 +16,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from podsync import timestamps
-from podsync.db import Database
+from podsync.engine import Engine
 from podsync.feeds import MAX_GUID, InvalidFeedUrl, check_feed_url, has_bad_characters, url_key
 from podsync.services import gpodder_cursor as cursor
 from podsync.services.gpodder_devices import DEVICE_ID
-from podsync.store import devices, episodes
+from podsync.store import devices, episodes, meta
 from podsync.store.episodes import EpisodeAction
 
 log = logging.getLogger("podsync.gpodder")
@@ -180,7 +180,7 @@ class Pull:
 
 
 class EpisodeService:
-    def __init__(self, db: Database, page_size: int) -> None:
+    def __init__(self, db: Engine, page_size: int) -> None:
         self.db = db
         self.page_size = page_size
 
@@ -200,6 +200,10 @@ class EpisodeService:
                 action = replace(action, device_id=None)
             parsed.append((action, content_hash(action)))
         async with self.db.write() as conn:
+            # On PostgreSQL seq is taken at INSERT but seen at COMMIT: one writer per
+            # user at a time keeps a user's seqs committing in order, so a puller's
+            # cursor never steps past a row still to commit (a no-op on SQLite).
+            await meta.lock_user(conn, user_id)
             before = await episodes.max_seq(conn, user_id)
             known = [a.device_id for a, _ in parsed if a.device_id is not None]
             if known:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from podsync.db import Database
+from podsync.engine import Engine
 from podsync.errors import InvalidInput
 from podsync.feeds import has_bad_characters, url_key
 from podsync.rules import Subscribe, Unsubscribe
@@ -115,7 +115,7 @@ def parse_url_list(body: bytes, fmt: str) -> list[str]:
 
 
 class GpodderSubscriptions:
-    def __init__(self, db: Database, sync: SyncService) -> None:
+    def __init__(self, db: Engine, sync: SyncService) -> None:
         self.db = db
         self.sync = sync
 

@@ -2,7 +2,7 @@
 
 A write probe that is rolled back tells a read-only or locked database apart at no
 cost to the disk. A full disk shows only when pages really reach it, so it is
-known from the last real write that failed (`Database.write_failure`); health
+known from the last real write that failed (`write_failure` of the engine); health
 comes back with the next write that commits, or once the disk has room again.
 """
 
@@ -11,7 +11,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from podsync.db import RETRY_AFTER_STORAGE, Database
+from podsync.db import RETRY_AFTER_STORAGE
+from podsync.engine import Engine
 from podsync.errors import Unavailable
 from podsync.store import meta
 
@@ -25,7 +26,7 @@ class _ProbeDone(Exception):
 
 
 class HealthService:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Engine) -> None:
         self.db = db
 
     async def check(self) -> None:
@@ -52,7 +53,7 @@ class HealthService:
             return 0
 
 
-async def require_writable(db: Database) -> None:
+async def require_writable(db: Engine) -> None:
     """For start-up: raise Unavailable naming the file when it cannot be written."""
     try:
         await HealthService(db).check()

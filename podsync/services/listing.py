@@ -12,7 +12,7 @@ from typing import Any
 from itsdangerous import BadData, URLSafeSerializer
 
 from podsync import timestamps
-from podsync.db import Database
+from podsync.engine import Engine
 from podsync.errors import InvalidInput, NotFound
 from podsync.model import Subscription
 from podsync.rules import canonical_uuid
@@ -85,7 +85,7 @@ def _remember(memo: dict[Any, Any], key: Any, value: Any) -> None:
 
 
 class ListingService:
-    def __init__(self, db: Database, secret_key: str) -> None:
+    def __init__(self, db: Engine, secret_key: str) -> None:
         self.db = db
         self.cursors = Cursors(secret_key)
 

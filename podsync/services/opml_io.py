@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from podsync import timestamps
-from podsync.db import Database
+from podsync.engine import Engine
 from podsync.feeds import InvalidFeedUrl, check_feed_url, has_bad_characters, url_key
 from podsync.model import User
 from podsync.opml import OPML_TAIL, OutlineFeed, opml_head, opml_outlines
@@ -63,7 +63,7 @@ def clean_title(title: str | None) -> str | None:
 
 
 class OpmlService:
-    def __init__(self, db: Database, sync: SyncService) -> None:
+    def __init__(self, db: Engine, sync: SyncService) -> None:
         self.db = db
         self.sync = sync
 

@@ -16,10 +16,11 @@ from typing import TypeVar
 
 from podsync import rules, timestamps
 from podsync.config import SyncConfig
-from podsync.db import Database
+from podsync.engine import Engine
 from podsync.model import RecordedAction, Subscription
 from podsync.rules import APPLIED, IGNORED, REJECTED, REUSED_ACTION_ID, Command, Outcome
 from podsync.store import actions as action_log
+from podsync.store import meta
 from podsync.store import subscriptions as store
 
 T = TypeVar("T")
@@ -59,7 +60,7 @@ def _identity(outcome: BatchOutcome) -> BatchOutcome:
 
 
 class SyncService:
-    def __init__(self, db: Database, config: SyncConfig) -> None:
+    def __init__(self, db: Engine, config: SyncConfig) -> None:
         self.db = db
         self.config = config
 
@@ -98,6 +99,8 @@ class SyncService:
         retention = now - self.config.action_id_retention_days * _US_PER_DAY
         ids = [k.action_id for k in keys if k is not None]
         async with self.db.write() as conn:
+            # Another process's batch for this user waits until this one commits.
+            await meta.lock_user(conn, user_id)
             recorded = await action_log.get_many(conn, user_id, ids, newer_than=retention)
             # Which commands run: each action id once (its first occurrence), and only
             # when it was not recorded before.

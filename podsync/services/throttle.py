@@ -14,14 +14,14 @@ import math
 
 from podsync import timestamps
 from podsync.config import AuthConfig
-from podsync.db import Database
+from podsync.engine import Engine
 from podsync.store import login_failures
 
 _US = 1_000_000
 
 
 class LoginThrottle:
-    def __init__(self, db: Database, config: AuthConfig) -> None:
+    def __init__(self, db: Engine, config: AuthConfig) -> None:
         self.db = db
         self.max_failures = config.login_max_failures
         self.max_per_address = config.login_max_failures_per_address

@@ -31,11 +31,13 @@ async def get_many(
 async def record_many(conn: Connection, user_id: int, records: Sequence[RecordedAction]) -> None:
     if not records:
         return
-    # REPLACE: a record past retention that prune() has not removed yet is superseded.
+    # Upsert: a record past retention that prune() has not removed yet is superseded.
     await conn.execute_many(
-        "INSERT OR REPLACE INTO actions "
+        "INSERT INTO actions "
         "(user_id, action_id, status, reason, sync_id, received_at, fingerprint) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (user_id, action_id) DO UPDATE SET "
+        "status = excluded.status, reason = excluded.reason, sync_id = excluded.sync_id, "
+        "received_at = excluded.received_at, fingerprint = excluded.fingerprint",
         [
             (user_id, r.action_id, r.status, r.reason, r.sync_id, r.received_at, r.fingerprint)
             for r in records

@@ -48,7 +48,8 @@ async def upsert(
         "(user_id, device_id, caption, type, created_at, last_seen_at) "
         "VALUES (?, ?, coalesce(?, ?), coalesce(?, 'other'), ?, ?) "
         "ON CONFLICT (user_id, device_id) DO UPDATE SET "
-        "caption = coalesce(?, caption), type = coalesce(?, type), last_seen_at = ?",
+        "caption = coalesce(?, gpodder_devices.caption), type = coalesce(?, gpodder_devices.type), "
+        "last_seen_at = ?",
         (user_id, device_id, caption, device_id, type_, now, now, caption, type_, now),
     )
 

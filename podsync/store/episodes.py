@@ -43,9 +43,13 @@ async def insert_many(
 ) -> None:
     """Store (action, content hash) pairs; a hash the user already has is skipped, so a
     batch sent again after a lost answer adds nothing."""
+    if conn.dialect == "postgresql":
+        insert, on_conflict = "INSERT", " ON CONFLICT (user_id, content_hash) DO NOTHING"
+    else:
+        insert, on_conflict = "INSERT OR IGNORE", ""
     await conn.execute_many(
-        f"INSERT OR IGNORE INTO episode_actions (user_id, {_FIELDS}, received_at, content_hash) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        f"{insert} INTO episode_actions (user_id, {_FIELDS}, received_at, content_hash) "
+        f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?){on_conflict}",
         [
             (
                 user_id,
@@ -100,7 +104,7 @@ async def page(
             f"SELECT seq, {_FIELDS} FROM (SELECT seq, {_FIELDS}, row_number() OVER ("
             "PARTITION BY podcast_key, episode_url, action "
             f"ORDER BY occurred_at DESC, seq DESC) AS rank FROM episode_actions WHERE {where}) "
-            "WHERE rank = 1 ORDER BY seq LIMIT ?"
+            "AS ranked WHERE rank = 1 ORDER BY seq LIMIT ?"
         )
     else:
         sql = f"SELECT seq, {_FIELDS} FROM episode_actions WHERE {where} ORDER BY seq LIMIT ?"

@@ -10,9 +10,16 @@ from collections.abc import Iterable
 from podsync.store import Connection
 
 
+def _active(conn: Connection) -> str:
+    """The table, on SQLite pinned to the partial index of subscribed rows."""
+    if conn.dialect == "sqlite":
+        return "subscriptions INDEXED BY subscriptions_active"
+    return "subscriptions"
+
+
 async def subscribed_urls(conn: Connection, user_id: int) -> list[str]:
     rows = await conn.fetch_all(
-        "SELECT feed_url FROM subscriptions INDEXED BY subscriptions_active "
+        f"SELECT feed_url FROM {_active(conn)} "
         "WHERE user_id = ? AND unsubscribed_at IS NULL ORDER BY id",
         (user_id,),
     )
@@ -21,8 +28,8 @@ async def subscribed_urls(conn: Connection, user_id: int) -> list[str]:
 
 async def subscribed_titles(conn: Connection, user_id: int) -> list[tuple[str, str | None]]:
     rows = await conn.fetch_all(
-        "SELECT feed_url, title FROM subscriptions "
-        "INDEXED BY subscriptions_active WHERE user_id = ? AND unsubscribed_at IS NULL "
+        f"SELECT feed_url, title FROM {_active(conn)} "
+        "WHERE user_id = ? AND unsubscribed_at IS NULL "
         "ORDER BY id",
         (user_id,),
     )

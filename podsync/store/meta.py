@@ -20,11 +20,26 @@ async def put_if_absent(conn: Connection, key: str, value: str) -> str:
     return stored
 
 
+async def lock_user(conn: Connection, user_id: int) -> None:
+    """Serialise the user's writers, across processes, to the end of the transaction.
+
+    SQLite has one writer, so this is a no-op there. On PostgreSQL two processes could
+    otherwise both find an action id unrecorded or a url key free and both act on it;
+    with a transaction-scoped advisory lock the second one waits, then reads (READ
+    COMMITTED: every statement sees what committed before it) what the first wrote."""
+    if conn.dialect == "postgresql":
+        await conn.fetch_one("SELECT pg_advisory_xact_lock(?)", (user_id,))
+
+
 async def next_change_seqs(conn: Connection, count: int) -> int:
-    """Reserve `count` change sequence numbers; return the first. Call inside a write."""
+    """Reserve `count` change sequence numbers; return the first. Call inside a write,
+    as late as possible: on PostgreSQL the UPDATE's row lock on the counter is held to
+    COMMIT, so writers take numbers in commit order. A writer that took number 11
+    cannot commit before the one holding 10 has, and the feed (which reads the counter
+    and the rows in one statement) never sees 11 while 10 is still to come."""
     row = await conn.fetch_one(
-        "UPDATE meta SET value = CAST(CAST(value AS INTEGER) + ? AS TEXT) "
-        "WHERE key = 'change_seq' RETURNING CAST(value AS INTEGER)",
+        "UPDATE meta SET value = CAST(CAST(value AS BIGINT) + ? AS TEXT) "
+        "WHERE key = 'change_seq' RETURNING CAST(value AS BIGINT)",
         (count,),
     )
     assert row is not None, "migration 1 seeds change_seq"
@@ -45,11 +60,17 @@ async def ping(conn: Connection) -> None:
 
 async def schema_version(conn: Connection) -> int:
     """How many migrations this database has run."""
-    row = await conn.fetch_one("PRAGMA user_version")
+    if conn.dialect == "postgresql":
+        row = await conn.fetch_one("SELECT coalesce(max(version), 0) FROM schema_version")
+    else:
+        row = await conn.fetch_one("PRAGMA user_version")
     return int(row[0]) if row else 0
 
 
 async def touch(conn: Connection) -> None:
     """Rewrite one row unchanged: a write SQLite refuses on a read-only database.
-    Call inside a write."""
-    await conn.execute("UPDATE meta SET value = value WHERE key = 'change_seq'")
+    Call inside a write. PostgreSQL refuses an UPDATE in a read-only transaction or on
+    a standby whatever it matches, so there it names no row: it must not take the
+    counter's row lock, which writers hold to COMMIT."""
+    key = "change_seq" if conn.dialect == "sqlite" else "health_probe"
+    await conn.execute("UPDATE meta SET value = value WHERE key = ?", (key,))

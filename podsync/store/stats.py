@@ -17,7 +17,7 @@ class Counts:
 async def counts(conn: Connection) -> Counts:
     row = await conn.fetch_one(
         "SELECT (SELECT count(*) FROM users), "
-        "(SELECT count(*) FROM users WHERE enabled), "
+        "(SELECT count(*) FROM users WHERE enabled <> 0), "
         "(SELECT count(*) FROM subscriptions WHERE unsubscribed_at IS NULL)"
     )
     return Counts(int(row[0]), int(row[1]), int(row[2]))

@@ -170,13 +170,16 @@ async def user_seq(conn: Connection, user_id: int) -> int:
     return 0 if row is None or row[0] is None else int(row[0])
 
 
-def _keyset(include_unsubscribed: bool) -> tuple[str, str]:
+def _keyset(conn: Connection, include_unsubscribed: bool) -> tuple[str, str]:
     """The indexed table and filter of a keyset query. The partial index holds only
     subscribed rows, so a page never steps over unsubscribed ones; INDEXED BY keeps
-    the planner from choosing otherwise without statistics."""
-    if include_unsubscribed:
-        return "subscriptions INDEXED BY subscriptions_all", ""
-    return "subscriptions INDEXED BY subscriptions_active", " AND unsubscribed_at IS NULL"
+    SQLite's planner from choosing otherwise without statistics (PostgreSQL has
+    statistics and no INDEXED BY)."""
+    condition = "" if include_unsubscribed else " AND unsubscribed_at IS NULL"
+    if conn.dialect != "sqlite":
+        return "subscriptions", condition
+    index = "subscriptions_all" if include_unsubscribed else "subscriptions_active"
+    return f"subscriptions INDEXED BY {index}", condition
 
 
 async def page_and_edge(
@@ -192,7 +195,7 @@ async def page_and_edge(
     whether a matching entity lies on the other side (id <= position, or id >=
     position). One round trip instead of a read transaction of four. The flag rides
     on every row, so it is None for an empty page."""
-    table, condition = _keyset(include_unsubscribed)
+    table, condition = _keyset(conn, include_unsubscribed)
     beyond, order, edge = (
         ("id > ?", "id", "id <= ?") if forward else ("id < ?", "id DESC", "id >= ?")
     )
@@ -212,7 +215,7 @@ async def exists_beyond(
 ) -> bool:
     """Whether a matching entity lies after (or before) the id `pivot`."""
     op = ">" if after else "<"
-    table, condition = _keyset(include_unsubscribed)
+    table, condition = _keyset(conn, include_unsubscribed)
     sql = f"SELECT EXISTS (SELECT 1 FROM {table} WHERE user_id = ? AND id {op} ?{condition})"
     row = await conn.fetch_one(sql, (user_id, pivot))
     return bool(row and row[0])
@@ -226,13 +229,14 @@ async def changes_and_counter(
     and the database's change counter, read by the same statement so that the two
     agree. (A poll at the head of the feed finds
     no rows: the counter comes on the one row the LEFT JOIN keeps.)"""
-    mine = "" if exclude_client is None else " AND last_client_id IS NOT ?"
+    distinct = "IS NOT" if conn.dialect == "sqlite" else "IS DISTINCT FROM"
+    mine = "" if exclude_client is None else f" AND last_client_id {distinct} ?"
     params: list[Any] = [user_id, after_seq] + ([] if exclude_client is None else [exclude_client])
     sql = (
         f"SELECT counter.seq, page.* FROM "
-        f"(SELECT CAST(value AS INTEGER) AS seq FROM meta WHERE key = 'change_seq') AS counter "
+        f"(SELECT CAST(value AS BIGINT) AS seq FROM meta WHERE key = 'change_seq') AS counter "
         f"LEFT JOIN (SELECT change_seq, last_updated, view FROM subscriptions "
-        f"WHERE user_id = ? AND change_seq > ?{mine} ORDER BY change_seq LIMIT ?) AS page ON 1 "
+        f"WHERE user_id = ? AND change_seq > ?{mine} ORDER BY change_seq LIMIT ?) AS page ON TRUE "
         f"ORDER BY page.change_seq"
     )
     rows = await conn.fetch_all(sql, [*params, limit])

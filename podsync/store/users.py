@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from podsync.errors import Conflict, NotFound
 from podsync.model import User, UserSummary
-from podsync.store import Connection
+from podsync.store import INTEGRITY_ERRORS, Connection
 
 __all__ = ["User", "UserSummary"]
 
+# Names sort by code point on both engines (PostgreSQL would otherwise use the
+# database's locale).
+_BINARY = {"sqlite": "", "postgresql": ' COLLATE "C"'}
 _COLUMNS = "id, name, password_hash, enabled, token_generation, created_at"
 
 
@@ -46,9 +48,14 @@ async def require_by_name(conn: Connection, name: str) -> User:
 async def create(conn: Connection, name: str, password_hash: str, now: int) -> User:
     """Create a user; Conflict when the name exists in any letter case. Call inside a
     write: the check and the insert are one transaction, so two cannot both pass."""
-    taken = await conn.fetch_one(
-        "SELECT name FROM users WHERE name = ? COLLATE NOCASE LIMIT 1", (name,)
-    )
+    if conn.dialect == "postgresql":
+        # Writers run concurrently here: a lock on the folded name makes the check and
+        # the insert of two processes one after the other (held to COMMIT).
+        await conn.execute("SELECT pg_advisory_xact_lock(hashtext(lower(?)))", (name,))
+        sql = "SELECT name FROM users WHERE lower(name) = lower(?) LIMIT 1"
+    else:
+        sql = "SELECT name FROM users WHERE name = ? COLLATE NOCASE LIMIT 1"
+    taken = await conn.fetch_one(sql, (name,))
     if taken is not None:
         existing = str(taken[0])
         hint = "" if existing == name else " (names are unique ignoring case)"
@@ -59,7 +66,7 @@ async def create(conn: Connection, name: str, password_hash: str, now: int) -> U
             f"RETURNING {_COLUMNS}",
             (name, password_hash, now),
         )
-    except sqlite3.IntegrityError:
+    except INTEGRITY_ERRORS:
         raise Conflict(f"a user named {name!r} already exists") from None
     assert row is not None
     return _user(row)
@@ -93,7 +100,7 @@ async def list_summaries(conn: Connection) -> list[UserSummary]:
         "   WHERE s.user_id = u.id AND s.unsubscribed_at IS NULL), "
         "  u.created_at, "
         "  (SELECT count(*) FROM gpodder_devices d WHERE d.user_id = u.id) "
-        "FROM users u ORDER BY u.name"
+        f"FROM users u ORDER BY u.name{_BINARY[conn.dialect]}"
     )
     return [
         UserSummary(

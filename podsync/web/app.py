@@ -11,7 +11,7 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from podsync.config import Config
-from podsync.db import Database
+from podsync.engine import create_engine
 from podsync.services.auth import AuthService, load_secret_key
 from podsync.services.gpodder import build_gpodder
 from podsync.services.health import require_writable
@@ -47,7 +47,7 @@ async def _prune_periodically(sync: SyncService) -> None:
 
 async def _resources(app: web.Application) -> AsyncIterator[None]:
     config = app[CONFIG]
-    db = Database(config.database.path, config.database.durability)
+    db = create_engine(config.database)
     await db.open()
     passwords = PasswordService()
     pruner: asyncio.Task[None] | None = None

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import logging
-import sqlite3
 
 from aiohttp import web
 
 from podsync import __version__
+from podsync.engine import DATABASE_ERRORS
 from podsync.errors import Unavailable
 from podsync.services.health import HealthService
 from podsync.web.http import json_ok
@@ -21,7 +21,7 @@ async def healthz(request: web.Request) -> web.Response:
         await HealthService(request.app[DB]).check()
     except Unavailable as exc:
         reason = exc.reason
-    except sqlite3.Error as exc:
+    except DATABASE_ERRORS as exc:
         log.error("health check failed: %s", exc)
         reason = "the database does not answer"
     else:

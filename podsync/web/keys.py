@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from podsync.config import Config
-from podsync.db import Database
+from podsync.engine import Engine
 from podsync.model import User
 from podsync.services.auth import AuthService
 from podsync.services.gpodder import Gpodder
@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # for the type only: podsync.web.metrics imports these keys
     from podsync.web.metrics import Metrics
 
 CONFIG = web.AppKey("config", Config)
-DB = web.AppKey("db", Database)
+DB = web.AppKey("db", Engine)
 AUTH = web.AppKey("auth", AuthService)
 SYNC = web.AppKey("sync", SyncService)
 LISTING = web.AppKey("listing", ListingService)

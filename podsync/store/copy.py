@@ -1,0 +1,104 @@
+"""Copying a whole database from one engine to another (`podsync db copy-to`).
+
+Generic over tables, so a table added by a later migration is copied without a
+change here: the tables are the source's, in the order their foreign keys need
+(parents first), each column by name. Both databases are at the same schema
+version (both engines migrate on open), so the columns match.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from podsync.store import Connection
+
+CHUNK = 5000
+
+
+async def tables_in_order(source: Connection) -> list[str]:
+    """The source's tables (SQLite), parents before the tables that refer to them."""
+    names = [
+        str(r[0])
+        for r in await source.fetch_all(
+            "SELECT name FROM sqlite_master WHERE type = 'table' "
+            "AND name NOT LIKE 'sqlite_%' ORDER BY name"
+        )
+    ]
+    parents = {
+        name: {
+            str(r[0])
+            for r in await source.fetch_all(
+                'SELECT "table" FROM pragma_foreign_key_list(?)', (name,)
+            )
+        }
+        - {name}
+        for name in names
+    }
+    ordered: list[str] = []
+    while len(ordered) < len(names):
+        ready = [n for n in names if n not in ordered and parents[n] <= set(ordered)]
+        if not ready:
+            raise ValueError("the tables' foreign keys form a cycle")
+        ordered += ready
+    return ordered
+
+
+async def columns(source: Connection, table: str) -> list[str]:
+    return [
+        str(r[0]) for r in await source.fetch_all("SELECT name FROM pragma_table_info(?)", (table,))
+    ]
+
+
+async def count(conn: Connection, table: str) -> int:
+    row = await conn.fetch_one(f"SELECT count(*) FROM {table}")
+    return int(row[0]) if row else 0
+
+
+async def read_chunks(
+    source: Connection, table: str, names: list[str]
+) -> AsyncIterator[list[tuple[object, ...]]]:
+    """Every row of `table`, CHUNK rows at a time. Call inside one read transaction:
+    the same plan then scans in the same order for every chunk (OFFSET paging also
+    works for the WITHOUT ROWID tables)."""
+    offset = 0
+    while True:
+        rows = await source.fetch_all(
+            f"SELECT {', '.join(names)} FROM {table} LIMIT ? OFFSET ?", (CHUNK, offset)
+        )
+        if not rows:
+            return
+        offset += len(rows)
+        yield [tuple(r) for r in rows]
+
+
+async def is_empty(target: Connection) -> bool:
+    """No user and no subscription yet (a freshly migrated database)."""
+    return await count(target, "users") == 0 and await count(target, "subscriptions") == 0
+
+
+async def write_rows(
+    target: Connection, table: str, names: list[str], rows: list[tuple[object, ...]]
+) -> None:
+    marks = ", ".join("?" * len(names))
+    await target.execute_many(f"INSERT INTO {table} ({', '.join(names)}) VALUES ({marks})", rows)
+
+
+async def clear(target: Connection, table: str) -> None:
+    """Empty a table the migrations seeded (meta: the change counter)."""
+    await target.execute(f"DELETE FROM {table}")
+
+
+async def advance_identities(target: Connection) -> None:
+    """PostgreSQL: move each identity column's sequence past the copied ids, so new
+    rows never collide with them (SQLite has no sequences to move)."""
+    if target.dialect != "postgresql":
+        return
+    for table, column in await target.fetch_all(
+        "SELECT table_name, column_name FROM information_schema.columns "
+        "WHERE is_identity = 'YES' AND table_schema = current_schema()"
+    ):
+        await target.fetch_one(
+            f"SELECT setval(pg_get_serial_sequence(?, ?), "
+            f"coalesce((SELECT max({column}) FROM {table}), 0) + 1, false)",
+            (table, column),
+        )

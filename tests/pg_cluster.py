@@ -1,0 +1,152 @@
+"""A throwaway PostgreSQL cluster for the tests: one per test session, a fresh
+database per test.
+
+PostgreSQL refuses to run as root, and CI runs as root: then initdb and pg_ctl run
+as the `postgres` user (`runuser -u postgres --`), in a temp dir it owns. The
+server listens on a free loopback port and a socket in that dir, trusts local
+connections and skips fsync (a test cluster is thrown away, so durability is not
+what is tested). Without PostgreSQL the tests that need it skip with one line,
+unless PODSYNC_REQUIRE_POSTGRES=1 (CI) makes that a failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import glob
+import itertools
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+SKIP_REASON = (
+    "PostgreSQL not installed: apt-get install postgresql (or set PODSYNC_TEST_PG_BIN "
+    "to its bin dir) to run the PostgreSQL tests; .ci/run always runs them"
+)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def find_bin() -> Path | None:
+    """The directory holding initdb and pg_ctl, or None."""
+    configured = os.environ.get("PODSYNC_TEST_PG_BIN")
+    # When set, only that dir counts (a wrong one skips the tests, as without PostgreSQL).
+    candidates = [configured] if configured else glob.glob("/usr/lib/postgresql/*/bin")
+    for directory in sorted(candidates, reverse=True):
+        if (Path(directory) / "initdb").is_file() and (Path(directory) / "pg_ctl").is_file():
+            return Path(directory)
+    if configured:
+        return None
+    found = shutil.which("pg_ctl")
+    return Path(found).parent if found and shutil.which("initdb") else None
+
+
+def _as_owner(args: list[str]) -> list[str]:
+    """Run as the postgres user when we are root (PostgreSQL refuses root)."""
+    return ["runuser", "-u", "postgres", "--", *args] if os.geteuid() == 0 else args
+
+
+class Cluster:
+    def __init__(self, bin_dir: Path) -> None:
+        self.bin_dir = bin_dir
+        self.root = Path(tempfile.mkdtemp(prefix="podsync-pg-"))
+        self.data = self.root / "data"
+        self.port = free_port()
+        self._names = itertools.count(1)
+
+    def _tool(self, name: str) -> str:
+        return str(self.bin_dir / name)
+
+    def start(self) -> None:
+        if os.geteuid() == 0:
+            shutil.chown(self.root, "postgres", "postgres")
+        run = [str(self.bin_dir / "initdb"), "-D", str(self.data), "-U", "postgres"]
+        subprocess.run(
+            _as_owner([*run, "-A", "trust", "-E", "UTF8", "--no-sync", "--no-instructions"]),
+            check=True,
+            capture_output=True,
+        )
+        options = (
+            f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off "
+            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+        )
+        log = str(self.root / "server.log")
+        subprocess.run(
+            _as_owner(
+                [
+                    self._tool("pg_ctl"),
+                    "-D",
+                    str(self.data),
+                    "-o",
+                    options,
+                    "-w",
+                    "-l",
+                    log,
+                    "start",
+                ]
+            ),
+            check=True,
+            capture_output=True,
+        )
+        subprocess.run(
+            _as_owner(
+                [self._tool("createdb"), "-h", str(self.root), "-p", str(self.port), "podsync"]
+            ),
+            check=True,
+            capture_output=True,
+        )
+
+    def stop(self) -> None:
+        subprocess.run(
+            _as_owner([str(self.bin_dir / "pg_ctl"), "-D", str(self.data), "-m", "fast", "stop"]),
+            capture_output=True,
+        )
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def url(self, database: str = "postgres") -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+
+    def new_database(self) -> str:
+        """A fresh empty schema of the cluster's one test database, as a URL whose
+        search_path selects it (asyncpg passes unknown URL parameters to the server
+        as settings). A schema costs milliseconds; a CREATE DATABASE copies files."""
+        name = f"t{next(self._names)}"
+
+        async def create() -> None:
+            conn = await asyncpg.connect(self.url("podsync"))
+            try:
+                await conn.execute(f"CREATE SCHEMA {name}")
+            finally:
+                await conn.close()
+
+        # On a thread of its own: callers may be inside a running event loop.
+        with ThreadPoolExecutor(1) as thread:
+            thread.submit(asyncio.run, create()).result()
+        return self.url("podsync") + f"?search_path={name}"
+
+
+def start_cluster() -> Cluster:
+    """Start a cluster, or skip (fail under PODSYNC_REQUIRE_POSTGRES=1) when missing."""
+    bin_dir = find_bin()
+    if bin_dir is None or (os.geteuid() == 0 and shutil.which("runuser") is None):
+        if os.environ.get("PODSYNC_REQUIRE_POSTGRES") == "1":
+            pytest.fail("PODSYNC_REQUIRE_POSTGRES=1 but " + SKIP_REASON)
+        pytest.skip(SKIP_REASON)
+    cluster = Cluster(bin_dir)
+    try:
+        cluster.start()
+    except BaseException:
+        cluster.stop()
+        raise
+    return cluster
