@@ -6,7 +6,7 @@ as the `postgres` user (`runuser -u postgres --`), in a temp dir it owns. The
 server listens on a free loopback port and a socket in that dir, trusts local
 connections and skips fsync (a test cluster is thrown away, so durability is not
 what is tested). Without PostgreSQL the tests that need it skip with one line,
-unless PODSYNC_REQUIRE_POSTGRES=1 (CI) makes that a failure.
+unless REQUIRE_POSTGRES_TESTS=1 (CI) makes that a failure.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import asyncpg
 import pytest
 
 SKIP_REASON = (
-    "PostgreSQL not installed: apt-get install postgresql (or set PODSYNC_TEST_PG_BIN "
+    "PostgreSQL not installed: apt-get install postgresql (or set POSTGRES_TEST_BIN "
     "to its bin dir) to run the PostgreSQL tests; .ci/run always runs them"
 )
 
@@ -40,7 +40,7 @@ def free_port() -> int:
 
 def find_bin() -> Path | None:
     """The directory holding initdb and pg_ctl, or None."""
-    configured = os.environ.get("PODSYNC_TEST_PG_BIN")
+    configured = os.environ.get("POSTGRES_TEST_BIN")
     # When set, only that dir counts (a wrong one skips the tests, as without PostgreSQL).
     candidates = [configured] if configured else glob.glob("/usr/lib/postgresql/*/bin")
     for directory in sorted(candidates, reverse=True):
@@ -137,11 +137,11 @@ class Cluster:
 
 
 def start_cluster() -> Cluster:
-    """Start a cluster, or skip (fail under PODSYNC_REQUIRE_POSTGRES=1) when missing."""
+    """Start a cluster, or skip (fail under REQUIRE_POSTGRES_TESTS=1) when missing."""
     bin_dir = find_bin()
     if bin_dir is None or (os.geteuid() == 0 and shutil.which("runuser") is None):
-        if os.environ.get("PODSYNC_REQUIRE_POSTGRES") == "1":
-            pytest.fail("PODSYNC_REQUIRE_POSTGRES=1 but " + SKIP_REASON)
+        if os.environ.get("REQUIRE_POSTGRES_TESTS") == "1":
+            pytest.fail("REQUIRE_POSTGRES_TESTS=1 but " + SKIP_REASON)
         pytest.skip(SKIP_REASON)
     cluster = Cluster(bin_dir)
     try:
