@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import base64
+import http.client
+import json
 from collections.abc import Awaitable, Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 from aiohttp.test_utils import TestClient
 
@@ -27,3 +30,24 @@ async def login_cookie(gp: TestClient[Any, Any], name: str = "alice") -> str:
 
 def cookie(value: str) -> dict[str, str]:
     return {"Cookie": f"sessionid={value}"}
+
+
+class Answer:
+    def __init__(self, status: int, headers: http.client.HTTPMessage, body: bytes) -> None:
+        self.status, self.headers, self.body = status, headers, body
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+def call(base: str, method: str, path: str, body: bytes | None = None, **headers: str) -> Answer:
+    """One request to a real server exactly as given (http.client adds only Host,
+    Accept-Encoding and Content-Length)."""
+    parts = urlsplit(base)
+    connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=10)
+    try:
+        connection.request(method, path, body=body, headers=headers)
+        response = connection.getresponse()
+        return Answer(response.status, response.headers, response.read())
+    finally:
+        connection.close()

@@ -1,0 +1,124 @@
+"""Contract section 14, "Secrets stay out of output": `config show`, every error
+message and every log line hide a password given in a database URL, in its user
+part and in its query parameters (`password`, `sslpassword`, any parameter whose
+name contains `password`)."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from podsync.cli import cli
+from tests.conftest import PASSWORD, MakeConfig, ServeProcess, run_cli, with_accounts
+from tests.pg_cluster import Cluster, free_port
+
+USER_PW = "UserPw-0-never-shown"
+QUERY_PW = "QueryPw-1-never-shown"
+KEY_PW = "KeyPw-2-never-shown"
+OTHER_PW = "OtherPw-3-never-shown"
+SECRETS = (USER_PW, QUERY_PW, KEY_PW, OTHER_PW)
+
+
+def _url(host: str, query: str = "") -> str:
+    return (
+        f"postgresql://pods:{USER_PW}@{host}/podsync?sslmode=disable&password={QUERY_PW}"
+        f"&sslpassword={KEY_PW}&Backup_PASSWORD_file={OTHER_PW}&application_name=podsync-x" + query
+    )
+
+
+def _assert_hidden(text: str) -> None:
+    for secret in SECRETS:
+        assert secret not in text, f"{secret} shown in:\n{text}"
+
+
+def test_config_show_hides_passwords_in_the_query_too(tmp_path: Path) -> None:
+    path = tmp_path / "podsync.toml"
+    path.write_text(f'[database]\nurl = "{_url("db.example.org:5432")}"\n')
+    result = CliRunner().invoke(cli, ["--config", str(path), "config", "show"], env={})
+    assert result.exit_code == 0, result.output
+    _assert_hidden(result.output)
+    url_line = next(line for line in result.stdout.splitlines() if line.startswith("url = "))
+    # Everything but the secrets stays as given: the admin still sees what is set.
+    assert url_line == (
+        'url = "postgresql://pods:<redacted>@db.example.org:5432/podsync?sslmode=disable'
+        "&password=<redacted>&sslpassword=<redacted>&Backup_PASSWORD_file=<redacted>"
+        f'&application_name=podsync-x"  # {path}'
+    )
+
+    from_env = CliRunner().invoke(
+        cli, ["config", "show"], env={"PODSYNC_DATABASE_URL": _url("db.example.org")}
+    )
+    assert from_env.exit_code == 0, from_env.output
+    _assert_hidden(from_env.output)
+    assert "password=<redacted>" in from_env.stdout
+
+
+def test_a_cli_error_about_the_database_hides_query_passwords(make_config: MakeConfig) -> None:
+    # Nothing listens on this port: the command fails, naming the database.
+    config = make_config(database={"url": _url(f"127.0.0.1:{free_port()}")})
+    result = run_cli(config, "user", "list")
+    assert result.exit_code == 1
+    assert result.output.startswith("Error: database postgresql://pods:<redacted>@127.0.0.1:")
+    assert "password=<redacted>" in result.output
+    _assert_hidden(result.output)
+
+
+def test_serve_that_cannot_reach_its_database_hides_query_passwords(tmp_path: Path) -> None:
+    env = {
+        "PODSYNC_DATABASE_URL": _url(f"127.0.0.1:{free_port()}"),
+        "PODSYNC_LOG_LEVEL": "debug",
+        "PATH": "/usr/bin:/bin",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "podsync", "serve", "--port", "0"],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "Connect call failed" in done.stderr
+    _assert_hidden(done.stdout + done.stderr)
+
+
+def _pg_url_with_query_passwords(cluster: Cluster) -> str:
+    # The test cluster trusts local connections: the passwords are accepted and unused.
+    return cluster.new_database() + f"&password={QUERY_PW}&sslpassword={KEY_PW}"
+
+
+async def test_copy_to_says_where_it_copied_without_the_password(
+    make_config: MakeConfig, pg_cluster: Cluster
+) -> None:
+    config = make_config()
+    await with_accounts(config, lambda accounts: accounts.add_user("alice", PASSWORD))
+    url = _pg_url_with_query_passwords(pg_cluster)
+    copied = await asyncio.to_thread(run_cli, config, "db", "copy-to", url)
+    assert copied.exit_code == 0, copied.output
+    assert "to postgresql://postgres@127.0.0.1:" in copied.output
+    assert "password=<redacted>&sslpassword=<redacted>" in copied.output
+    _assert_hidden(copied.output)
+
+
+def test_serve_logs_no_password_from_the_query(
+    make_config: MakeConfig,
+    pg_cluster: Cluster,
+    serve_process: Callable[..., ServeProcess],
+) -> None:
+    config = make_config(
+        database={"url": _pg_url_with_query_passwords(pg_cluster)}, log={"level": "debug"}
+    )
+    process = serve_process(config)
+    with urllib.request.urlopen(process.url + "/healthz", timeout=10) as answer:  # noqa: S310
+        assert answer.status == 200
+    assert process.stop() == 0
+    log = process.output()
+    assert "listening on" in log
+    _assert_hidden(log)
