@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from podsync.envvars import CONFIG_ENV, OWN_NAMES, service_link_warning, unknown_name_warning
+
 ENV_PREFIX = "PODSYNC_"
-CONFIG_ENV = "PODSYNC_CONFIG"
 DEFAULT_CONFIG_FILE = "podsync.toml"
 
 
@@ -102,10 +103,12 @@ class Config:
 class ConfigOrigin:
     """Where a configuration came from, for `podsync config show` and the start-up
     line: the file read ("" for none) and, per "section.key" that was set, "file" or
-    the environment variable's name (a key not in `sources` has its default)."""
+    the environment variable's name (a key not in `sources` has its default); and
+    what to warn of at start-up (PODSYNC_* variables that name no setting)."""
 
     file: str = ""
     sources: Mapping[str, str] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
 
 
 _SECTION_TYPES: dict[str, type[Any]] = {
@@ -234,15 +237,23 @@ def load_config_and_origin(
                 values[section][key] = coerced
                 sources[name] = "file"
 
+    warnings: list[str] = []
+    settings = {f"{ENV_PREFIX}{s}_{k}".upper(): f"{s}.{k}" for s in values for k in _key_types(s)}
     for var, raw in env.items():
-        if not var.startswith(ENV_PREFIX) or var == CONFIG_ENV:
+        if not var.startswith(ENV_PREFIX) or var in OWN_NAMES:
             continue
         rest = var[len(ENV_PREFIX) :].lower()
         section, _, key = rest.partition("_")
         kinds = _key_types(section) if section in _SECTION_TYPES else {}
-        if key not in kinds:
-            raise ConfigError(f"unknown environment variable {var}")
         name = f"{section}.{key}"
+        # Never a refusal: Kubernetes injects PODSYNC_* names of its own (envvars.py).
+        if key not in kinds:
+            warnings += filter(None, [unknown_name_warning(var, raw, settings)])
+            continue
+        link = service_link_warning(var, raw, settings)
+        if link:
+            warnings.append(link)
+            continue
         coerced = _coerce_env_value(f"{name} (from {var})", kinds[key], raw)
         if (section, key) in _PATH_KEYS:
             coerced = _resolve_path(coerced, cwd)
@@ -250,7 +261,7 @@ def load_config_and_origin(
         sources[name] = var
 
     config = Config(**{s: _SECTION_TYPES[s](**v) for s, v in values.items()})
-    origin = ConfigOrigin(str(file_path) if file_path is not None else "", sources)
+    origin = ConfigOrigin(str(file_path or ""), sources, tuple(sorted(warnings)))
     return validate(config), origin
 
 

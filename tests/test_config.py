@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from podsync.config import Config, ConfigError, load_config
+from podsync.config import Config, ConfigError, load_config, load_config_and_origin
 from tests.conftest import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -159,10 +159,14 @@ def test_unknown_section_or_key_is_an_error_naming_it(
         "PODSYNC_CONFIGURATION",
     ],
 )
-def test_unknown_environment_variable_is_an_error_naming_it(var: str) -> None:
-    with pytest.raises(ConfigError) as caught:
-        load_config(None, environ={var: "1"})
-    assert var in str(caught.value)
+def test_unknown_environment_variable_is_a_warning_naming_it(var: str) -> None:
+    # Contract section 14: never a refusal to start; the value is never repeated.
+    config, origin = load_config_and_origin(None, environ={var: "secret-value"})
+    assert config == load_config(None, environ={})
+    assert len(origin.warnings) == 1
+    assert f"environment variable {var} names no setting" in origin.warnings[0]
+    assert "the closest is PODSYNC_" in origin.warnings[0]
+    assert "secret-value" not in origin.warnings[0]
 
 
 @pytest.mark.parametrize(

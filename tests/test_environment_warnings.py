@@ -98,7 +98,7 @@ def test_cli_commands_warn_on_stderr_and_carry_on(tmp_path: Path, config: Config
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("configuration ok")
     assert result.stderr.splitlines() == [
-        "Warning: PODSYNC_DATABSE_PATH names no setting and is ignored; "
+        "Warning: environment variable PODSYNC_DATABSE_PATH names no setting and is ignored; "
         "the closest is PODSYNC_DATABASE_PATH (database.path)"
     ]
 

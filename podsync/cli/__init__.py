@@ -6,6 +6,7 @@ The group and `serve` live here; each command group has its own module.
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 import click
@@ -54,6 +55,7 @@ def serve(ctx: Context, host: str | None, port: int | None) -> None:
     from podsync.logs import configure_logging
     from podsync.web.server import serve as run_server
 
+    ctx.log_warnings = True
     config = ctx.config
     overrides: dict[str, Any] = {}
     if host is not None:
@@ -66,6 +68,8 @@ def serve(ctx: Context, host: str | None, port: int | None) -> None:
         except ConfigError as exc:
             raise click.ClickException(str(exc)) from None
     configure_logging(config.log.level, config.log.format)
+    for warning in ctx.origin.warnings:
+        logging.getLogger("podsync").warning("%s", warning)
     try:
         new_database = not database_exists(config)
         asyncio.run(run_server(config, new_database, ctx.origin.file))

@@ -25,6 +25,9 @@ T = TypeVar("T")
 @dataclass
 class Context:
     config_path: str | None
+    # `serve` logs the configuration's warnings itself, once logging is set up;
+    # every other command prints them on stderr as it loads the configuration.
+    log_warnings: bool = False
     _loaded: tuple[Config, ConfigOrigin] | None = None
 
     @property
@@ -41,6 +44,9 @@ class Context:
                 self._loaded = load_config_and_origin(self.config_path)
             except ConfigError as exc:
                 raise click.ClickException(f"configuration: {exc}") from None
+            if not self.log_warnings:
+                for warning in self._loaded[1].warnings:
+                    click.echo(f"Warning: {warning}", err=True)
         return self._loaded
 
 

@@ -1,0 +1,82 @@
+"""`PODSYNC_*` names that are not settings: podsync's own others, Kubernetes service
+links, and the closest setting to a misspelt name (contract section 14).
+
+Kubernetes puts service links into every pod of a namespace: for a Service named
+`podsync` (or `podsync-db`, ...) `PODSYNC_SERVICE_HOST`, `PODSYNC_SERVICE_PORT`,
+`PODSYNC_SERVICE_PORT_<NAME>`, `PODSYNC_PORT=tcp://ip:port` and
+`PODSYNC_PORT_<port>_<PROTO>[_PROTO|_PORT|_ADDR]`, each behind the Service's name
+in upper case with `-` as `_`. They say nothing to podsync and are ignored without
+a word; any other unknown name is a warning, never a refusal to start.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping
+
+PREFIX = "PODSYNC_"
+CONFIG_ENV = "PODSYNC_CONFIG"  # the config file
+COPY_TO_URL_ENV = "PODSYNC_COPY_TO_URL"  # `podsync db copy-to`'s target
+# podsync's names that are not settings, with what they are.
+OWN_NAMES = {CONFIG_ENV: "the config file", COPY_TO_URL_ENV: "db copy-to's target"}
+
+# Each kind of service-link name, behind "PODSYNC" and the rest of the Service's
+# name, with the shape of the value it holds. A name can read as more than one kind
+# (PODSYNC_SERVICE_PORT: a port number, or a link of a Service "podsync-service").
+_SUFFIX = r"PORT_\d+_(?:TCP|UDP|SCTP)"
+_KINDS = [
+    (rf"SERVICE_HOST|{_SUFFIX}_ADDR", r"[0-9A-Fa-f.:]+"),
+    (rf"SERVICE_PORT(?:_[A-Z0-9_]+)?|{_SUFFIX}_PORT", r"\d{1,5}"),
+    (rf"PORT|{_SUFFIX}", r"(?:tcp|udp|sctp)://[0-9A-Fa-f.:\[\]]+:\d{1,5}"),
+    (rf"{_SUFFIX}_PROTO", r"tcp|udp|sctp"),
+]
+_SERVICE_LINKS = [
+    (re.compile(rf"PODSYNC(?:_[A-Z0-9_]+)?_(?:{name})"), re.compile(value))
+    for name, value in _KINDS
+]
+_LINK_VALUE = _SERVICE_LINKS[2][1]
+
+
+def is_service_link(name: str, value: str) -> bool:
+    """Whether `name=value` is one Kubernetes sets for a Service named podsync[-...]:
+    the name has a link's shape and the value the shape of that kind (so
+    `PODSYNC_SERVR_PORT=9000`, a typo, is not taken for one)."""
+    return any(
+        names.fullmatch(name) is not None and values.fullmatch(value.strip()) is not None
+        for names, values in _SERVICE_LINKS
+    )
+
+
+def holds_service_link(value: str) -> bool:
+    """`tcp://10.96.0.17:8080`: what a Service named `podsync-server` puts into
+    PODSYNC_SERVER_PORT. No setting ever holds such a value."""
+    return _LINK_VALUE.fullmatch(value.strip()) is not None
+
+
+def unknown_name_warning(name: str, value: str, settings: Mapping[str, str]) -> str | None:
+    """What to say of `name`, a PODSYNC_* variable that names no setting: nothing for
+    a service link, else the closest of `settings` (variable -> "section.key") or of
+    podsync's other names. The value is never shown: it may be a secret."""
+    if is_service_link(name, value):
+        return None
+    known = {**settings, **OWN_NAMES}
+    found = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.0)
+    nearest = found[0] if found else CONFIG_ENV
+    return (
+        f"environment variable {name} names no setting and is ignored; "
+        f"the closest is {nearest} ({known[nearest]})"
+    )
+
+
+def service_link_warning(name: str, value: str, settings: Mapping[str, str]) -> str | None:
+    """`PODSYNC_SERVER_PORT=tcp://10.96.0.19:8080` is what a Service named
+    `podsync-server` injects, not a port: ignored, with a warning, as it hides a
+    setting (`name`, one of `settings`). None when `value` is no service link."""
+    if not holds_service_link(value):
+        return None
+    return (
+        f"environment variable {name} holds a Kubernetes service link, not a value "
+        f"for {settings[name]}, and is ignored (enableServiceLinks: false in the pod spec "
+        "stops Kubernetes from setting it)"
+    )
