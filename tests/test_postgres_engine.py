@@ -7,7 +7,7 @@ import pytest
 
 from podsync.config import Config
 from podsync.errors import Unavailable
-from podsync.storage.engine import redact
+from podsync.redaction import redact
 from podsync.storage.migrations.postgres import MIGRATIONS as POSTGRES_MIGRATIONS
 from podsync.storage.migrations.sqlite import MIGRATIONS
 from podsync.storage.postgres import PostgresDatabase, translate
@@ -28,7 +28,7 @@ def test_placeholders_are_numbered_outside_string_literals() -> None:
 
 def test_messages_never_show_the_password() -> None:
     assert redact("postgresql://app:s3cret@db:5432/podsync") == (
-        "postgresql://app:***@db:5432/podsync"
+        "postgresql://app:<redacted>@db:5432/podsync"
     )
 
 

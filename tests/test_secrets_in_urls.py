@@ -12,9 +12,11 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from podsync.cli import cli
+from podsync.redaction import redact
 from tests.conftest import PASSWORD, MakeConfig, ServeProcess, run_cli, with_accounts
 from tests.pg_cluster import Cluster, free_port
 
@@ -122,3 +124,27 @@ def test_serve_logs_no_password_from_the_query(
     log = process.output()
     assert "listening on" in log
     _assert_hidden(log)
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("postgresql://u:pw@h/db", "postgresql://u:<redacted>@h/db"),
+        ("postgresql://u@h/db", "postgresql://u@h/db"),
+        ("postgresql://u:p@ss@h:5432/db", "postgresql://u:<redacted>@h:5432/db"),
+        (
+            "postgresql:///db?host=/run/postgresql&PassWord=x&pass%77ord=y&sslpassword=z",
+            "postgresql:///db?host=/run/postgresql&PassWord=<redacted>&pass%77ord=<redacted>"
+            "&sslpassword=<redacted>",
+        ),
+        (
+            "postgresql://h1:1,h2:2/db?a=1&password=x#f",
+            "postgresql://h1:1,h2:2/db?a=1&password=<redacted>#f",
+        ),
+        ("postgresql://u:pw@h:notaport/db", "postgresql://u:<redacted>@h:notaport/db"),
+        ("postgresql://h/db?passfile=/root/.pgpass", "postgresql://h/db?passfile=/root/.pgpass"),
+        ("", ""),
+    ],
+)
+def test_redact_hides_every_password_and_keeps_the_rest(url: str, shown: str) -> None:
+    assert redact(url) == shown

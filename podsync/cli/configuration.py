@@ -7,14 +7,12 @@ import json
 import os
 import ssl
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import click
 
 from podsync.cli.base import Context, pass_context
 from podsync.config import Config, ConfigOrigin
-
-REDACTED = "<redacted>"
+from podsync.redaction import REDACTED, redact
 
 
 @click.group("config", short_help="Show or check the configuration.")
@@ -33,7 +31,8 @@ def config_group() -> None:
 def config_show(ctx: Context) -> None:
     """Print the configuration in force as TOML, each value's source in a comment.
 
-    The secret key and a database URL's password are shown as "<redacted>".
+    The secret key and a database URL's passwords (in its user part and in query
+    parameters such as password= and sslpassword=) are shown as "<redacted>".
 
     \b
     Example:
@@ -113,17 +112,8 @@ def _shown_value(name: str, value: Any) -> str:
     elif name == "auth.secret_key" and value:
         value = REDACTED
     elif name == "database.url" and value:
-        value = _without_password(value)
+        value = redact(value)
     return _toml(value)
-
-
-def _without_password(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    userinfo, _, host = parts.netloc.rpartition("@")
-    user = userinfo.partition(":")[0]
-    return urlunsplit(parts._replace(netloc=f"{user}:{REDACTED}@{host}"))
 
 
 def _toml(value: Any) -> str:

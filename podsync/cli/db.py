@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import sys
 from dataclasses import replace
 from urllib.parse import urlsplit
 
@@ -10,11 +12,12 @@ import click
 
 from podsync.cli.base import Context, pass_context, require_database, run_with_db
 from podsync.config import DATABASE_URL_SCHEMES
+from podsync.envvars import COPY_TO_URL_ENV
 from podsync.errors import PodsyncError
+from podsync.redaction import redact
 from podsync.services import copying
 from podsync.storage import maintenance
 from podsync.storage.engine import Engine, create_engine
-from podsync.storage.errors import redact
 from podsync.store import meta
 
 
@@ -75,10 +78,10 @@ def db_backup(ctx: Context, dest: str, force: bool) -> None:
     click.echo(f"backup of {config.database.path} written to {dest} ({size} bytes)")
 
 
-@db.command("copy-to")
-@click.argument("url")
+@db.command("copy-to", short_help="Copy this SQLite database into an empty PostgreSQL one.")
+@click.argument("url", required=False)
 @pass_context
-def db_copy_to(ctx: Context, url: str) -> None:
+def db_copy_to(ctx: Context, url: str | None) -> None:
     """Copy this SQLite database into an empty PostgreSQL one.
 
     Everything goes to the empty PostgreSQL database at URL: users, password hashes,
@@ -87,15 +90,24 @@ def db_copy_to(ctx: Context, url: str) -> None:
     same lists. Stop the server first (the copy is one snapshot; later writes would
     not move), then set database.url to URL and start it again.
 
+    A password on the command line shows in `ps` and the shell history: leave URL
+    out, and podsync takes it from $PODSYNC_COPY_TO_URL, or else asks for it at a
+    prompt that does not echo what is typed.
+
     \b
     Example:
-      podsync db copy-to postgresql://podsync:secret@db.example.org/podsync
+      podsync db copy-to
+      PostgreSQL URL (not shown): postgresql://podsync:secret@db.example.org/podsync
+    \b
+      set -a; . /root/podsync-copy.env; set +a   # PODSYNC_COPY_TO_URL=postgresql://...
+      podsync db copy-to
     """
     config = ctx.config
     if config.database.url:
         raise click.ClickException(
             "db copy-to reads the SQLite database (database.path); database.url is set"
         )
+    url = _copy_to_url(url)
     if urlsplit(url).scheme not in DATABASE_URL_SCHEMES:
         raise click.ClickException("URL must be a postgresql:// URL")
     target_config = replace(config.database, url=url)
@@ -111,6 +123,28 @@ def db_copy_to(ctx: Context, url: str) -> None:
     counts = run_with_db(config, copy)
     summary = ", ".join(f"{n} {table}" for table, n in counts.items())
     click.echo(f"copied {config.database.path} to {redact(url)}: {summary}")
+
+
+def _copy_to_url(given: str | None) -> str:
+    """The argument, else $PODSYNC_COPY_TO_URL, else what is typed at a hidden prompt."""
+    if given:
+        if redact(given) != given:
+            click.echo(
+                f"Warning: a password on the command line shows in ps and the shell "
+                f"history; leave URL out to give it in {COPY_TO_URL_ENV} or at a prompt",
+                err=True,
+            )
+        return given
+    from_environment = os.environ.get(COPY_TO_URL_ENV, "").strip()
+    if from_environment:
+        return from_environment
+    if not sys.stdin.isatty():
+        raise click.ClickException(
+            f"no target URL: give it as an argument, in {COPY_TO_URL_ENV}, "
+            "or at the prompt (which needs a terminal)"
+        )
+    typed: str = click.prompt("PostgreSQL URL (not shown)", hide_input=True, err=True)
+    return typed.strip()
 
 
 def _sqlite_only(url: str, command: str, instead: str) -> None:

@@ -18,7 +18,7 @@ import asyncpg
 
 from podsync.config import DatabaseConfig
 from podsync.errors import Unavailable
-from podsync.storage.errors import redact
+from podsync.redaction import redact
 
 # Errors of either engine that mean "the database failed", for the CLI's messages.
 DATABASE_ERRORS: tuple[type[Exception], ...] = (

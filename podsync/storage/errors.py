@@ -1,5 +1,4 @@
-"""What an engine's faults mean to a client, for both engines in one place, and a
-database URL as messages show it (without its password).
+"""What an engine's faults mean to a client, for both engines in one place.
 
 A fault that is "not now" (locked, busy, full, read-only, the server not taking
 connections) leaves the storage layer as `Unavailable`: a 503 with `Retry-After`
@@ -9,7 +8,6 @@ and the same words on either engine. Anything else is a bug and stays an error.
 from __future__ import annotations
 
 import sqlite3
-from urllib.parse import urlsplit, urlunsplit
 
 from podsync.errors import Unavailable
 from podsync.storage.sqlite_connection import BUSY_TIMEOUT_MS
@@ -20,16 +18,6 @@ RETRY_AFTER_STORAGE = 60  # an admin has to free space or remount: minutes
 
 class SchemaTooNew(Exception):
     """The database was written by a newer podsync than this one."""
-
-
-def redact(url: str) -> str:
-    """The URL without its password, for logs and messages."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.netloc.rsplit("@", 1)[1]
-    user = parts.username or ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
 
 
 def read_only() -> Unavailable:

@@ -27,7 +27,8 @@ from typing import Any
 import asyncpg
 
 from podsync.errors import Unavailable
-from podsync.storage.errors import RETRY_AFTER_STORAGE, redact, unavailable_error
+from podsync.redaction import redact
+from podsync.storage.errors import RETRY_AFTER_STORAGE, unavailable_error
 from podsync.storage.migrations.postgres import migrate
 
 POOL_MIN = 1
