@@ -31,6 +31,11 @@ class Unauthorized(PodsyncError):
         self.invalid_token = invalid_token
 
 
+class Forbidden(PodsyncError):
+    """Authenticated, but not allowed from where the request came (403): a write on
+    a session cookie alone that a browser says a page of another site made."""
+
+
 class TooManyRequests(PodsyncError):
     """Login throttled (429); `retry_after` is in whole seconds."""
 

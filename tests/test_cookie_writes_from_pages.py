@@ -121,7 +121,7 @@ def test_cookie_only_writes_marked_by_a_browser_as_foreign_are_refused(
     assert listed(server, cookie) == FEED + "\n"
     devices = call(server, "GET", "/api/2/devices/alice.json", Cookie=cookie)
     assert devices.status == 200, devices.body
-    assert [d["caption"] for d in devices.json()] == [""]
+    assert [d["caption"] for d in devices.json()] == ["phone"]  # not "pwned"
     episodes = call(server, "GET", "/api/2/episodes/alice.json?since=0", Cookie=cookie)
     assert episodes.json()["actions"] == []
 

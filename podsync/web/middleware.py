@@ -18,6 +18,7 @@ from aiohttp.typedefs import Middleware
 
 from podsync.errors import (
     Conflict,
+    Forbidden,
     InvalidInput,
     NotFound,
     TooManyRequests,
@@ -88,6 +89,8 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
         response = json_error(401, str(exc))
         if exc.invalid_token:
             challenge = INVALID_TOKEN_CHALLENGE
+    except Forbidden as exc:
+        response = json_error(403, str(exc))
     except NotFound as exc:
         response = json_error(404, str(exc))
     except Conflict as exc:
