@@ -48,8 +48,8 @@ async def test_nothing_under_the_prefixes_redirects(gp: TestClient[Any, Any]) ->
         "/api/2/updates/alice/dev.json",
         "/api/2/settings/alice/account.json",
         "/index.php/apps/gpoddersync/subscriptions",
-        "///api/2/devices/alice.json",
-        "/api//2/devices/alice.json",
+        "///api/2/devices/alice.json/",
+        "/api//2/directory//x.json",
     ]
     for path in paths:
         for method in ("GET", "POST"):

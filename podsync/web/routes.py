@@ -11,6 +11,7 @@ from podsync.web.gpodder.http import gpodder_route
 from podsync.web.middleware import Handler
 from podsync.web.opa import auth as auth_handlers
 from podsync.web.opa import openapi, opml_export, subscriptions, sync
+from podsync.web.slashes import RepeatedSlashes
 
 
 def setup_routes(app: web.Application, gpodder_enabled: bool) -> None:
@@ -40,12 +41,15 @@ def setup_routes(app: web.Application, gpodder_enabled: bool) -> None:
     )
     if gpodder_enabled:
         app.router.add_routes(GPODDER_ROUTES)
+        app.router.register_resource(RepeatedSlashes(app.router, GPODDER_PREFIXES))
 
 
 # The gpodder v2 API and the simple API v1 (the README's endpoint table): (method,
-# path, handler, kind). Each is also served under a leading "//" (Kasts with a
-# trailing "/" typed after the host), as a route rather than a redirect. Route names
-# start "gpodder.": the bearer middleware leaves these to the layer's own auth.
+# path, handler, kind). Under these prefixes repeated slashes route as one (Kasts
+# with a trailing "/" typed after the host sends "//api/2/..."), not by a redirect.
+# Route names start "gpodder.": the bearer middleware leaves these to the layer's
+# own auth.
+GPODDER_PREFIXES = ("/api/2/", "/subscriptions/")
 _U = "{username}"
 _D = "{device}"
 _GPODDER: list[tuple[str, str, Handler, str]] = [
@@ -65,12 +69,6 @@ _GPODDER: list[tuple[str, str, Handler, str]] = [
     ("POST", f"/subscriptions/{_U}/{_D}.{{fmt}}", gpodder_subscriptions.put_list, ""),
 ]
 GPODDER_ROUTES = [
-    web.route(
-        method,
-        prefix + path,
-        gpodder_route(handler, kind),
-        name=f"gpodder.r{n}_{handler.__name__}{suffix}",
-    )
+    web.route(method, path, gpodder_route(handler, kind), name=f"gpodder.r{n}_{handler.__name__}")
     for n, (method, path, handler, kind) in enumerate(_GPODDER)
-    for prefix, suffix in (("", ""), ("/", ".double_slash"))
 ]
