@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from podsync import database_url
 from podsync.envvars import CONFIG_ENV, OWN_NAMES, service_link_warning, unknown_name_warning
 
 ENV_PREFIX = "PODSYNC_"
@@ -123,7 +124,7 @@ _PATH_KEYS = {("database", "path"), ("server", "tls_cert"), ("server", "tls_key"
 LOG_LEVELS = ("debug", "info", "warning", "error")
 DURABILITIES = ("full", "normal")
 LOG_FORMATS = ("text", "json")
-DATABASE_URL_SCHEMES = ("postgresql", "postgres")
+DATABASE_URL_SCHEMES = database_url.SCHEMES
 
 
 def _key_types(section: str) -> dict[str, type]:
@@ -269,13 +270,7 @@ def describe_database(config: Config) -> str:
     """The database in words for logs and messages: the absolute SQLite path, or the
     PostgreSQL host and database name (never the user or password)."""
     if config.database.url:
-        parts = urlsplit(config.database.url)
-        host = parts.hostname or "localhost"
-        try:
-            port = f":{parts.port}" if parts.port else ""
-        except ValueError:  # a port that is not a number: leave it out
-            port = ""
-        return f"PostgreSQL database {parts.path.lstrip('/') or '(default)'} on {host}{port}"
+        return database_url.describe(config.database.url)
     return os.path.abspath(config.database.path)
 
 
@@ -333,7 +328,7 @@ def validate(config: Config) -> Config:
     _require(bool(d.path), "database.path must not be empty")
     if d.url:
         _require(
-            urlsplit(d.url).scheme in DATABASE_URL_SCHEMES,
+            database_url.is_database_url(d.url),
             "database.url must be a postgresql:// URL like "
             "postgresql://user:password@host:5432/dbname (or empty for SQLite)",
         )

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from podsync.cli import cli
-from podsync.redaction import redact
+from podsync.database_url import redact
 from tests.conftest import PASSWORD, MakeConfig, ServeProcess, run_cli, with_accounts
 from tests.pg_cluster import Cluster, free_port
 
@@ -148,3 +148,36 @@ def test_serve_logs_no_password_from_the_query(
 )
 def test_redact_hides_every_password_and_keeps_the_rest(url: str, shown: str) -> None:
     assert redact(url) == shown
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"postgresql://pods:{USER_PW}@db.example.org:notaport/podsync",
+        f"postgresql://pods:{USER_PW}@[::1/podsync",
+        f"postgresql://pods:{USER_PW}@h1:5432,h2:x/podsync",
+    ],
+)
+def test_a_database_url_that_does_not_parse_is_a_configuration_error_that_hides_it(
+    tmp_path: Path, url: str
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "podsync", "user", "list"],
+        cwd=tmp_path,
+        env={"PODSYNC_DATABASE_URL": url, "PATH": "/usr/bin:/bin"},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert done.stderr == (
+        "Error: configuration: database.url must be a postgresql:// URL like "
+        "postgresql://user:password@host:5432/dbname (or empty for SQLite)\n"
+    )
+
+
+def test_a_url_with_several_hosts_is_accepted(tmp_path: Path) -> None:
+    url = f"postgresql://pods:{USER_PW}@h1:5432,[::1]:5433,h3/podsync?password={QUERY_PW}"
+    shown = CliRunner().invoke(cli, ["config", "check"], env={"PODSYNC_DATABASE_URL": url})
+    assert shown.exit_code == 0, shown.output

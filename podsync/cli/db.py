@@ -6,15 +6,13 @@ import os
 import sqlite3
 import sys
 from dataclasses import replace
-from urllib.parse import urlsplit
 
 import click
 
 from podsync.cli.base import Context, pass_context, require_database, run_with_db
-from podsync.config import DATABASE_URL_SCHEMES
+from podsync.database_url import is_database_url, redact
 from podsync.envvars import COPY_TO_URL_ENV
 from podsync.errors import PodsyncError
-from podsync.redaction import redact
 from podsync.services import copying
 from podsync.storage import maintenance
 from podsync.storage.engine import Engine, create_engine
@@ -108,7 +106,7 @@ def db_copy_to(ctx: Context, url: str | None) -> None:
             "db copy-to reads the SQLite database (database.path); database.url is set"
         )
     url = _copy_to_url(url)
-    if urlsplit(url).scheme not in DATABASE_URL_SCHEMES:
+    if not is_database_url(url):
         raise click.ClickException("URL must be a postgresql:// URL")
     target_config = replace(config.database, url=url)
 

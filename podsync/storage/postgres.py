@@ -26,8 +26,8 @@ from typing import Any
 
 import asyncpg
 
+from podsync.database_url import redact
 from podsync.errors import Unavailable
-from podsync.redaction import redact
 from podsync.storage.errors import RETRY_AFTER_STORAGE, unavailable_error
 from podsync.storage.migrations.postgres import migrate
 

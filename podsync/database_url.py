@@ -1,11 +1,40 @@
-"""Secrets out of output (contract section 14): the one function that every log
-line, error message and `podsync config show` passes a database URL through."""
+"""A PostgreSQL database URL: whether it is one, and how output shows it.
+
+Secrets stay out of output (contract section 14): `redact` is the one function that
+every log line, error message and `podsync config show` passes a URL through.
+"""
 
 from __future__ import annotations
 
-from urllib.parse import unquote_plus
+import re
+from urllib.parse import unquote_plus, urlsplit
 
+SCHEMES = ("postgresql", "postgres")
 REDACTED = "<redacted>"
+_HOST_AND_PORT = re.compile(r"(?:\[[0-9A-Fa-f:.]*\]|[^:\[\]]*)(?::\d{1,5})?")
+
+
+def is_database_url(url: str) -> bool:
+    """A postgresql:// URL that parses, each of its hosts with a numeric port or none.
+    (Messages about one never quote it back: it may hold a password.)"""
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # a bracket left open
+        return False
+    hosts = parts.netloc.rpartition("@")[2].split(",")
+    return parts.scheme in SCHEMES and all(map(_HOST_AND_PORT.fullmatch, hosts))
+
+
+def describe(url: str) -> str:
+    """The database in words, for the start-up line: host, port and database name,
+    never the user or a password."""
+    parts = urlsplit(url)
+    host = parts.hostname or "localhost"
+    try:
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:  # several hosts, or a port that is not a number: leave it out
+        port = ""
+    return f"PostgreSQL database {parts.path.lstrip('/') or '(default)'} on {host}{port}"
 
 
 def redact(url: str) -> str:
