@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import subprocess
+import sys
 from contextlib import closing
 from pathlib import Path
 
@@ -69,3 +71,19 @@ def unsubscribe(config: Config, feed_url: str, occurred_at: int) -> None:
             assert result.status == "applied", result
 
     asyncio.run(send())
+
+
+def podsync_process(
+    args: list[str], env: dict[str, str], cwd: Path | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """`python -m podsync ARGS` in a process of its own, with exactly `env` (plus a
+    PATH) and no terminal: what an admin's shell or a service manager runs."""
+    return subprocess.run(
+        [sys.executable, "-m", "podsync", *args],
+        cwd=cwd,
+        env={"PATH": "/usr/bin:/bin", **env},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

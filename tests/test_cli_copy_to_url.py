@@ -5,13 +5,12 @@ database password has to go on a command line (`ps`, shell history)."""
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
 import sys
 
 from click.testing import CliRunner
 
 from podsync.cli import cli
+from tests.cli_support import podsync_process
 from tests.conftest import PASSWORD, MakeConfig, config_file, with_accounts
 from tests.pg_cluster import Cluster
 from tests.terminal import converse
@@ -24,24 +23,14 @@ def _target(cluster: Cluster) -> str:
     return cluster.new_database().replace("postgres@", f"postgres:{SECRET}@")
 
 
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PODSYNC_")}
-    env.update(extra)
-    return env
-
-
 def test_copy_to_takes_the_url_from_the_environment(
     make_config: MakeConfig, pg_cluster: Cluster
 ) -> None:
     config = make_config()
     asyncio.run(with_accounts(config, lambda accounts: accounts.add_user("alice", PASSWORD)))
-    done = subprocess.run(
-        [sys.executable, "-m", "podsync", "--config", str(config_file(config)), "db", "copy-to"],
-        env=_env(PODSYNC_COPY_TO_URL=_target(pg_cluster)),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    done = podsync_process(
+        ["--config", str(config_file(config)), "db", "copy-to"],
+        {"PODSYNC_COPY_TO_URL": _target(pg_cluster)},
     )
     assert done.returncode == 0, done.stderr
     assert "1 users" in done.stdout
@@ -69,14 +58,7 @@ def test_copy_to_without_a_url_and_no_terminal_says_how_to_give_one(
     make_config: MakeConfig,
 ) -> None:
     config = make_config()
-    done = subprocess.run(
-        [sys.executable, "-m", "podsync", "--config", str(config_file(config)), "db", "copy-to"],
-        env=_env(),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = podsync_process(["--config", str(config_file(config)), "db", "copy-to"], {})
     assert done.returncode == 1
     assert done.stderr == (
         "Error: no target URL: give it as an argument, in PODSYNC_COPY_TO_URL, "

@@ -6,8 +6,6 @@ pod of a namespace with a Service named `podsync`: those are ignored silently.""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +14,7 @@ from click.testing import CliRunner
 
 from podsync.cli import cli
 from podsync.config import Config
+from tests.cli_support import podsync_process
 from tests.conftest import ServeProcess, config_file
 
 # What Kubernetes injects for a Service "podsync" (port named "http", 8080/TCP) and a
@@ -120,12 +119,9 @@ def test_a_service_named_podsync_server_does_not_stop_the_server(
 
 def test_ci_switches_are_not_podsync_settings(tmp_path: Path, config: Config) -> None:
     # .ci/run exports REQUIRE_POSTGRES_TESTS; the servers the tests start inherit it.
-    done = subprocess.run(
-        [sys.executable, "-m", "podsync", "--config", str(config_file(config)), "config", "check"],
-        env={"REQUIRE_POSTGRES_TESTS": "1", "POSTGRES_TEST_BIN": "/no", "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        timeout=60,
+    done = podsync_process(
+        ["--config", str(config_file(config)), "config", "check"],
+        {"REQUIRE_POSTGRES_TESTS": "1", "POSTGRES_TEST_BIN": "/no"},
     )
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""

@@ -6,8 +6,6 @@ name contains `password`)."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +15,7 @@ from click.testing import CliRunner
 
 from podsync.cli import cli
 from podsync.database_url import redact
+from tests.cli_support import podsync_process
 from tests.conftest import PASSWORD, MakeConfig, ServeProcess, run_cli, with_accounts
 from tests.pg_cluster import Cluster, free_port
 
@@ -75,17 +74,8 @@ def test_serve_that_cannot_reach_its_database_hides_query_passwords(tmp_path: Pa
     env = {
         "PODSYNC_DATABASE_URL": _url(f"127.0.0.1:{free_port()}"),
         "PODSYNC_LOG_LEVEL": "debug",
-        "PATH": "/usr/bin:/bin",
     }
-    done = subprocess.run(
-        [sys.executable, "-m", "podsync", "serve", "--port", "0"],
-        cwd=tmp_path,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = podsync_process(["serve", "--port", "0"], env, tmp_path)
     assert done.returncode == 1, done.stderr
     assert "Connect call failed" in done.stderr
     _assert_hidden(done.stdout + done.stderr)
@@ -161,15 +151,7 @@ def test_redact_hides_every_password_and_keeps_the_rest(url: str, shown: str) ->
 def test_a_database_url_that_does_not_parse_is_a_configuration_error_that_hides_it(
     tmp_path: Path, url: str
 ) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "podsync", "user", "list"],
-        cwd=tmp_path,
-        env={"PODSYNC_DATABASE_URL": url, "PATH": "/usr/bin:/bin"},
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = podsync_process(["user", "list"], {"PODSYNC_DATABASE_URL": url}, tmp_path)
     assert done.returncode == 1
     assert done.stderr == (
         "Error: configuration: database.url must be a postgresql:// URL like "
