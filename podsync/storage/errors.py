@@ -1,4 +1,5 @@
-"""What an engine's faults mean to a client, for both engines in one place.
+"""What an engine's faults mean to a client, for both engines in one place, and a
+database URL as messages show it (without its password).
 
 A fault that is "not now" (locked, busy, full, read-only, the server not taking
 connections) leaves the storage layer as `Unavailable`: a 503 with `Retry-After`
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 import sqlite3
 
+# The engines name their database in messages with the one redaction (contract 14).
+from podsync.database_url import redact as redact
 from podsync.errors import Unavailable
 from podsync.storage.sqlite_connection import BUSY_TIMEOUT_MS
 

@@ -26,9 +26,8 @@ from typing import Any
 
 import asyncpg
 
-from podsync.database_url import redact
 from podsync.errors import Unavailable
-from podsync.storage.errors import RETRY_AFTER_STORAGE, unavailable_error
+from podsync.storage.errors import RETRY_AFTER_STORAGE, redact, unavailable_error
 from podsync.storage.migrations.postgres import migrate
 
 POOL_MIN = 1
