@@ -1,16 +1,13 @@
-"""A PostgreSQL database URL: whether it is one, and how output shows it.
-
-Secrets stay out of output (contract section 14): `redact` is the one function that
-every log line, error message and `podsync config show` passes a URL through.
+"""A PostgreSQL database URL: whether podsync can read it, and the start-up line's
+words for it (`storage.errors.redact` hides its passwords in every other output).
 """
 
 from __future__ import annotations
 
 import re
-from urllib.parse import unquote_plus, urlsplit
+from urllib.parse import urlsplit
 
 SCHEMES = ("postgresql", "postgres")
-REDACTED = "<redacted>"
 _HOST_AND_PORT = re.compile(r"(?:\[[0-9A-Fa-f:.]*\]|[^:\[\]]*)(?::\d{1,5})?")
 
 
@@ -35,31 +32,3 @@ def describe(url: str) -> str:
     except ValueError:  # several hosts, or a port that is not a number: leave it out
         port = ""
     return f"PostgreSQL database {parts.path.lstrip('/') or '(default)'} on {host}{port}"
-
-
-def redact(url: str) -> str:
-    """`url` with every password in it replaced by "<redacted>": the user part's
-    (`user:password@host`) and the value of each query parameter whose name holds
-    "password" (`password`, `sslpassword`, ...) in any case or percent-encoding.
-    Everything else stays exactly as written, so the admin still sees what is set.
-    Never raises: a URL that does not parse is cut the same way, by its delimiters."""
-    scheme, sep, rest = url.partition("://")
-    if not sep:
-        scheme, rest = "", url
-    cut = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
-    authority, tail = (rest[:cut], rest[cut:]) if sep else ("", rest)
-    userinfo, at, hosts = authority.rpartition("@")
-    if at and ":" in userinfo:
-        authority = f"{userinfo.partition(':')[0]}:{REDACTED}@{hosts}"
-    path, question, query = tail.partition("?")
-    query, hash_, fragment = query.partition("#")
-    if question:
-        query = "&".join(_redact_parameter(p) for p in query.split("&"))
-    return f"{scheme}{sep}{authority}{path}{question}{query}{hash_}{fragment}"
-
-
-def _redact_parameter(parameter: str) -> str:
-    name, equals, _ = parameter.partition("=")
-    if equals and "password" in unquote_plus(name).lower():
-        return f"{name}={REDACTED}"
-    return parameter

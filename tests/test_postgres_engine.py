@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from podsync.config import Config
-from podsync.database_url import redact
 from podsync.errors import Unavailable
+from podsync.storage.errors import redact
 from podsync.storage.migrations.postgres import MIGRATIONS as POSTGRES_MIGRATIONS
 from podsync.storage.migrations.sqlite import MIGRATIONS
 from podsync.storage.postgres import PostgresDatabase, translate

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from podsync.cli import cli
-from podsync.database_url import redact
+from podsync.storage.errors import redact
 from tests.cli_support import podsync_process
 from tests.conftest import PASSWORD, MakeConfig, ServeProcess, run_cli, with_accounts
 from tests.pg_cluster import Cluster, free_port

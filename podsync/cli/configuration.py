@@ -12,7 +12,7 @@ import click
 
 from podsync.cli.base import Context, pass_context
 from podsync.config import Config, ConfigOrigin
-from podsync.database_url import REDACTED, redact
+from podsync.storage.errors import REDACTED, redact
 
 
 @click.group("config", short_help="Show or check the configuration.")

@@ -10,12 +10,13 @@ from dataclasses import replace
 import click
 
 from podsync.cli.base import Context, pass_context, require_database, run_with_db
-from podsync.database_url import is_database_url, redact
+from podsync.database_url import is_database_url
 from podsync.envvars import COPY_TO_URL_ENV
 from podsync.errors import PodsyncError
 from podsync.services import copying
 from podsync.storage import maintenance
 from podsync.storage.engine import Engine, create_engine
+from podsync.storage.errors import redact
 from podsync.store import meta
 
 

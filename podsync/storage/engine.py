@@ -17,8 +17,8 @@ from typing import Any, Protocol
 import asyncpg
 
 from podsync.config import DatabaseConfig
-from podsync.database_url import redact
 from podsync.errors import Unavailable
+from podsync.storage.errors import redact
 
 # Errors of either engine that mean "the database failed", for the CLI's messages.
 DATABASE_ERRORS: tuple[type[Exception], ...] = (

@@ -9,9 +9,8 @@ and the same words on either engine. Anything else is a bug and stays an error.
 from __future__ import annotations
 
 import sqlite3
+from urllib.parse import unquote_plus
 
-# The engines name their database in messages with the one redaction (contract 14).
-from podsync.database_url import redact as redact
 from podsync.errors import Unavailable
 from podsync.storage.sqlite_connection import BUSY_TIMEOUT_MS
 
@@ -21,6 +20,37 @@ RETRY_AFTER_STORAGE = 60  # an admin has to free space or remount: minutes
 
 class SchemaTooNew(Exception):
     """The database was written by a newer podsync than this one."""
+
+
+REDACTED = "<redacted>"  # a secret as any output shows it (contract section 14)
+
+
+def redact(url: str) -> str:
+    """`url` with every password in it replaced by "<redacted>": the user part's
+    (`user:password@host`) and the value of each query parameter whose name holds
+    "password" (`password`, `sslpassword`, ...) in any case or percent-encoding.
+    Everything else stays exactly as written, so the admin still sees what is set.
+    Never raises: a URL that does not parse is cut the same way, by its delimiters."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "", url
+    cut = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+    authority, tail = (rest[:cut], rest[cut:]) if sep else ("", rest)
+    userinfo, at, hosts = authority.rpartition("@")
+    if at and ":" in userinfo:
+        authority = f"{userinfo.partition(':')[0]}:{REDACTED}@{hosts}"
+    path, question, query = tail.partition("?")
+    query, hash_, fragment = query.partition("#")
+    if question:
+        query = "&".join(_redact_parameter(p) for p in query.split("&"))
+    return f"{scheme}{sep}{authority}{path}{question}{query}{hash_}{fragment}"
+
+
+def _redact_parameter(parameter: str) -> str:
+    name, equals, _ = parameter.partition("=")
+    if equals and "password" in unquote_plus(name).lower():
+        return f"{name}={REDACTED}"
+    return parameter
 
 
 def read_only() -> Unavailable:
