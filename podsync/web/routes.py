@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from podsync.web import health, home, metrics
+from podsync.web import health, home, metrics, slashes
 from podsync.web.gpodder import handlers as gpodder
 from podsync.web.gpodder import subscriptions as gpodder_subscriptions
 from podsync.web.gpodder.http import gpodder_route
 from podsync.web.middleware import Handler
 from podsync.web.opa import auth as auth_handlers
 from podsync.web.opa import openapi, opml_export, subscriptions, sync
-from podsync.web.slashes import RepeatedSlashes
 
 
 def setup_routes(app: web.Application, gpodder_enabled: bool) -> None:
@@ -40,8 +39,8 @@ def setup_routes(app: web.Application, gpodder_enabled: bool) -> None:
         ]
     )
     if gpodder_enabled:
+        app.router.register_resource(slashes.RepeatedSlashes(app.router, GPODDER_PREFIXES))
         app.router.add_routes(GPODDER_ROUTES)
-        app.router.register_resource(RepeatedSlashes(app.router, GPODDER_PREFIXES))
 
 
 # The gpodder v2 API and the simple API v1 (the README's endpoint table): (method,
