@@ -13,8 +13,7 @@ from urllib.parse import urlsplit
 from aiohttp import web
 
 from podsync import __version__
-from podsync.web.keys import CONFIG
-from podsync.web.origin import request_origin
+from podsync.web.keys import CONFIG, FROM_TRUSTED_PROXY
 
 API_DOCUMENT = "/api/v1/openapi.json"
 CSP = (
@@ -27,7 +26,17 @@ def server_address(request: web.Request) -> str:
     """The address to type into an app: `server.public_url`, else this request's
     own origin; a proxy's X-Forwarded-Proto/-Host count only from a trusted proxy."""
     public_url: str = request.app[CONFIG].server.public_url
-    return public_url.rstrip("/") if public_url else request_origin(request)
+    if public_url:
+        return public_url.rstrip("/")
+    scheme, host = request.scheme, request.host
+    if request.get(FROM_TRUSTED_PROXY, False):
+        proto = request.headers.get("X-Forwarded-Proto", "").split(",")[0].strip().lower()
+        if proto in ("http", "https"):
+            scheme = proto
+        forwarded_host = request.headers.get("X-Forwarded-Host", "").split(",")[0].strip()
+        if forwarded_host:
+            host = forwarded_host
+    return f"{scheme}://{host}"
 
 
 async def home(request: web.Request) -> web.Response:
