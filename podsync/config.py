@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from podsync import database_url
-from podsync.envvars import CONFIG_ENV, OWN_NAMES, service_link_warning, unknown_name_warning
+from podsync.envvars import CONFIG_ENV, screen_variable
 
 ENV_PREFIX = "PODSYNC_"
 DEFAULT_CONFIG_FILE = "podsync.toml"
@@ -103,9 +103,8 @@ class Config:
 @dataclass(frozen=True)
 class ConfigOrigin:
     """Where a configuration came from, for `podsync config show` and the start-up
-    line: the file read ("" for none) and, per "section.key" that was set, "file" or
-    the environment variable's name (a key not in `sources` has its default); and
-    what to warn of at start-up (PODSYNC_* variables that name no setting)."""
+    line: the file read ("" for none), per "section.key" that was set "file" or the
+    variable's name (else the default), and what to warn of at start-up."""
 
     file: str = ""
     sources: Mapping[str, str] = field(default_factory=dict)
@@ -241,20 +240,15 @@ def load_config_and_origin(
     warnings: list[str] = []
     settings = {f"{ENV_PREFIX}{s}_{k}".upper(): f"{s}.{k}" for s in values for k in _key_types(s)}
     for var, raw in env.items():
-        if not var.startswith(ENV_PREFIX) or var in OWN_NAMES:
+        if not var.startswith(ENV_PREFIX):
             continue
-        rest = var[len(ENV_PREFIX) :].lower()
-        section, _, key = rest.partition("_")
-        kinds = _key_types(section) if section in _SECTION_TYPES else {}
+        usable, warning = screen_variable(var, raw, settings)  # never a refusal: envvars.py
+        warnings += [warning] if warning else []
+        if not usable:
+            continue
+        section, _, key = var[len(ENV_PREFIX) :].lower().partition("_")
+        kinds = _key_types(section)
         name = f"{section}.{key}"
-        # Never a refusal: Kubernetes injects PODSYNC_* names of its own (envvars.py).
-        if key not in kinds:
-            warnings += filter(None, [unknown_name_warning(var, raw, settings)])
-            continue
-        link = service_link_warning(var, raw, settings)
-        if link:
-            warnings.append(link)
-            continue
         coerced = _coerce_env_value(f"{name} (from {var})", kinds[key], raw)
         if (section, key) in _PATH_KEYS:
             coerced = _resolve_path(coerced, cwd)

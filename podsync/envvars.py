@@ -15,7 +15,6 @@ import difflib
 import re
 from collections.abc import Mapping
 
-PREFIX = "PODSYNC_"
 CONFIG_ENV = "PODSYNC_CONFIG"  # the config file
 COPY_TO_URL_ENV = "PODSYNC_COPY_TO_URL"  # `podsync db copy-to`'s target
 # podsync's names that are not settings, with what they are.
@@ -54,29 +53,27 @@ def holds_service_link(value: str) -> bool:
     return _LINK_VALUE.fullmatch(value.strip()) is not None
 
 
-def unknown_name_warning(name: str, value: str, settings: Mapping[str, str]) -> str | None:
-    """What to say of `name`, a PODSYNC_* variable that names no setting: nothing for
-    a service link, else the closest of `settings` (variable -> "section.key") or of
-    podsync's other names. The value is never shown: it may be a secret."""
-    if is_service_link(name, value):
-        return None
+def screen_variable(name: str, value: str, settings: Mapping[str, str]) -> tuple[bool, str | None]:
+    """Whether the PODSYNC_* variable `name` sets one of `settings` (variable ->
+    "section.key"), and what to warn of. Never a refusal: podsync's other names and
+    Kubernetes service links pass in silence; any other unknown name is a warning
+    naming the closest setting; a service link that lands on a setting
+    (`PODSYNC_SERVER_PORT=tcp://10.96.0.19:8080`, from a Service named
+    `podsync-server`) is ignored with a warning. A value is never shown: it may be a
+    secret."""
+    if name in settings:
+        if not holds_service_link(value):
+            return True, None
+        return False, (
+            f"environment variable {name} holds a Kubernetes service link, not a value "
+            f"for {settings[name]}, and is ignored (enableServiceLinks: false in the pod "
+            "spec stops Kubernetes from setting it)"
+        )
+    if name in OWN_NAMES or is_service_link(name, value):
+        return False, None
     known = {**settings, **OWN_NAMES}
-    found = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.0)
-    nearest = found[0] if found else CONFIG_ENV
-    return (
+    nearest = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.0)[0]
+    return False, (
         f"environment variable {name} names no setting and is ignored; "
         f"the closest is {nearest} ({known[nearest]})"
-    )
-
-
-def service_link_warning(name: str, value: str, settings: Mapping[str, str]) -> str | None:
-    """`PODSYNC_SERVER_PORT=tcp://10.96.0.19:8080` is what a Service named
-    `podsync-server` injects, not a port: ignored, with a warning, as it hides a
-    setting (`name`, one of `settings`). None when `value` is no service link."""
-    if not holds_service_link(value):
-        return None
-    return (
-        f"environment variable {name} holds a Kubernetes service link, not a value "
-        f"for {settings[name]}, and is ignored (enableServiceLinks: false in the pod spec "
-        "stops Kubernetes from setting it)"
     )
