@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from podsync.cli import cli
 from tests.cli_support import podsync_process
 from tests.conftest import PASSWORD, MakeConfig, config_file, with_accounts
-from tests.pg_cluster import Cluster
+from tests.pg_cluster import Cluster, free_port
 from tests.terminal import converse
 
 SECRET = "CopyPw-never-on-screen"
@@ -73,3 +73,20 @@ def test_copy_to_help_says_how_to_keep_the_password_off_the_command_line() -> No
     assert "PODSYNC_COPY_TO_URL" in text
     assert "prompt" in text
     assert "[URL]" in text  # optional
+
+
+def test_a_target_that_cannot_be_reached_is_named_without_its_password(
+    make_config: MakeConfig,
+) -> None:
+    config = make_config()
+    asyncio.run(with_accounts(config, lambda accounts: accounts.add_user("alice", PASSWORD)))
+    url = f"postgresql://podsync:{SECRET}@127.0.0.1:{free_port()}/podsync?password={SECRET}"
+    done = podsync_process(
+        ["--config", str(config_file(config)), "db", "copy-to"], {"PODSYNC_COPY_TO_URL": url}
+    )
+    assert done.returncode == 1
+    assert done.stderr.startswith(
+        "Error: target database postgresql://podsync:<redacted>@127.0.0.1:"
+    ), done.stderr
+    assert "password=<redacted>: " in done.stderr
+    assert SECRET not in done.stderr

@@ -15,7 +15,7 @@ from podsync.envvars import COPY_TO_URL_ENV
 from podsync.errors import PodsyncError
 from podsync.services import copying
 from podsync.storage import maintenance
-from podsync.storage.engine import Engine, create_engine
+from podsync.storage.engine import DATABASE_ERRORS, Engine, create_engine
 from podsync.storage.errors import redact
 from podsync.store import meta
 
@@ -113,7 +113,10 @@ def db_copy_to(ctx: Context, url: str | None) -> None:
 
     async def copy(source: Engine) -> dict[str, int]:
         target = create_engine(target_config)
-        await target.open()
+        try:
+            await target.open()
+        except DATABASE_ERRORS as exc:  # else the message would name the SQLite source
+            raise PodsyncError(f"target database {redact(url)}: {exc}") from None
         try:
             return await copying.copy_database(source, target)
         finally:
