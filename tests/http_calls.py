@@ -7,9 +7,8 @@ import json
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
-from typing import Any
-
 from email.message import Message
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -39,9 +38,8 @@ def call(
 ) -> Answer:
     """One request; a JSON body unless `body` is bytes."""
     data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
-    req = urllib.request.Request(  # noqa: S310 - loopback
-        url, data=data, method=method, headers={"Content-Type": "application/json", **(headers or {})}
-    )
+    sent = {"Content-Type": "application/json", **(headers or {})}
+    req = urllib.request.Request(url, data=data, method=method, headers=sent)  # noqa: S310
     try:
         with urllib.request.urlopen(req, timeout=timeout) as response:  # noqa: S310
             return Answer(response.status, response.headers, response.read())

@@ -100,8 +100,17 @@ class Cluster:
         log = str(self.root / "server.log")
         subprocess.run(
             _as_owner(
-                [self._tool("pg_ctl"), "-D", str(self.data), "-o", self._options, "-w", "-l", log]
-                + ["start"]
+                [
+                    self._tool("pg_ctl"),
+                    "-D",
+                    str(self.data),
+                    "-o",
+                    self._options,
+                    "-w",
+                    "-l",
+                    log,
+                    "start",
+                ]
             ),
             check=True,
             capture_output=True,
@@ -112,8 +121,15 @@ class Cluster:
         shutdown waits for its clients to leave, refusing new ones meanwhile)."""
         subprocess.run(
             _as_owner(
-                [self._tool("pg_ctl"), "-D", str(self.data), "-m", mode]
-                + ["-w" if wait else "-W", "stop"]
+                [
+                    self._tool("pg_ctl"),
+                    "-D",
+                    str(self.data),
+                    "-m",
+                    mode,
+                    "-w" if wait else "-W",
+                    "stop",
+                ]
             ),
             check=True,
             capture_output=True,

@@ -39,7 +39,8 @@ def test_a_deleted_users_token_and_cookie_never_name_a_user_created_after_a_move
     add_user(pg_config, "carol")  # the first user created after the move
 
     with serving(pg_config, tmp_path / "pg.log") as base:
-        mine = call("GET", f"{base}/api/v1/subscriptions", headers={"Authorization": f"Bearer {token}"})
+        bearer = {"Authorization": f"Bearer {token}"}
+        mine = call("GET", f"{base}/api/v1/subscriptions", headers=bearer)
         assert mine.status == 401, mine.body
         as_carol = call("GET", f"{base}/api/2/devices/carol.json", headers={"Cookie": cookie})
         assert as_carol.status == 401, as_carol.body

@@ -48,9 +48,7 @@ def _write(base: str, name: str, kind: str, token: str, n: int) -> int:
     return call("POST", f"{base}/api/v1/sync", body, auth).status
 
 
-def _writer(
-    base: str, name: str, kind: str, token: str, deleted: threading.Event
-) -> Counter[int]:
+def _writer(base: str, name: str, kind: str, token: str, deleted: threading.Event) -> Counter[int]:
     seen: Counter[int] = Counter()
     for n in itertools.count():
         status = _write(base, name, kind, token, n)

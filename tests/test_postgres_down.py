@@ -80,7 +80,9 @@ def _covers_every_route(routes: list[Route], make_config: MakeConfig) -> None:
     served = {
         (r.method, r.resource.canonical)
         for r in app.router.routes()
-        if r.resource is not None and r.method != "HEAD" and not r.resource.canonical.startswith("//")
+        if r.resource is not None
+        and r.method != "HEAD"
+        and not r.resource.canonical.startswith("//")
     }
     sent = {(m, p.split("?")[0]) for m, p, _, _ in routes}
     for method, pattern in served:
@@ -172,7 +174,7 @@ def test_every_route_answers_503_while_postgresql_is_down_and_recovers(
         def hammer() -> None:
             try:
                 _hammer(base, routes, stop, seen)
-            except BaseException as exc:  # noqa: BLE001 - reported below
+            except BaseException as exc:
                 errors.append(exc)
 
         threads = [threading.Thread(target=hammer) for _ in range(4)]

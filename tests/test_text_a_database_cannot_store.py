@@ -73,7 +73,11 @@ def test_nul_bytes_and_non_urls_in_parameters_are_a_400_or_match_nothing(
         writes = [
             ("POST", "/api/2/devices/alice/%00.json", {"caption": "x"}),
             ("POST", "/api/2/devices/alice/phone.json", {"caption": "a\u0000b"}),
-            ("POST", "/api/2/subscriptions/alice/phone.json", {"add": ["https://a.example/\u0000"]}),
+            (
+                "POST",
+                "/api/2/subscriptions/alice/phone.json",
+                {"add": ["https://a.example/\u0000"]},
+            ),
             ("POST", "/api/2/episodes/alice.json", [{**episode, "device": "ph\u0000one"}]),
             ("POST", "/api/2/episodes/alice.json", [{**episode, "guid": "g\u0000"}]),
             ("PUT", "/subscriptions/alice/phone.txt", b"https://a.example/\x00\n"),
