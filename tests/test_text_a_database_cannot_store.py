@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from podsync.config import Config
+from podsync.errors import InvalidInput
+from podsync.storage.engine import create_engine
 from tests.cli_support import add_user
 from tests.conftest import PASSWORD, MakeConfig
 from tests.gpodder_support import basic
 from tests.http_calls import call
 from tests.server_support import serving
-
-pytestmark = pytest.mark.both_engines
 
 GPODDER_READS = (
     "/api/2/episodes/alice.json?podcast=foo",
@@ -43,6 +44,7 @@ OPA_READS = (
 )
 
 
+@pytest.mark.both_engines
 def test_nul_bytes_and_non_urls_in_parameters_are_a_400_or_match_nothing(
     make_config: MakeConfig, tmp_path: Path
 ) -> None:
@@ -109,3 +111,21 @@ def test_nul_bytes_and_non_urls_in_parameters_are_a_400_or_match_nothing(
         found = call("GET", f"{base}/api/2/episodes/alice.json?device=phone", headers=basic())
         assert len(found.json()["actions"]) == 1
         assert "unhandled error" not in (tmp_path / "serve.log").read_text()
+
+
+@pytest.mark.parametrize("db_engine", ["postgresql"], indirect=True)
+async def test_text_postgresql_refuses_is_invalid_input_not_a_fault(config: Config) -> None:
+    """What a parameter that slipped past the checks answers: a 400, not a 500."""
+    db = create_engine(config.database)
+    await db.open()
+    try:
+        with pytest.raises(InvalidInput, match="cannot store"):
+            async with db.read() as conn:
+                await conn.fetch_one("SELECT count(*) FROM users WHERE name = ?", ("a\x00",))
+        with pytest.raises(InvalidInput, match="cannot store"):
+            async with db.write() as conn:
+                await conn.execute("UPDATE users SET name = ? WHERE id = 0", ("a\x00",))
+        async with db.read() as conn:  # the connection is still good
+            assert await conn.fetch_one("SELECT 1")
+    finally:
+        await db.close()
