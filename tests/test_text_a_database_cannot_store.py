@@ -24,6 +24,8 @@ GPODDER_READS = (
     "/api/2/episodes/alice.json?podcast=https://a.example/%00",
     "/api/2/episodes/alice.json?device=%00",
     "/api/2/episodes/alice.json?device=phone%00",
+    "/api/2/episodes/alice.json?device=%ED%A0%80",  # a lone surrogate, if decoded
+    "/api/2/episodes/alice.json?podcast=https://a.example/%ED%A0%80",
     "/api/2/episodes/alice.json?since=%00",
     "/api/2/episodes/alice.json?aggregated=%00&device=%00&podcast=%00",
     "/api/2/subscriptions/alice/phone.json?since=%00",
@@ -38,6 +40,7 @@ OPA_READS = (
     "/api/v1/subscriptions?limit=%00",
     "/api/v1/subscriptions/%00",
     "/api/v1/subscriptions/a%00b",
+    "/api/v1/subscriptions/%ED%A0%80",
     "/api/v1/sync?since=%00",
     "/api/v1/sync?include=%00",
     "/api/v1/subscriptions.opml?%00=%00",

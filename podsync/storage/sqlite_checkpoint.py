@@ -47,7 +47,6 @@ class Checkpointer:
         self._idle_timer: asyncio.TimerHandle | None = None
         self._last_commit = 0.0
         self._closed = False
-        self.truncations = 0  # TRUNCATE checkpoints that completed (tests, metrics)
 
     def committed(self) -> None:
         """Note a COMMIT: a PASSIVE checkpoint when the log is due one, and the quiet
@@ -110,8 +109,6 @@ class Checkpointer:
             return False  # busy or failing now: tried again later
         finally:
             raw.close()
-        if mode == "TRUNCATE" and not blocked:
-            self.truncations += 1
         return not blocked
 
     def close(self) -> None:
