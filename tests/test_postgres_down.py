@@ -7,8 +7,10 @@ also while requests run."""
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -90,8 +92,6 @@ def _covers_every_route(routes: list[Route], make_config: MakeConfig) -> None:
 
 
 def _matches(pattern: str, path: str) -> bool:
-    import re
-
     regex = re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(pattern))
     return re.fullmatch(regex, path) is not None
 
@@ -190,6 +190,8 @@ def test_every_route_answers_503_while_postgresql_is_down_and_recovers(
             thread.join(60)
         assert not errors, errors[0]
         assert any(a.status == 503 for a in seen) and any(a.status == 200 for a in seen)
+        said = Counter(re.sub(r"\d+", "N", a.description) for a in seen if a.status == 503)
+        print("503s while stopped and started:", dict(said))  # a figure, shown with -s
         _recovered(base, routes)
 
         # Down: the connection is refused.
