@@ -64,11 +64,14 @@ class Cluster:
         self.data = self.root / "data"
         self.port = free_port()
         self._names = itertools.count(1)
+        self._options = ""
 
     def _tool(self, name: str) -> str:
         return str(self.bin_dir / name)
 
-    def start(self) -> None:
+    def start(self, **settings: str | int) -> None:
+        """initdb, start, and create the `podsync` database; `settings` are server
+        settings (`max_connections=20`) on top of the test defaults."""
         if os.geteuid() == 0:
             shutil.chown(self.root, "postgres", "postgres")
         run = [str(self.bin_dir / "initdb"), "-D", str(self.data), "-U", "postgres"]
@@ -77,10 +80,23 @@ class Cluster:
             check=True,
             capture_output=True,
         )
-        options = (
+        chosen: dict[str, str | int] = {"max_connections": 200, **settings}
+        self._options = (
             f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off "
-            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+            "-c synchronous_commit=off -c full_page_writes=off "
+            + " ".join(f"-c {name}={value}" for name, value in chosen.items())
         )
+        self.start_server()
+        subprocess.run(
+            _as_owner(
+                [self._tool("createdb"), "-h", str(self.root), "-p", str(self.port), "podsync"]
+            ),
+            check=True,
+            capture_output=True,
+        )
+
+    def start_server(self) -> None:
+        """Start the server of an initialised cluster and wait until it takes connections."""
         log = str(self.root / "server.log")
         subprocess.run(
             _as_owner(
@@ -89,7 +105,7 @@ class Cluster:
                     "-D",
                     str(self.data),
                     "-o",
-                    options,
+                    self._options,
                     "-w",
                     "-l",
                     log,
@@ -99,9 +115,21 @@ class Cluster:
             check=True,
             capture_output=True,
         )
+
+    def stop_server(self, mode: str = "fast", wait: bool = True) -> None:
+        """`pg_ctl stop -m mode`; without `wait`, return while it shuts down (a smart
+        shutdown waits for its clients to leave, refusing new ones meanwhile)."""
         subprocess.run(
             _as_owner(
-                [self._tool("createdb"), "-h", str(self.root), "-p", str(self.port), "podsync"]
+                [
+                    self._tool("pg_ctl"),
+                    "-D",
+                    str(self.data),
+                    "-m",
+                    mode,
+                    "-w" if wait else "-W",
+                    "stop",
+                ]
             ),
             check=True,
             capture_output=True,
@@ -136,7 +164,7 @@ class Cluster:
         return self.url("podsync") + f"?search_path={name}"
 
 
-def start_cluster() -> Cluster:
+def start_cluster(**settings: str | int) -> Cluster:
     """Start a cluster, or skip (fail under REQUIRE_POSTGRES_TESTS=1) when missing."""
     bin_dir = find_bin()
     if bin_dir is None or (os.geteuid() == 0 and shutil.which("runuser") is None):
@@ -145,7 +173,7 @@ def start_cluster() -> Cluster:
         pytest.skip(SKIP_REASON)
     cluster = Cluster(bin_dir)
     try:
-        cluster.start()
+        cluster.start(**settings)
     except BaseException:
         cluster.stop()
         raise

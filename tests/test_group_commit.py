@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from podsync.storage.sqlite import CHECKPOINT_WAL_BYTES, MAX_GROUP, Database
+from podsync.storage.sqlite import MAX_GROUP, Database
+from podsync.storage.sqlite_checkpoint import CHECKPOINT_WAL_BYTES
 
 SCHEMA = "CREATE TABLE IF NOT EXISTS marks (name TEXT PRIMARY KEY) STRICT"
 
@@ -189,8 +190,8 @@ async def test_the_wal_is_checkpointed_off_the_writer(tmp_path: Path) -> None:
                 )
             n += 1
         await insert(db, "last")  # this COMMIT finds the WAL large and starts it
-        assert db._checkpointing is not None
-        await db._checkpointing
+        assert db._checkpointer is not None and db._checkpointer._running is not None
+        await db._checkpointer._running
         assert _size(db.path) > before + CHECKPOINT_WAL_BYTES // 2
     finally:
         await db.close()

@@ -119,6 +119,7 @@ class AuthService:
             # The password was checked against a row read before hashing (~0.1 s). If an
             # admin changed the password, disabled, logged out or deleted the user since,
             # a refresh token written now would outlive that revocation.
+            await meta.lock_user(conn, user.id)
             current = await users.get_by_id(conn, user.id)
             if current is None or (
                 not current.enabled

@@ -25,5 +25,5 @@ async def copy_database(source: Engine, target: Engine) -> dict[str, int]:
             async for rows in copy.read_chunks(src, table, names):
                 await copy.write_rows(dst, table, names, rows)
                 counts[table] += len(rows)
-        await copy.advance_identities(dst)
+        await copy.advance_identities(dst, await copy.issued_ids(src))
     return counts

@@ -1,9 +1,11 @@
 """What an engine's faults mean to a client, for both engines in one place, and a
 database URL as messages show it (without its password).
 
-A fault that is "not now" (locked, busy, full, read-only, the server not taking
-connections) leaves the storage layer as `Unavailable`: a 503 with `Retry-After`
-and the same words on either engine. Anything else is a bug and stays an error.
+A fault that is "not now" (locked, busy, full, read-only, the server down, starting,
+shutting down, out of connections or gone mid-request) leaves the storage layer as
+`Unavailable`: a 503 with `Retry-After` and words that say which, on every route.
+Text the engine cannot store is `InvalidInput` (400). Anything else is a bug and
+stays an error.
 """
 
 from __future__ import annotations
@@ -11,11 +13,12 @@ from __future__ import annotations
 import sqlite3
 from urllib.parse import unquote_plus
 
-from podsync.errors import Unavailable
+from podsync.errors import InvalidInput, Unavailable
 from podsync.storage.sqlite_connection import BUSY_TIMEOUT_MS
 
 RETRY_AFTER_LOCKED = 1  # another writer: seconds, at most
 RETRY_AFTER_STORAGE = 60  # an admin has to free space or remount: minutes
+RETRY_AFTER_DOWN = 5  # a database server stopped, starting or shutting down
 
 
 class SchemaTooNew(Exception):
@@ -102,13 +105,66 @@ def _postgres_fault(exc: BaseException) -> Unavailable | None:
         return read_only()
     if isinstance(exc, asyncpg.DiskFullError):
         return disk_full()
+    if isinstance(exc, asyncpg.TooManyConnectionsError):
+        return Unavailable(
+            f"the database server has too many connections ({exc}); try again shortly",
+            RETRY_AFTER_LOCKED,
+        )
+    if isinstance(exc, asyncpg.CannotConnectNowError):  # starting up, shutting down
+        return Unavailable(
+            f"the database server does not take connections now ({exc}); try again shortly",
+            RETRY_AFTER_DOWN,
+        )
+    if isinstance(exc, asyncpg.AdminShutdownError | asyncpg.CrashShutdownError):
+        return Unavailable(
+            f"the database server is shutting down or restarting ({exc}); try again shortly",
+            RETRY_AFTER_DOWN,
+        )
+    if isinstance(exc, asyncpg.PostgresConnectionError) or (
+        isinstance(exc, asyncpg.InterfaceError) and str(exc).endswith("connection is closed")
+    ):
+        return Unavailable(
+            f"the connection to the database server was lost ({exc}); try again shortly",
+            RETRY_AFTER_LOCKED,
+        )
     if isinstance(
         exc,
-        asyncpg.TooManyConnectionsError
-        | asyncpg.CannotConnectNowError
-        | asyncpg.LockNotAvailableError
-        | asyncpg.DeadlockDetectedError
-        | asyncpg.SerializationError,
+        asyncpg.LockNotAvailableError | asyncpg.DeadlockDetectedError | asyncpg.SerializationError,
     ):
         return busy(str(exc))
+    return None
+
+
+def connection_fault(exc: BaseException) -> Unavailable | None:
+    """The Unavailable a failure to reach a database server stands for: refused (not
+    running), unreachable, or not answering in time. PostgreSQL only: SQLite opens a
+    file."""
+    if isinstance(exc, ConnectionRefusedError):
+        return Unavailable(
+            "the database server refused the connection (is it running?); try again shortly",
+            RETRY_AFTER_DOWN,
+        )
+    if isinstance(exc, OSError):
+        return Unavailable(
+            f"cannot reach the database server ({exc.strerror or exc}); try again shortly",
+            RETRY_AFTER_DOWN,
+        )
+    if isinstance(exc, TimeoutError):
+        return Unavailable(
+            "the database server did not answer in time; try again shortly", RETRY_AFTER_DOWN
+        )
+    return unavailable_error(exc)
+
+
+def unstorable_text(exc: BaseException) -> InvalidInput | None:
+    """The 400 for text a database cannot store: PostgreSQL refuses a NUL byte in any
+    text value (SQLite stores it). Inputs are checked before they reach the store;
+    this is what a parameter that slipped through answers instead of a 500."""
+    if type(exc).__module__.startswith("asyncpg"):
+        import asyncpg
+
+        if isinstance(
+            exc, asyncpg.CharacterNotInRepertoireError | asyncpg.UntranslatableCharacterError
+        ):
+            return InvalidInput(f"the request holds text the database cannot store ({exc})")
     return None

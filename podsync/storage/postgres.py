@@ -26,8 +26,8 @@ from typing import Any
 
 import asyncpg
 
-from podsync.errors import Unavailable
-from podsync.storage.errors import RETRY_AFTER_STORAGE, redact, unavailable_error
+from podsync.errors import PodsyncError, Unavailable
+from podsync.storage.errors import RETRY_AFTER_STORAGE, connection_fault, redact, unstorable_text
 from podsync.storage.migrations.postgres import migrate
 
 POOL_MIN = 1
@@ -126,13 +126,14 @@ class PostgresDatabase:
     @asynccontextmanager
     async def read(self, *, threaded: bool = False) -> AsyncIterator[PgConnection]:
         """A pooled connection in autocommit for the block (`threaded` is SQLite's)."""
-        async with self._ready().acquire() as raw:
+        async with _Faults(self), self._ready().acquire() as raw:
             yield PgConnection(raw)
 
     @asynccontextmanager
     async def snapshot(self, *, threaded: bool = False) -> AsyncIterator[PgConnection]:
         """One REPEATABLE READ read-only transaction: the block's queries agree."""
         async with (
+            _Faults(self),
             self._ready().acquire() as raw,
             raw.transaction(isolation="repeatable_read", readonly=True),
         ):
@@ -141,18 +142,39 @@ class PostgresDatabase:
     @asynccontextmanager
     async def write(self) -> AsyncIterator[PgConnection]:
         """One atomic write (READ COMMITTED): all of the block's changes commit, or none.
-        Returns once PostgreSQL has committed (durably, with synchronous_commit on).
-        The "not now" errors leave as `Unavailable` (503), as on SQLite."""
-        try:
-            async with self._ready().acquire() as raw:
-                async with raw.transaction():
-                    yield PgConnection(raw)
-                self.commits += 1
-        except asyncpg.PostgresError as exc:
-            unavailable = unavailable_error(exc)
-            if unavailable is None:
-                raise
-            if unavailable.retry_after == RETRY_AFTER_STORAGE:
-                self.write_failure = unavailable
-            raise unavailable from exc
+        Returns once PostgreSQL has committed (durably, with synchronous_commit on)."""
+        async with _Faults(self, writing=True), self._ready().acquire() as raw:
+            async with raw.transaction():
+                yield PgConnection(raw)
+            self.commits += 1
         self.write_failure = None
+
+
+class _Faults:
+    """Around every unit of work: the server's "not now" faults (down, starting,
+    shutting down, out of connections, the connection lost, read-only, full) leave
+    as `Unavailable` (503), text it cannot store as `InvalidInput` (400), as on
+    SQLite. A write that failed for lack of storage is remembered for /healthz."""
+
+    __slots__ = ("_db", "_writing")
+
+    def __init__(self, db: PostgresDatabase, writing: bool = False) -> None:
+        self._db = db
+        self._writing = writing
+
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
+        if exc is None or isinstance(exc, PodsyncError):
+            return
+        fault = connection_fault(exc) or unstorable_text(exc)
+        if fault is None:
+            return
+        if (
+            self._writing
+            and isinstance(fault, Unavailable)
+            and fault.retry_after == RETRY_AFTER_STORAGE
+        ):
+            self._db.write_failure = fault
+        raise fault from exc

@@ -1,4 +1,4 @@
-"""The SQLite engine: reader connections, one writer with group commit, checkpoints.
+"""The SQLite engine: reader connections, one writer with group commit.
 
 Why statements run on the event loop: SQLite answers a keyed lookup or a page of
 50 rows in tens of microseconds, while a hop to a connection thread (aiosqlite)
@@ -10,7 +10,8 @@ run on one commit thread while the loop goes on serving.
 
 `Database.read()`, `.snapshot()` and `.write()` are the units of work both engines
 provide (`podsync.storage.engine`); connections and pragmas are in
-`sqlite_connection`, the schema steps in `migrations.sqlite`.
+`sqlite_connection`, checkpoints in `sqlite_checkpoint`, the schema steps in
+`migrations.sqlite`.
 
 Group commit: a COMMIT costs as much as a whole batch's work, so writers that queue
 up behind one another share it. Each `write()` block runs inside its own SAVEPOINT
@@ -24,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import sqlite3
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -35,6 +35,7 @@ from typing import TypeVar
 from podsync.errors import Unavailable
 from podsync.storage.errors import RETRY_AFTER_STORAGE, unavailable_error
 from podsync.storage.migrations.sqlite import migrate
+from podsync.storage.sqlite_checkpoint import Checkpointer
 from podsync.storage.sqlite_connection import (
     BUSY_TIMEOUT_MS,
     Connection,
@@ -49,11 +50,6 @@ log = logging.getLogger("podsync.db")
 # At most this many write blocks share one COMMIT, so a steady stream of writers
 # cannot hold the first of them back for long.
 MAX_GROUP = 32
-# The writer does not checkpoint inside its COMMITs (a checkpoint copies the WAL
-# into the database file and syncs it: tens of ms added to one group's answer).
-# A checkpointer thread with its own connection runs a PASSIVE checkpoint, which
-# never blocks readers or the writer, once the WAL has grown past this size.
-CHECKPOINT_WAL_BYTES = 4 * 1024 * 1024
 
 
 class Database:
@@ -66,9 +62,7 @@ class Database:
         self._idle_readers: list[sqlite3.Connection] = []
         self._all_readers: list[sqlite3.Connection] = []
         self._committer: ThreadPoolExecutor | None = None
-        self._checkpointer: ThreadPoolExecutor | None = None
-        self._checkpointing: asyncio.Future[None] | None = None
-        self._wal_path = self.path + "-wal"
+        self._checkpointer: Checkpointer | None = None
         self._write_lock = asyncio.Lock()
         self._waiting = 0  # writers blocked on the write lock
         self._group: list[asyncio.Future[None]] | None = None  # open group transaction
@@ -86,7 +80,7 @@ class Database:
             raise FileNotFoundError(f"directory {parent} does not exist")
         owner_only(self.path)
         self._committer = ThreadPoolExecutor(1, thread_name_prefix="podsync-commit")
-        self._checkpointer = ThreadPoolExecutor(1, thread_name_prefix="podsync-checkpoint")
+        self._checkpointer = Checkpointer(self.path, self.durability)
         try:
             # Opening may wait for another process's lock (a migration): off the loop.
             self._writer = await self._in_commit_thread(self._open_writer)
@@ -135,7 +129,7 @@ class Database:
             self._committer.shutdown(wait=True)
             self._committer = None
         if self._checkpointer is not None:
-            self._checkpointer.shutdown(wait=True)  # lets a running checkpoint finish
+            self._checkpointer.close()  # lets a running checkpoint finish
             self._checkpointer = None
 
     async def __aenter__(self) -> Database:
@@ -282,7 +276,8 @@ class Database:
                 raise ended
             await self._in_commit_thread(lambda: raw.execute("COMMIT"))
             self.commits += 1
-            self._checkpoint_if_due()
+            if self._checkpointer is not None:
+                self._checkpointer.committed()
         except Exception as exc:
             if raw.in_transaction:
                 with contextlib.suppress(sqlite3.Error):  # report the COMMIT's error
@@ -294,32 +289,6 @@ class Database:
         for future in group:
             if not future.done():
                 future.set_result(None)
-
-    def _checkpoint_if_due(self) -> None:
-        """Start a PASSIVE checkpoint on the checkpointer thread when the WAL has grown
-        past CHECKPOINT_WAL_BYTES and none is running."""
-        if self._checkpointing is not None and not self._checkpointing.done():
-            return
-        try:
-            if os.stat(self._wal_path).st_size < CHECKPOINT_WAL_BYTES:
-                return
-        except OSError:
-            return
-        if self._checkpointer is not None:
-            loop = asyncio.get_running_loop()
-            self._checkpointing = loop.run_in_executor(self._checkpointer, self._checkpoint)
-
-    def _checkpoint(self) -> None:
-        try:
-            raw = connect(self.path, self.durability, create=False)
-        except sqlite3.Error:
-            return  # the next commit tries again
-        try:
-            raw.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-        except sqlite3.Error:
-            pass  # busy or failing now: the next commit tries again
-        finally:
-            raw.close()
 
     def _flush_if_abandoned(self) -> None:
         """A writer gave up waiting for the lock: if the writers before it left the group

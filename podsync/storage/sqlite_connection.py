@@ -26,6 +26,7 @@ SYNCHRONOUS = {"full": "FULL", "normal": "NORMAL"}
 # Prepared statements kept per connection (the default, 128, is enough today; the
 # gpodder layer and the PostgreSQL-shaped queries add more).
 STATEMENT_CACHE = 256
+JOURNAL_SIZE_LIMIT = 64 * 1024 * 1024
 
 
 def owner_only(path: str) -> None:
@@ -106,6 +107,8 @@ def connect(path: str, durability: str, *, create: bool = True) -> sqlite3.Conne
         raw.execute(f"PRAGMA synchronous = {SYNCHRONOUS[durability]}")
         # SAVEPOINTs and sorts spill to temp files otherwise (a sub-journal per batch).
         raw.execute("PRAGMA temp_store = MEMORY")
+        # Whenever the log is recycled from its start, the file is cut back to this.
+        raw.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT}")
     except BaseException:
         raw.close()
         raise

@@ -88,9 +88,18 @@ async def clear(target: Connection, table: str) -> None:
     await target.execute(f"DELETE FROM {table}")
 
 
-async def advance_identities(target: Connection) -> None:
-    """PostgreSQL: move each identity column's sequence past the copied ids, so new
-    rows never collide with them (SQLite has no sequences to move)."""
+async def issued_ids(source: Connection) -> dict[str, int]:
+    """The highest id SQLite ever issued per AUTOINCREMENT table (`sqlite_sequence`):
+    deleted rows' ids included, which SQLite never hands out again."""
+    rows = await source.fetch_all("SELECT name, seq FROM sqlite_sequence")
+    return {str(name): int(seq) for name, seq in rows}
+
+
+async def advance_identities(target: Connection, issued: dict[str, int]) -> None:
+    """PostgreSQL: start each identity column's sequence past both the copied ids and
+    the highest id the source ever issued (`issued`, from `issued_ids`), so no id is
+    handed out twice: a deleted user's tokens and cookies name its id, and must never
+    name a user created after the move (SQLite has no sequences to move)."""
     if target.dialect != "postgresql":
         return
     for table, column in await target.fetch_all(
@@ -99,6 +108,6 @@ async def advance_identities(target: Connection) -> None:
     ):
         await target.fetch_one(
             f"SELECT setval(pg_get_serial_sequence(?, ?), "
-            f"coalesce((SELECT max({column}) FROM {table}), 0) + 1, false)",
-            (table, column),
+            f"greatest(coalesce((SELECT max({column}) FROM {table}), 0), ?) + 1, false)",
+            (table, column, issued.get(table, 0)),
         )

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from podsync.errors import Unauthorized
 from podsync.store import Connection
+
+ACCOUNT_GONE = "this account was deleted"
 
 
 async def get(conn: Connection, key: str) -> str | None:
@@ -21,14 +24,24 @@ async def put_if_absent(conn: Connection, key: str, value: str) -> str:
 
 
 async def lock_user(conn: Connection, user_id: int) -> None:
-    """Serialise the user's writers, across processes, to the end of the transaction.
+    """Serialise the user's writers, across processes, to the end of the transaction,
+    and make sure the user still exists: Unauthorized when it was deleted since the
+    request authenticated. Call first in every write that adds rows of the user.
 
-    SQLite has one writer, so this is a no-op there. On PostgreSQL two processes could
+    SQLite has one writer, so the write transaction already holds everything still:
+    the user read here stays until COMMIT. On PostgreSQL two processes could
     otherwise both find an action id unrecorded or a url key free and both act on it;
     with a transaction-scoped advisory lock the second one waits, then reads (READ
-    COMMITTED: every statement sees what committed before it) what the first wrote."""
+    COMMITTED: every statement sees what committed before it) what the first wrote.
+    FOR KEY SHARE keeps the user's row until COMMIT: a `user delete` running meanwhile
+    waits for this write and then deletes its rows too, never the other way round."""
     if conn.dialect == "postgresql":
         await conn.fetch_one("SELECT pg_advisory_xact_lock(?)", (user_id,))
+        row = await conn.fetch_one("SELECT 1 FROM users WHERE id = ? FOR KEY SHARE", (user_id,))
+    else:
+        row = await conn.fetch_one("SELECT 1 FROM users WHERE id = ?", (user_id,))
+    if row is None:
+        raise Unauthorized(ACCOUNT_GONE)
 
 
 async def next_change_seqs(conn: Connection, count: int) -> int:

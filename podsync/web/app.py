@@ -12,7 +12,7 @@ from aiohttp.typedefs import Middleware
 
 from podsync.config import Config
 from podsync.services.auth import AuthService, load_secret_key
-from podsync.services.gpodder import build_gpodder
+from podsync.services.gpodder import Gpodder, build_gpodder
 from podsync.services.health import require_writable
 from podsync.services.listing import ListingService
 from podsync.services.passwords import PasswordService
@@ -33,15 +33,19 @@ log = logging.getLogger("podsync")
 PRUNE_INTERVAL_S = 3600
 
 
-async def _prune_periodically(sync: SyncService) -> None:
-    """Forget action ids past their retention, now and every hour."""
+async def _prune_periodically(sync: SyncService, gpodder: Gpodder) -> None:
+    """Forget what is past its retention, now and every hour: action ids, and the
+    revocations of gpodder sessions whose cookies have all expired."""
     while True:
         try:
             removed = await sync.prune_action_log()
             if removed:
                 log.info("forgot %d action ids past their retention", removed)
+            ended = await gpodder.auth.prune_revocations()
+            if ended:
+                log.info("forgot %d ended gpodder sessions past their cookies' lifetime", ended)
         except Exception:
-            log.exception("pruning the action log failed; trying again later")
+            log.exception("pruning past their retention failed; trying again later")
         await asyncio.sleep(PRUNE_INTERVAL_S)
 
 
@@ -60,7 +64,7 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
         app[SYNC] = SyncService(db, config.sync)
         app[LISTING] = ListingService(db, secret)
         app[GPODDER] = build_gpodder(db, app[AUTH], app[SYNC], secret, config.gpodder)
-        pruner = asyncio.create_task(_prune_periodically(app[SYNC]))
+        pruner = asyncio.create_task(_prune_periodically(app[SYNC], app[GPODDER]))
         yield
     finally:
         if pruner is not None:

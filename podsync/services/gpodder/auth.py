@@ -3,7 +3,8 @@ signed session cookie.
 
 The cookie carries the user id, the user's token generation (so `passwd`, `logout`
 and `disable` end it, as they end OPA tokens) and a random session id (the key of the
-served-cursor memory, and what `logout.json` forgets). A verified Basic credential is
+served-cursor memory, and what `logout.json` revokes: in the database, so that every
+process refuses it and a restart does not bring it back). A verified Basic credential is
 remembered for `basic_cache_seconds` under an HMAC of user and password, so Kasts'
 Basic on every call costs one argon2 hash per few minutes, not one per request; every
 hit re-reads the user, so a revocation ends it at once.
@@ -21,16 +22,16 @@ from typing import Any
 
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
+from podsync import timestamps
 from podsync.config import GpodderConfig
 from podsync.errors import Unauthorized
 from podsync.model import User
 from podsync.services.auth import AuthService
 from podsync.storage.engine import Engine
-from podsync.store import users
+from podsync.store import sessions, users
 
 SESSION_SALT = "podsync.gpodder-session"
 MAX_CACHED = 10_000
-MAX_REVOKED = 10_000
 BAD_SESSION = "session cookie is invalid, expired or revoked; send Basic credentials"
 
 
@@ -52,8 +53,6 @@ class GpodderAuth:
         self._serializer = URLSafeTimedSerializer(secret_key, salt=SESSION_SALT)
         # HMAC(user, password) -> (user id, generation, trusted until [monotonic s])
         self._verified: OrderedDict[bytes, tuple[int, int, float]] = OrderedDict()
-        # Sessions ended by logout.json, until their cookies would expire anyway.
-        self._revoked: OrderedDict[str, float] = OrderedDict()
 
     def issue_cookie(self, user: User, session_id: str | None = None) -> tuple[str, str]:
         """(cookie value, session id): a new session, or a fresh cookie for `session_id`."""
@@ -78,11 +77,10 @@ class GpodderAuth:
             or not isinstance(payload.get("s"), str)
         ):
             raise Unauthorized(BAD_SESSION)
-        if payload["s"] in self._revoked:
-            raise Unauthorized(BAD_SESSION)
         async with self.db.read() as conn:
             user = await users.get_by_id(conn, payload["u"])
-        if user is None or not user.enabled or user.token_generation != payload["g"]:
+            revoked = user is not None and await sessions.is_revoked(conn, payload["s"])
+        if user is None or revoked or not user.enabled or user.token_generation != payload["g"]:
             raise Unauthorized(BAD_SESSION)
         return Session(user, payload["s"], int(issued.timestamp()))
 
@@ -90,13 +88,17 @@ class GpodderAuth:
         """A sliding session: re-issue the cookie once it is a tenth of its life old."""
         return time.time() - session.issued_at > max(1, self.config.session_lifetime // 10)
 
-    def revoke_session(self, session_id: str) -> None:
-        self._revoked[session_id] = time.monotonic() + self.config.session_lifetime
-        now = time.monotonic()
-        while self._revoked and (
-            len(self._revoked) > MAX_REVOKED or next(iter(self._revoked.values())) < now
-        ):
-            self._revoked.popitem(last=False)
+    async def revoke_session(self, session_id: str) -> None:
+        """End a session on every process, for good: its cookies are refused until
+        the newest of them would have expired (each refresh restarts the lifetime)."""
+        expires_at = timestamps.now_us() + self.config.session_lifetime * 1_000_000
+        async with self.db.write() as conn:
+            await sessions.revoke(conn, session_id, expires_at)
+
+    async def prune_revocations(self) -> int:
+        """Delete revocations whose cookies have all expired; how many (maintenance)."""
+        async with self.db.write() as conn:
+            return await sessions.prune(conn, timestamps.now_us())
 
     def _key(self, username: str, password: str) -> bytes:
         text = f"{username}\x00{password}".encode("utf-8", "surrogatepass")

@@ -227,15 +227,30 @@ class EpisodeService:
         device_id: str | None,
         aggregated: bool,
     ) -> Pull:
-        podcast_key = None
-        if podcast is not None:
-            url = normalise_url(podcast)
-            podcast_key = url_key(url) if url is not None else "\x00"  # matches nothing
+        url = normalise_url(podcast) if podcast is not None else None
+        podcast_key = url_key(url) if url is not None else None
+        # A filter no stored action can satisfy (a podcast that is not a URL, a device
+        # id no device can have: a NUL byte, say) matches nothing. It never reaches
+        # the database, which may not even store such text (PostgreSQL refuses NUL).
+        matches_nothing = (podcast is not None and url is None) or (
+            device_id is not None and not DEVICE_ID.fullmatch(device_id)
+        )
         async with self.db.snapshot() as conn:
             high = await episodes.max_seq(conn, user_id)
             threshold = cursor.decode(since, high)
-            rows = await episodes.page(
-                conn, user_id, threshold, high, podcast_key, device_id, aggregated, self.page_size
+            rows = (
+                []
+                if matches_nothing
+                else await episodes.page(
+                    conn,
+                    user_id,
+                    threshold,
+                    high,
+                    podcast_key,
+                    device_id,
+                    aggregated,
+                    self.page_size,
+                )
             )
         # A full page ends at its last row, so the next call resumes right after it.
         last = rows[-1].seq if len(rows) == self.page_size else high

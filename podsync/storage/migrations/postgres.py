@@ -173,6 +173,14 @@ MIGRATIONS: tuple[Step, ...] = (
     FOR EACH ROW WHEN (OLD.feed_url IS DISTINCT FROM NEW.feed_url)
     EXECUTE FUNCTION subscriptions_keep_old_url();
     """,
+    # 6: gpodder sessions ended by logout.json (as SQLite's step 6).
+    """
+    CREATE TABLE gpodder_revoked_sessions (
+        session_id TEXT PRIMARY KEY,
+        expires_at BIGINT NOT NULL
+    );
+    CREATE INDEX gpodder_revoked_sessions_expiry ON gpodder_revoked_sessions(expires_at);
+    """,
 )
 
 

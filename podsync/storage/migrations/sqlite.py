@@ -170,6 +170,15 @@ MIGRATIONS: tuple[Step, ...] = (
         VALUES (old.id, old.user_id, old.feed_url, new.change_seq);
     END;
     """,
+    # 6: gpodder sessions ended by logout.json, shared by every process and kept over
+    # restarts until the cookie would have expired (rev. 3); then maintenance deletes.
+    """
+    CREATE TABLE gpodder_revoked_sessions (
+        session_id TEXT PRIMARY KEY,           -- the random id inside the cookie
+        expires_at INTEGER NOT NULL            -- when no cookie of it can be valid
+    ) STRICT, WITHOUT ROWID;
+    CREATE INDEX gpodder_revoked_sessions_expiry ON gpodder_revoked_sessions(expires_at);
+    """,
 )
 
 

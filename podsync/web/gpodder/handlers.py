@@ -35,7 +35,7 @@ async def logout(request: web.Request) -> web.Response:
     session_id = request.get(GPODDER_SESSION)
     if session_id is not None:
         gp = request.app[GPODDER]
-        gp.auth.revoke_session(session_id)
+        await gp.auth.revoke_session(session_id)
         gp.cursors.forget_session(session_id)
     response = empty_ok()
     response.del_cookie(COOKIE, path="/")

@@ -1,0 +1,120 @@
+"""Checkpoints of the SQLite write-ahead log, off the writer's path.
+
+The writer does not checkpoint inside its COMMITs (a checkpoint copies the WAL into
+the database file and syncs it: tens of ms added to one group's answer). A thread
+of its own, with its own connection, does two kinds:
+- PASSIVE, after a COMMIT that leaves the WAL past CHECKPOINT_WAL_BYTES: it never
+  blocks readers or the writer, so the log is recycled from its start while writes
+  go on.
+- TRUNCATE, once the writer has been idle for `idle_seconds`: it waits for readers
+  of old snapshots (briefly) and cuts the log back to zero bytes. Without it a
+  burst leaves the file at its largest for good: a PASSIVE checkpoint recycles the
+  space but never gives it back, and a reader holding an old snapshot during the
+  burst (a long export, a backup) stops even the recycling, so the log grows
+  without bound meanwhile (314 MB after 28 MB of uploads).
+`journal_size_limit` (every connection, `sqlite_connection.connect`) also cuts the
+log back to 64 MiB whenever it is recycled under load.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+from concurrent.futures import ThreadPoolExecutor
+
+from podsync.storage.sqlite_connection import connect
+
+CHECKPOINT_WAL_BYTES = 4 * 1024 * 1024
+# Quiet time after the last COMMIT before the log is truncated (contract: under
+# 64 MiB within a minute of quiet).
+IDLE_SECONDS = 10.0
+# A TRUNCATE checkpoint waits this long for readers of old snapshots, then gives up
+# until the next quiet spell (it holds the write lock meanwhile: keep it short).
+TRUNCATE_BUSY_MS = 1000
+
+
+class Checkpointer:
+    """The checkpoints of one database file; `committed()` after every COMMIT."""
+
+    def __init__(self, path: str, durability: str, idle_seconds: float = IDLE_SECONDS) -> None:
+        self.path = path
+        self.durability = durability
+        self.idle_seconds = idle_seconds
+        self._wal_path = path + "-wal"
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="podsync-checkpoint")
+        self._running: asyncio.Future[bool] | None = None
+        self._idle_timer: asyncio.TimerHandle | None = None
+        self._last_commit = 0.0
+        self._closed = False
+
+    def committed(self) -> None:
+        """Note a COMMIT: a PASSIVE checkpoint when the log is due one, and the quiet
+        timer (one per quiet spell, not one per COMMIT)."""
+        loop = asyncio.get_running_loop()
+        self._last_commit = loop.time()
+        if self._idle_timer is None:
+            self._idle_timer = loop.call_later(self.idle_seconds, self._when_quiet)
+        if self._busy() or self._wal_size() < CHECKPOINT_WAL_BYTES:
+            return
+        self._start("PASSIVE")
+
+    def _when_quiet(self) -> None:
+        self._idle_timer = None
+        if self._closed:
+            return
+        loop = asyncio.get_running_loop()
+        quiet_for = loop.time() - self._last_commit
+        if quiet_for < self.idle_seconds:  # a COMMIT came since: wait for its quiet
+            self._idle_timer = loop.call_later(self.idle_seconds - quiet_for, self._when_quiet)
+            return
+        if self._busy():  # a PASSIVE one still runs: look again later
+            self._idle_timer = loop.call_later(self.idle_seconds, self._when_quiet)
+            return
+        if self._wal_size() > 0:
+            self._start("TRUNCATE").add_done_callback(self._after_truncate)
+
+    def _after_truncate(self, done: asyncio.Future[bool]) -> None:
+        went_through = not done.cancelled() and done.exception() is None and done.result()
+        if not went_through and self._idle_timer is None and not self._closed:
+            # Readers of old snapshots or an error: try again after the next quiet spell.
+            loop = asyncio.get_running_loop()
+            self._idle_timer = loop.call_later(self.idle_seconds, self._when_quiet)
+
+    def _start(self, mode: str) -> asyncio.Future[bool]:
+        running = asyncio.get_running_loop().run_in_executor(self._thread, self._run, mode)
+        self._running = running
+        return running
+
+    def _busy(self) -> bool:
+        return self._running is not None and not self._running.done()
+
+    def _wal_size(self) -> int:
+        try:
+            return os.stat(self._wal_path).st_size
+        except OSError:
+            return 0
+
+    def _run(self, mode: str) -> bool:
+        """One checkpoint on the checkpoint thread; whether it went through completely."""
+        try:
+            raw = connect(self.path, self.durability, create=False)
+        except sqlite3.Error:
+            return False  # the next commit or quiet spell tries again
+        try:
+            if mode == "TRUNCATE":
+                raw.execute(f"PRAGMA busy_timeout = {TRUNCATE_BUSY_MS}")
+            blocked = raw.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()[0]
+        except sqlite3.Error:
+            return False  # busy or failing now: tried again later
+        finally:
+            raw.close()
+        return not blocked
+
+    def close(self) -> None:
+        """Stop the timer and wait for a checkpoint under way."""
+        self._closed = True
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
+        self._thread.shutdown(wait=True)

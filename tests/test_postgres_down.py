@@ -1,0 +1,228 @@
+"""PostgreSQL down, shutting down, restarting or out of connections (contract section
+14): every route that needs the database answers 503 with Retry-After and a
+description saying which, never 500, and podsync recovers by itself once the
+database is back. The test owns its cluster and stops and starts it with pg_ctl,
+also while requests run."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import pytest
+
+from podsync.web.app import create_app
+from tests.cli_support import add_user
+from tests.conftest import PASSWORD, MakeConfig
+from tests.gpodder_support import basic
+from tests.http_calls import Answer, call
+from tests.pg_cluster import Cluster, start_cluster
+from tests.server_support import serving
+from tests.sync_helpers import action
+
+MAX_CONNECTIONS = 20
+# Routes that never touch the database: they go on answering 200.
+NO_DATABASE = {"/", "/api/v1/openapi.json"}
+Route = tuple[str, str, Any, dict[str, str]]
+
+
+@pytest.fixture
+def own_cluster() -> Iterator[Cluster]:
+    """A cluster of this test alone: it is stopped and started under load."""
+    cluster = start_cluster(max_connections=MAX_CONNECTIONS)
+    yield cluster
+    cluster.stop()
+
+
+def _routes(token: str, refresh: str, sync_id: str) -> list[Route]:
+    """One request for every route of the route table (checked below)."""
+    bearer = {"Authorization": f"Bearer {token}"}
+    gp = basic()
+    episode = {"podcast": "https://e.example/rss", "episode": "https://e.example/1.mp3",
+               "action": "download"}  # fmt: skip
+    feeds = b"https://l.example/rss\n"
+    return [
+        ("GET", "/", None, {}),
+        ("GET", "/healthz", None, {}),
+        ("GET", "/metrics", None, {}),
+        ("GET", "/api/v1/openapi.json", None, {}),
+        ("POST", "/auth/login", {"username": "alice", "password": PASSWORD}, {}),
+        ("POST", "/auth/refresh", {"refresh_token": refresh}, {}),
+        ("GET", "/api/v1/subscriptions", None, bearer),
+        ("GET", "/api/v1/subscriptions.opml", None, bearer),
+        ("GET", f"/api/v1/subscriptions/{sync_id}", None, bearer),
+        ("POST", "/api/v1/sync", {"requests": [action(feed_url="https://s.example/rss")]}, bearer),
+        ("GET", "/api/v1/sync", None, bearer),
+        ("POST", "/api/2/auth/alice/login.json", None, gp),
+        ("POST", "/api/2/auth/alice/logout.json", None, gp),
+        ("GET", "/api/2/devices/alice.json", None, gp),
+        ("POST", "/api/2/devices/alice/phone.json", {"caption": "Phone"}, gp),
+        ("GET", "/api/2/subscriptions/alice/phone.json?since=0", None, gp),
+        ("POST", "/api/2/subscriptions/alice/phone.json", {"add": ["https://g.example/rss"]}, gp),
+        ("GET", "/api/2/episodes/alice.json?since=0", None, gp),
+        ("POST", "/api/2/episodes/alice.json", [episode], gp),
+        ("GET", "/api/2/sync-devices/alice.json", None, gp),
+        ("POST", "/api/2/sync-devices/alice.json", {"synchronize": []}, gp),
+        ("GET", "/subscriptions/alice.opml", None, gp),
+        ("GET", "/subscriptions/alice/phone.txt", None, gp),
+        ("PUT", "/subscriptions/alice/phone.txt", feeds, gp),
+        ("POST", "/subscriptions/alice/phone.txt", feeds, gp),
+    ]
+
+
+def _covers_every_route(routes: list[Route], make_config: MakeConfig) -> None:
+    app = create_app(make_config(server={"metrics": True}))
+    served = {
+        (r.method, r.resource.canonical)
+        for r in app.router.routes()
+        if r.resource is not None
+        and r.method != "HEAD"
+        and not r.resource.canonical.startswith("//")
+    }
+    sent = {(m, p.split("?")[0]) for m, p, _, _ in routes}
+    for method, pattern in served:
+        assert any(m == method and _matches(pattern, p) for m, p in sent), (method, pattern)
+
+
+def _matches(pattern: str, path: str) -> bool:
+    regex = re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(pattern))
+    return re.fullmatch(regex, path) is not None
+
+
+def _send(base: str, route: Route) -> Answer:
+    method, path, body, headers = route
+    return call(method, base + path, body, headers, timeout=30)
+
+
+def _assert_unavailable(answer: Answer, route: Route, *reasons: str) -> None:
+    assert answer.status == 503, (route[:2], answer.status, answer.body)
+    assert int(answer.headers["Retry-After"]) >= 1, route[:2]
+    assert any(reason in answer.description for reason in reasons), (route[:2], answer.description)
+
+
+def _all_down(base: str, routes: list[Route], *reasons: str) -> None:
+    for route in routes:
+        answer = _send(base, route)
+        if route[1] in NO_DATABASE:
+            assert answer.status == 200, (route[:2], answer.body)
+        elif route[1] == "/healthz":
+            assert answer.status == 503
+        else:
+            _assert_unavailable(answer, route, *reasons)
+
+
+def _recovered(base: str, routes: list[Route]) -> None:
+    deadline = time.monotonic() + 30
+    while call("GET", base + "/healthz").status != 200:
+        assert time.monotonic() < deadline, "podsync did not recover"
+        time.sleep(0.2)
+    for route in routes:
+        answer = _send(base, route)
+        assert answer.status < 500, (route[:2], answer.status, answer.body)
+
+
+def _hammer(base: str, routes: list[Route], stop: threading.Event, seen: list[Answer]) -> None:
+    while not stop.is_set():
+        for route in routes:
+            answer = _send(base, route)
+            seen.append(answer)
+            assert answer.status < 500 or answer.status == 503, (route[:2], answer.body)
+            if answer.status == 503:
+                assert int(answer.headers["Retry-After"]) >= 1
+                assert "failed unexpectedly" not in answer.description
+
+
+async def _fill_connections(url: str) -> list[asyncpg.Connection]:
+    """Take every connection slot the server has left."""
+    held: list[asyncpg.Connection] = []
+    for _ in range(MAX_CONNECTIONS * 2):
+        try:
+            held.append(await asyncpg.connect(url))
+        except asyncpg.TooManyConnectionsError:
+            return held
+    raise AssertionError("the server never ran out of connections")
+
+
+def test_every_route_answers_503_while_postgresql_is_down_and_recovers(
+    make_config: MakeConfig, own_cluster: Cluster, tmp_path: Path
+) -> None:
+    url = own_cluster.url("podsync")
+    config = make_config(database={"url": url}, server={"metrics": True})
+    add_user(config)
+    with serving(config, tmp_path / "serve.log") as base:
+        login = call("POST", f"{base}/auth/login", {"username": "alice", "password": PASSWORD})
+        token, refresh = login.json()["access_token"], login.json()["refresh_token"]
+        sub = {"requests": [action(feed_url="https://one.example/rss")]}
+        posted = call("POST", f"{base}/api/v1/sync", sub, {"Authorization": f"Bearer {token}"})
+        sync_id = posted.json()["results"][0]["data"]["sync_id"]
+        routes = _routes(token, refresh, sync_id)
+        _covers_every_route(routes, make_config)
+        _recovered(base, routes)
+
+        # Stopped and started while requests run: 200 or 503, never 500.
+        stop = threading.Event()
+        seen: list[Answer] = []
+        errors: list[BaseException] = []
+
+        def hammer() -> None:
+            try:
+                _hammer(base, routes, stop, seen)
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=hammer) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        time.sleep(0.5)
+        own_cluster.stop_server("fast")
+        time.sleep(1.0)
+        own_cluster.start_server()
+        time.sleep(1.0)
+        stop.set()
+        for thread in threads:
+            thread.join(60)
+        assert not errors, errors[0]
+        assert any(a.status == 503 for a in seen) and any(a.status == 200 for a in seen)
+        said = Counter(re.sub(r"\d+", "N", a.description) for a in seen if a.status == 503)
+        print("503s while stopped and started:", dict(said))  # a figure, shown with -s
+        _recovered(base, routes)
+
+        # Down: the connection is refused.
+        own_cluster.stop_server("fast")
+        _all_down(base, routes, "refused", "not running", "cannot connect")
+        own_cluster.start_server()
+        _recovered(base, routes)
+
+        # Shutting down: a smart shutdown waits for a client and refuses new ones.
+        own_cluster.stop_server("fast")
+        own_cluster.start_server()
+        loop = asyncio.new_event_loop()
+        try:
+            holder = loop.run_until_complete(asyncpg.connect(url))
+            own_cluster.stop_server("smart", wait=False)
+            _all_down(base, routes, "shutting down")
+            loop.run_until_complete(holder.close())
+            own_cluster.stop_server("fast")  # waits for the end of the smart shutdown
+            own_cluster.start_server()
+            _recovered(base, routes)
+
+            # Out of connections: every slot is taken by others.
+            own_cluster.stop_server("fast")
+            own_cluster.start_server()
+            held = loop.run_until_complete(_fill_connections(url))
+            try:
+                _all_down(base, routes, "too many connections")
+            finally:
+                for conn in held:
+                    loop.run_until_complete(conn.close())
+            _recovered(base, routes)
+        finally:
+            loop.close()
+        assert "unhandled error" not in (tmp_path / "serve.log").read_text()

@@ -1,0 +1,69 @@
+"""The SQLite `-wal` file shrinks back after a burst (contract section 14): under
+64 MiB within a minute of quiet. A reader that keeps an old snapshot open during
+the burst (a long export, a backup) stops checkpoints from recycling the log, so
+it grows past 64 MiB, as in production under load; once the server's writer is
+idle, a TRUNCATE checkpoint gives the space back."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from tests.cli_support import add_user
+from tests.conftest import MakeConfig
+from tests.gpodder_support import basic
+from tests.http_calls import call
+from tests.server_support import serving
+
+MIB = 1 << 20
+LIMIT = 64 * MIB
+BATCH = 1000
+PAD = "x" * 900  # long URLs: ~6 KiB of log per stored action
+
+
+def _upload(base: str, batch: int) -> None:
+    body = [
+        {"podcast": f"https://p{batch % 7}.example/{PAD}/rss",
+         "episode": f"https://p.example/{batch}/{i}/{PAD}.mp3",
+         "action": "download", "timestamp": "2026-01-01T00:00:00"}
+        for i in range(BATCH)
+    ]  # fmt: skip
+    answer = call("POST", f"{base}/api/2/episodes/alice.json", body, basic())
+    assert answer.status == 200, answer.body
+
+
+@pytest.mark.slow
+def test_the_wal_shrinks_under_64_mib_within_a_minute_of_quiet(
+    make_config: MakeConfig, tmp_path: Path
+) -> None:
+    config = make_config(server={"max_body_bytes": 4 * MIB})
+    add_user(config)
+    wal = Path(config.database.path + "-wal")
+    with serving(config, tmp_path / "serve.log") as base:
+        with closing(sqlite3.connect(config.database.path, isolation_level=None)) as reader:
+            reader.execute("BEGIN")
+            reader.execute("SELECT count(*) FROM users").fetchone()  # holds its snapshot
+            batches = 0
+            while wal.stat().st_size <= LIMIT + 8 * MIB:
+                _upload(base, batches)
+                batches += 1
+            reader.execute("COMMIT")
+        burst = wal.stat().st_size
+        quiet_since = time.monotonic()
+        while wal.stat().st_size >= LIMIT and time.monotonic() - quiet_since < 60:
+            time.sleep(0.5)
+        after, waited = wal.stat().st_size, time.monotonic() - quiet_since
+        print(f"-wal after {batches} uploads: {burst / MIB:.1f} MiB; "
+              f"after {waited:.1f} s of quiet: {after / MIB:.1f} MiB")  # fmt: skip
+        assert after < LIMIT, f"-wal still {after / MIB:.1f} MiB after {waited:.0f} s of quiet"
+        # Every action is there, and the server still writes.
+        pulled = call("GET", f"{base}/api/2/episodes/alice.json?since=0", headers=basic())
+        assert pulled.status == 200
+        _upload(base, batches)
+    with closing(sqlite3.connect(config.database.path)) as conn:
+        stored = conn.execute("SELECT count(*) FROM episode_actions").fetchone()[0]
+    assert stored == (batches + 1) * BATCH
