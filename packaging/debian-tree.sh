@@ -58,10 +58,13 @@ mkdir -p "$cache"
 echo "debian-tree.sh: making the $arch $kind tree (Debian 12, a few minutes)" >&2
 started=$SECONDS
 rm -f "$tarball.key"
+# merged-usr: the layout Debian 12 has, set up by mmdebstrap itself, without the
+# usrmerge package (and the perl it needs) that would otherwise stay in the tree.
 # The .debs are kept in ARCH/debs and handed to the next tree of the same architecture.
 debs="$cache/debs"
 mkdir -p "$debs"
 mmdebstrap --quiet --variant=minbase --arch="$arch" --include="$packages" \
+    --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
     --skip=essential/unlink \
     --setup-hook='mkdir -p "$1"/var/cache/apt/archives/' \
     --setup-hook="sync-in $debs /var/cache/apt/archives/" \

@@ -25,6 +25,7 @@ from tests.packaged_support import (
     PASSWORD,
     ROOT,
     Server,
+    cannot_run,
     gpodder_login,
     gpodder_pull,
     gpodder_push,
@@ -41,8 +42,6 @@ LISTENING = re.compile(r"listening on (http://127\.0\.0\.1:\d+)")
 
 
 def _cannot_build_reason() -> str | None:
-    if platform.machine() == "aarch64":
-        return "this machine is arm64: tests/test_executable.py builds and runs the arm64 binary"
     if sys.platform != "linux" or platform.machine() != "x86_64":
         return f"the arm64 build runs under qemu on x86-64 Linux, not {platform.machine()}"
     if os.geteuid() != 0:
@@ -63,9 +62,11 @@ def arm64_tree() -> Path:
 
 @pytest.fixture(scope="session")
 def arm64_binary() -> Path:
+    if platform.machine() == "aarch64":
+        pytest.skip("this machine is arm64: tests/test_executable.py builds and runs that binary")
     reason = _cannot_build_reason()
     if reason:
-        pytest.skip(reason)
+        cannot_run(reason)
     done = subprocess.run(
         ["bash", str(ROOT / "packaging" / "build.sh"), "--arch", "arm64"],
         cwd=ROOT,

@@ -25,6 +25,7 @@ import pytest
 from tests.packaged_support import (
     PASSWORD,
     ROOT,
+    cannot_run,
     gpodder_login,
     gpodder_pull,
     gpodder_push,
@@ -69,7 +70,7 @@ def podman(
 def build(arch: str) -> str:
     reason = _cannot_run_reason()
     if reason:
-        pytest.skip(reason)
+        cannot_run(reason)
     done = subprocess.run(
         ["bash", str(SCRIPT), "build", "--arch", arch],
         cwd=ROOT,
