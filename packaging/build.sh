@@ -38,8 +38,8 @@ check_arch "$arch"
 binary="$root/dist/podsync-linux-$(machine_of "$arch")"
 # Both the venv's and the tree's: rebuilt when the dependencies or this script change.
 want_stamp="$(cat pyproject.toml packaging/build.sh | sha256sum | cut -d' ' -f1)"
-# podsync with the PostgreSQL driver, which the spec bundles.
-project=".[postgres]"
+# podsync with the PostgreSQL driver and the metrics library, which the spec bundles.
+project=".[postgres,metrics]"
 
 # A venv created from inside another venv must not inherit it.
 unset PYTHONPATH PYTHONHOME

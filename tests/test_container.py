@@ -133,18 +133,19 @@ def logs(name: str) -> str:
 
 
 def test_the_image_runs_podsync_unprivileged_with_data_in_a_volume(image: str) -> None:
-    config = inspect(image)["Config"]
+    described = inspect(image)
+    config = described["Config"]
     assert config["User"] == "podsync:podsync"
     assert set(config["Volumes"]) == {"/data"}
     assert set(config["ExposedPorts"]) == {"8080/tcp"}
     assert config["Entrypoint"] == ["podsync"]
     assert config["Cmd"] == ["serve"]
     assert config["StopSignal"] == "SIGTERM"
-    assert config["Healthcheck"]["Test"] == ["CMD", "podsync-healthcheck"]
+    assert described["Healthcheck"]["Test"] == ["CMD", "podsync-healthcheck"]
     env = dict(item.split("=", 1) for item in config["Env"])
     assert env["PODSYNC_SERVER_HOST"] == "0.0.0.0"  # noqa: S104 - inside the container
     assert env["PODSYNC_DATABASE_PATH"] == "/data/podsync.db"
-    assert inspect(image)["Size"] < IMAGE_SIZE_LIMIT
+    assert described["Size"] < IMAGE_SIZE_LIMIT
     # No curl, no compiler, no pip: only what podsync needs to run.
     done = podman(
         "run",
