@@ -53,8 +53,9 @@ ensure_binfmt() {
     if [[ "$(head -n1 "/proc/sys/fs/binfmt_misc/qemu-$machine" 2>/dev/null)" == enabled ]]; then
         return
     fi
-    command -v update-binfmts >/dev/null && [[ -e "/usr/libexec/qemu-binfmt/$machine-binfmt-P" ]] ||
+    if ! command -v update-binfmts >/dev/null || ! command -v "qemu-$machine-static" >/dev/null; then
         die "running $1 programs needs qemu-user-static and binfmt-support (apt-get install qemu-user-static binfmt-support)"
+    fi
     if [[ ! -e /proc/sys/fs/binfmt_misc/register ]]; then
         mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc ||
             die "cannot mount /proc/sys/fs/binfmt_misc (needs root)"

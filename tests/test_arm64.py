@@ -36,7 +36,6 @@ from tests.server_support import free_port
 pytestmark = [pytest.mark.arm64, pytest.mark.slow]
 
 BINARY = ROOT / "dist" / "podsync-linux-aarch64"
-QEMU = Path("/usr/libexec/qemu-binfmt/aarch64-binfmt-P")
 ELF_MACHINE_AARCH64 = 183
 LISTENING = re.compile(r"listening on (http://127\.0\.0\.1:\d+)")
 
@@ -46,11 +45,13 @@ def _cannot_build_reason() -> str | None:
         return f"the arm64 build runs under qemu on x86-64 Linux, not {platform.machine()}"
     if os.geteuid() != 0:
         return "building in an arm64 Debian tree needs root (chroot)"
-    for tool, package in (("mmdebstrap", "mmdebstrap"), ("update-binfmts", "binfmt-support")):
+    for tool, package in (
+        ("mmdebstrap", "mmdebstrap"),
+        ("update-binfmts", "binfmt-support"),
+        ("qemu-aarch64-static", "qemu-user-static"),
+    ):
         if shutil.which(tool) is None:
             return f"needs {package} (apt-get install qemu-user-static binfmt-support mmdebstrap)"
-    if not QEMU.exists():
-        return "needs qemu-user-static (apt-get install qemu-user-static binfmt-support mmdebstrap)"
     return None
 
 
