@@ -99,6 +99,10 @@ build_in_tree() {
     cp -a packaging/podsync.spec packaging/entry.py "$tree/src/packaging/"
     find "$tree/src" -name __pycache__ -prune -exec rm -rf {} +
     cp -L /etc/resolv.conf "$tree/etc/resolv.conf"
+    # pip trusts what this machine trusts (a proxy's CA, if there is one).
+    if [[ -f /etc/ssl/certs/ca-certificates.crt ]]; then
+        cp -L /etc/ssl/certs/ca-certificates.crt "$tree/etc/ssl/certs/ca-certificates.crt"
+    fi
 
     local script
     script=$(

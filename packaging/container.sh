@@ -56,6 +56,7 @@ local_base() {
 
 choose_bases() {
     local how="${PODSYNC_IMAGE_BASE:-auto}"
+    build_opts=()
     if [[ "$how" == auto ]]; then
         if pod image exists "$PUBLIC_BASE" && [[ "$(pod image inspect --format '{{.Architecture}}' "$PUBLIC_BASE")" == "$arch" ]] ||
             pod pull --quiet --arch "$arch" "$PUBLIC_BASE" >/dev/null 2>&1; then
@@ -68,9 +69,20 @@ choose_bases() {
     case "$how" in
     public) builder_base="$PUBLIC_BASE" runtime_base="$PUBLIC_BASE" pull=missing ;;
     local)
-        builder_base="$(local_base builder)"
         runtime_base="$(local_base runtime)"
+        # The builder tree when build.sh already made it for the binary (it has
+        # python3-venv); else the runtime tree, to which the first stage adds it.
+        if "$root/packaging/debian-tree.sh" --made builder "$arch" >/dev/null; then
+            builder_base="$(local_base builder)"
+        else
+            builder_base="$runtime_base"
+        fi
         pull=never
+        # This machine's CA certificates in every RUN (pip and apt reach the
+        # network as they do here); mounted, never part of the image.
+        if [[ -f /etc/ssl/certs/ca-certificates.crt ]]; then
+            build_opts+=(--volume /etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt:ro)
+        fi
         ;;
     *) die "PODSYNC_IMAGE_BASE must be auto, public or local, not '$how'" ;;
     esac
@@ -82,7 +94,7 @@ build() {
     local started=$SECONDS
     echo "container.sh: building $image" >&2
     # The first stage fetches podsync's dependencies from PyPI: the host's network.
-    pod build --quiet --format docker --arch "$arch" --network host --pull="$pull" \
+    pod build --quiet --format docker --arch "$arch" --network host --pull="$pull" "${build_opts[@]}" \
         --build-arg BUILDER_BASE="$builder_base" --build-arg RUNTIME_BASE="$runtime_base" \
         --build-arg VERSION="$version" \
         --file "$root/packaging/Dockerfile" --tag "$image" "$root" >/dev/null
