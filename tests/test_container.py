@@ -190,12 +190,15 @@ def test_a_container_serves_syncs_stops_on_sigterm_and_keeps_its_data(
     mode = podman("exec", first, "stat", "-c", "%U %a", "/data/podsync.db").stdout.split()
     assert mode == ["podsync", "600"]
 
+    # SIGTERM: podsync exits 0 by itself, within its shutdown_timeout (podman would
+    # send SIGKILL after 60 s, and the exit code would be 137). The margin is for
+    # podman itself on a busy machine.
     started = time.monotonic()
-    podman("stop", "--time", "30", first, timeout=60)
+    podman("stop", "--time", "60", first, timeout=120)
     took = time.monotonic() - started
     state = inspect(first)["State"]
     assert state["ExitCode"] == 0, logs(first)
-    assert took < SHUTDOWN_TIMEOUT + 3, f"stopping took {took:.1f} s"
+    assert took < SHUTDOWN_TIMEOUT + 10, f"stopping took {took:.1f} s"
     # The log goes to the container's output: podman/docker logs show it.
     output = logs(first)
     assert "listening on http://0.0.0.0:8080" in output
