@@ -5,7 +5,7 @@ on /healthz (median of --runs), and the idle RSS of the serving process
 (/proc/<pid>/status VmRSS, read after it answered and sat idle for a second).
 Budgets: binary <= 30 MB, ready <= 1.5 s, idle RSS <= 60 MB.
 
-    packaging/build.sh && python bench/startup.py [--runs 7] [--binary dist/podsync]
+    packaging/build.sh && python bench/startup.py [--runs 7] [--binary dist/podsync-linux-x86_64]
 
 A one-file PyInstaller binary runs as two processes: the bootloader, which unpacks
 the bundle into a temp dir and waits, and its child, the Python that serves. The RSS
@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import os
+import platform
 import signal
 import socket
 import statistics
@@ -130,7 +131,9 @@ def verdict(label: str, value: float, budget: float, unit: str) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--binary", type=Path, default=ROOT / "dist" / "podsync")
+    parser.add_argument(
+        "--binary", type=Path, default=ROOT / "dist" / f"podsync-linux-{platform.machine()}"
+    )
     parser.add_argument("--runs", type=int, default=7)
     args = parser.parse_args()
     binary: Path = args.binary.resolve()

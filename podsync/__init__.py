@@ -1,8 +1,5 @@
 """podsync: a self-hosted podcast subscription sync server (Open Podcast API)."""
 
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("podsync")
-except PackageNotFoundError:  # a source tree that was never installed: say so, never guess
-    __version__ = "0+unknown"
+# The one place the version is written: pyproject.toml reads it from here
+# (setuptools' dynamic version), packaging/*.sh read it for file and image names.
+__version__ = "0.2.0"

@@ -3,36 +3,31 @@
 The binary is copied alone into an empty directory and run from there with no
 virtualenv, no PYTHONPATH and no PODSYNC_* variables, the way an admin would run
 it after copying it to /usr/local/bin. Deselect locally with `-m "not executable"`;
-.ci/run runs it.
+.ci/run runs it. (The arm64 build, made under emulation, is tested in
+tests/test_arm64.py.)
 """
 
 from __future__ import annotations
 
-import json
 import os
-import queue
+import platform
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import sysconfig
-import threading
-import time
-import urllib.request
 import uuid
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
 
 import pytest
+
+from tests.packaged_support import FEED, PASSWORD, Server, call
 
 pytestmark = pytest.mark.executable
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD_SCRIPT = ROOT / "packaging" / "build.sh"
-PASSWORD = "correct horse battery staple"
-FEED = "https://podcasts.example.org/show/feed.xml"
 IMPORTED_FEED = "https://other.example.net/rss?id=7&amp;fmt=mp3"
 OPML = f"""<?xml version="1.0" encoding="UTF-8"?>
 <opml version="2.0"><head><title>from my phone</title></head><body>
@@ -53,7 +48,7 @@ def _cannot_freeze_reason() -> str | None:
 
 @pytest.fixture(scope="session")
 def podsync_binary() -> Path:
-    """Build dist/podsync once per test session (build.sh reuses its venv)."""
+    """Build dist/podsync-linux-MACHINE once per test session (build.sh reuses its venv)."""
     reason = _cannot_freeze_reason()
     if reason:
         pytest.skip(reason)
@@ -70,7 +65,7 @@ def podsync_binary() -> Path:
     )
     if done.returncode != 0:
         pytest.fail(f"packaging/build.sh failed ({done.returncode}):\n{done.stderr[-4000:]}")
-    return ROOT / "dist" / "podsync"
+    return ROOT / "dist" / f"podsync-linux-{platform.machine()}"
 
 
 def _bare_env(tmp: Path) -> dict[str, str]:
@@ -118,71 +113,6 @@ def run(binary: Path, env: dict[str, str], *args: str, stdin: str = "") -> str:
     return done.stdout
 
 
-def call(
-    method: str, url: str, body: Any = None, token: str | None = None
-) -> tuple[int, dict[str, Any]]:
-    headers = {"Content-Type": "application/json", "Client-ID": str(uuid.uuid4())}
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    data = json.dumps(body).encode() if body is not None else None
-    # S310: the URL is the server's own loopback address from its log.
-    request = urllib.request.Request(url, data=data, method=method, headers=headers)  # noqa: S310
-    with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
-        return response.status, json.loads(response.read())
-
-
-class Server:
-    """`podsync serve` as a child process; its stderr is collected line by line."""
-
-    def __init__(self, binary: Path, env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen(
-            [str(binary), "serve"],
-            cwd=binary.parent,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        self.lines: queue.Queue[str | None] = queue.Queue()  # None: end of the log
-        self.log: list[str] = []
-        self.pump = threading.Thread(target=self._pump, daemon=True)
-        self.pump.start()
-
-    def _pump(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.lines.put(line)
-        self.lines.put(None)
-
-    def wait_for(self, pattern: re.Pattern[str], timeout: float = 30) -> re.Match[str]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                line = self.lines.get(timeout=0.1)
-            except queue.Empty:
-                continue
-            if line is None:
-                break
-            self.log.append(line)
-            if match := pattern.search(line):
-                return match
-        raise AssertionError(f"no {pattern.pattern!r} in the server log:\n{''.join(self.log)}")
-
-    def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout=30)
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-                self.proc.wait()
-            self.pump.join(timeout=10)
-            assert self.proc.stderr is not None
-            self.proc.stderr.close()
-
-
 def test_the_bundle_holds_the_compiled_bindings_data_and_metadata(podsync_binary: Path) -> None:
     viewer = ROOT / "build" / "venv" / "bin" / "pyi-archive_viewer"
     listing = subprocess.run(
@@ -224,7 +154,7 @@ def test_the_binary_alone_serves_syncs_exports_and_stops_on_sigterm(
         binary, env, "user", "add", "alice", "--password-stdin", stdin=PASSWORD + "\n"
     )
 
-    server = Server(binary, env)
+    server = Server([str(binary), "serve"], env, binary.parent)
     try:
         base = server.wait_for(LISTENING).group(1)
         health = {"status": "ok", "version": version("podsync")}
