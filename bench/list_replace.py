@@ -64,12 +64,15 @@ class Ticker(threading.Thread):
         path = f"/api/2/subscriptions/{self.name_}/phone.json"
         while not self.stopping:
             started = time.perf_counter()
+            recording = self.recording
             conn.request("GET", path, headers=_basic(self.name_))
             response = conn.getresponse()
             response.read()
             if response.status != 200:
                 self.failures += 1
-            if self.recording:
+            # A call that began or ended while the replace ran counts (a stalled
+            # server answers the one in flight only after the replace).
+            if recording or self.recording:
                 self.latencies.append(time.perf_counter() - started)
             time.sleep(0.002)
         conn.close()

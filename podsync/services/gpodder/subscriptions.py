@@ -12,12 +12,14 @@ moved away from.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from podsync.config import SyncConfig
 from podsync.errors import InvalidInput
 from podsync.feeds import has_bad_characters, url_key
 from podsync.rules import Subscribe, Unsubscribe
@@ -35,7 +37,7 @@ R = TypeVar("R")
 # Commands per write transaction of a big upload or list replace: each piece holds
 # the event loop (and SQLite's one writer) for a few milliseconds, so a 20,000-feed
 # replace never stalls the other users' requests.
-PIECE = 200
+PIECE = 100
 # Entities read per query when a big write compares the list with what is held.
 HELD_PAGE = 5000
 
@@ -110,9 +112,17 @@ def plan_upload(body: Any) -> _Plan:
     return _Plan(add, remove, rewrites)
 
 
-def _plan_replace(urls: Sequence[str]) -> tuple[_Plan, set[str]]:
+def _replace_plan(config: SyncConfig, held: Sequence[HeldFeed], urls: Sequence[str]) -> _Plan:
+    """The difference between the list `urls` and the held entities: the URLs not
+    subscribed yet and the subscribed feeds not in the list; LimitExceeded when the
+    result would pass a limit."""
     plan = plan_upload({"add": list(urls)})
-    return plan, {url_key(u) for u in plan.add}
+    wanted = {url_key(u) for u in plan.add}
+    subscribed = {h.url_key for h in held if h.subscribed}
+    plan.add = [u for u in plan.add if url_key(u) not in subscribed]
+    plan.remove = [h.feed_url for h in held if h.subscribed and h.url_key not in wanted]
+    check_result(config, held, plan.add, plan.remove)
+    return plan
 
 
 def _size(body: Any) -> int:
@@ -175,7 +185,7 @@ class GpodderSubscriptions:
         if len(plan.add) + len(plan.remove) <= PIECE:
             return await self._write(user_id, device_id, plan)
         held = await self._held(user_id)
-        check_result(self.sync.config, held, plan.add, plan.remove)
+        await asyncio.to_thread(check_result, self.sync.config, held, plan.add, plan.remove)
         return await self._write(user_id, device_id, plan)
 
     async def replace(self, user_id: int, device_id: str, urls: Sequence[str]) -> None:
@@ -183,12 +193,9 @@ class GpodderSubscriptions:
         through unsubscribes and subscribes so the change feed and LWW stay true. Only
         the difference is written: the feeds to unsubscribe and the ones to add, found
         with sets (O(n)); refused whole (400) when the result would pass a limit."""
-        plan, wanted = await _off_loop_if_big(_plan_replace, urls, len(urls))
         held = await self._held(user_id)
-        subscribed = {h.url_key for h in held if h.subscribed}
-        plan.add = [u for u in plan.add if url_key(u) not in subscribed]
-        plan.remove = [h.feed_url for h in held if h.subscribed and h.url_key not in wanted]
-        check_result(self.sync.config, held, plan.add, plan.remove)
+        difference = functools.partial(_replace_plan, self.sync.config, held)
+        plan = await _off_loop_if_big(difference, urls, len(urls) + len(held))
         await self._write(user_id, device_id, plan)
 
     async def _held(self, user_id: int) -> list[HeldFeed]:
