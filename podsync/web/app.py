@@ -13,11 +13,12 @@ from aiohttp.typedefs import Middleware
 from podsync.config import Config
 from podsync.services.auth import AuthService, load_secret_key
 from podsync.services.gpodder import build_gpodder
+from podsync.services.gpodder.history import prune_superseded
 from podsync.services.health import require_writable
 from podsync.services.listing import ListingService
 from podsync.services.passwords import PasswordService
 from podsync.services.sync import SyncService
-from podsync.storage.engine import create_engine
+from podsync.storage.engine import Engine, create_engine
 from podsync.web.cors import cors_middleware
 from podsync.web.keys import AUTH, CONFIG, DB, GPODDER, LISTING, SYNC
 from podsync.web.metrics import METRICS, Metrics, metrics_middleware
@@ -33,13 +34,17 @@ log = logging.getLogger("podsync")
 PRUNE_INTERVAL_S = 3600
 
 
-async def _prune_periodically(sync: SyncService) -> None:
-    """Forget action ids past their retention, now and every hour."""
+async def _prune_periodically(sync: SyncService, db: Engine, config: Config) -> None:
+    """Forget what is past its retention, now and every hour: action ids, and
+    superseded episode actions past gpodder.episode_history_days."""
     while True:
         try:
             removed = await sync.prune_action_log()
             if removed:
                 log.info("forgot %d action ids past their retention", removed)
+            pruned = await prune_superseded(db, config.gpodder.episode_history_days)
+            if pruned:
+                log.info("pruned %d superseded episode actions past their history", pruned)
         except Exception:
             log.exception("pruning the action log failed; trying again later")
         await asyncio.sleep(PRUNE_INTERVAL_S)
@@ -60,7 +65,7 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
         app[SYNC] = SyncService(db, config.sync)
         app[LISTING] = ListingService(db, secret)
         app[GPODDER] = build_gpodder(db, app[AUTH], app[SYNC], secret, config.gpodder)
-        pruner = asyncio.create_task(_prune_periodically(app[SYNC]))
+        pruner = asyncio.create_task(_prune_periodically(app[SYNC], db, config))
         yield
     finally:
         if pruner is not None:
