@@ -65,7 +65,8 @@ class SyncConfig:
     page_size_default: int = 50
     page_size_max: int = 500
     action_id_retention_days: int = 90
-    max_subscriptions_per_user: int = 20000
+    max_subscriptions_per_user: int = 20000  # subscribed feeds
+    max_entities_per_user: int = 100000  # subscribed or not (unsubscribed ones are kept)
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,9 @@ class GpodderConfig:
     session_lifetime: int = 2592000
     episode_page_size: int = 1000
     basic_cache_seconds: int = 300
+    max_devices_per_user: int = 100
+    max_episode_actions_per_user: int = 200000
+    episode_history_days: int = 365  # superseded episode actions older than this are pruned
 
 
 @dataclass(frozen=True)
@@ -375,6 +379,10 @@ def validate(config: Config) -> Config:
         f"sync.max_subscriptions_per_user must be at least 1, not {y.max_subscriptions_per_user}",
     )
     _require(
+        y.max_entities_per_user >= 1,
+        f"sync.max_entities_per_user must be at least 1, not {y.max_entities_per_user}",
+    )
+    _require(
         lg.level in LOG_LEVELS,
         f"log.level must be one of {', '.join(LOG_LEVELS)}, not {lg.level!r}",
     )
@@ -394,4 +402,7 @@ def validate(config: Config) -> Config:
         g.basic_cache_seconds >= 0,
         f"gpodder.basic_cache_seconds must be >= 0, not {g.basic_cache_seconds}",
     )
+    for key in ("max_devices_per_user", "max_episode_actions_per_user", "episode_history_days"):
+        value = getattr(g, key)
+        _require(value >= 1, f"gpodder.{key} must be at least 1, not {value}")
     return config

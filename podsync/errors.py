@@ -12,6 +12,11 @@ class InvalidInput(PodsyncError):
     """The request or command carries a value the contract does not allow (400)."""
 
 
+class LimitExceeded(InvalidInput):
+    """A write would take the user past one of the configured limits; nothing of it
+    was stored (400). The message names the limit and the count."""
+
+
 class NotFound(PodsyncError):
     """The addressed thing does not exist, or is not the caller's (404)."""
 

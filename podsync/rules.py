@@ -138,7 +138,11 @@ def lookup_keys(commands: Iterable[Command]) -> tuple[set[str], set[str], set[st
 class Plan:
     """The user's entities a batch can touch, changed in memory by its commands.
 
-    `room` is how many more entities the user may hold (None: no limit)."""
+    `room` is how many more feeds the user may have subscribed, `entity_room` how
+    many more entities (subscribed or not) the user may hold (None: no limit). A
+    subscribe that needs either past its room is rejected; an unsubscribe gives one
+    subscribed place back. `subscribed_delta` is how the batch changed the number
+    of subscribed feeds."""
 
     def __init__(
         self,
@@ -147,17 +151,20 @@ class Plan:
         entities: Sequence[Subscription],
         now: int,
         room: int | None = None,
+        entity_room: int | None = None,
     ) -> None:
         self.user_id = user_id
         self.client_id = client_id
         self.now = now
         self.room = room
+        self.entity_room = entity_room
+        self.subscribed_delta = 0
         self.by_sync_id = {s.sync_id: s for s in entities}
         self.by_url_key = {s.url_key: s.sync_id for s in entities}
         self.by_guid: dict[str, list[str]] = {}
         for s in sorted(entities, key=lambda s: s.id or 0):  # oldest first for guid lookups
             self.by_guid.setdefault(s.guid, []).append(s.sync_id)
-        self.original_keys = {s.sync_id: s.url_key for s in entities}
+        self.original_keys = {s.sync_id: (s.url_key, s.feed_url) for s in entities}
         self.created: set[str] = set()
         self.dirty: dict[str, None] = {}  # ordered set of changed sync ids
 
@@ -226,7 +233,7 @@ class Plan:
         target = self._target(c.sync_id, c.feed_url, c.guid, fall_back=True)
         at = self._at(c, target)
         if target is None:
-            if self.room is not None and self.room <= 0:
+            if _full(self.room) or _full(self.entity_room):
                 return Outcome(REJECTED, LIMIT_REACHED)
             entity = Subscription(
                 id=None,
@@ -245,14 +252,23 @@ class Plan:
             )
             self._put(entity, None)
             self.created.add(entity.sync_id)
-            if self.room is not None:
-                self.room -= 1
+            self._count_subscribed(1)
+            if self.entity_room is not None:
+                self.entity_room -= 1
             return Outcome(APPLIED, sync_id=entity.sync_id, created=True)
         if target.subscribed or at <= target.last_updated:
             return Outcome(IGNORED, sync_id=target.sync_id)
+        if _full(self.room):
+            return Outcome(REJECTED, LIMIT_REACHED, sync_id=target.sync_id)
+        self._count_subscribed(1)
         return self._change(
             target, at, subscribed_at=at, unsubscribed_at=None, title=c.title or target.title
         )
+
+    def _count_subscribed(self, change: int) -> None:
+        self.subscribed_delta += change
+        if self.room is not None:
+            self.room -= change
 
     def _unsubscribe(self, c: Unsubscribe) -> Outcome:
         target = self._target(c.sync_id, c.feed_url, c.guid, fall_back=False)
@@ -261,6 +277,7 @@ class Plan:
         at = self._at(c, target)
         if not target.subscribed or at <= target.last_updated:
             return Outcome(IGNORED, sync_id=target.sync_id)
+        self._count_subscribed(-1)
         return self._change(target, at, unsubscribed_at=at)
 
     def _update(self, c: Update) -> Outcome:
@@ -286,7 +303,8 @@ class Plan:
         return self._change(target, at, **fields)
 
     def changes(self) -> tuple[list[Subscription], list[Subscription], list[Subscription]]:
-        """What to save, in change order: (created, changed, changed with a new url key)."""
+        """What to save, in change order: (created, changed, changed with a new url key
+        or feed URL)."""
         created, changed, moved = [], [], []
         for sync_id in self.dirty:
             entity = self.by_sync_id[sync_id]
@@ -294,9 +312,13 @@ class Plan:
                 created.append(entity)
             else:
                 changed.append(entity)
-                if entity.url_key != self.original_keys[sync_id]:
+                if (entity.url_key, entity.feed_url) != self.original_keys[sync_id]:
                     moved.append(entity)
         return created, changed, moved
+
+
+def _full(room: int | None) -> bool:
+    return room is not None and room <= 0
 
 
 def _time(command: Command, now: int) -> int:

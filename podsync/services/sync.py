@@ -16,11 +16,12 @@ from typing import TypeVar
 
 from podsync import rules, timestamps
 from podsync.config import SyncConfig
+from podsync.errors import LimitExceeded
 from podsync.model import RecordedAction, Subscription
 from podsync.rules import APPLIED, IGNORED, REJECTED, REUSED_ACTION_ID, Command, Outcome
 from podsync.storage.engine import Engine
+from podsync.store import Connection, meta
 from podsync.store import actions as action_log
-from podsync.store import meta
 from podsync.store import subscriptions as store
 
 T = TypeVar("T")
@@ -71,9 +72,12 @@ class SyncService:
         commands: Sequence[Command],
         keys: Sequence[ActionKey | None] | None = None,
         now: int | None = None,
+        strict: bool = False,
     ) -> BatchOutcome:
-        """Apply `commands` in one transaction; `keys[i]` is command i's action id."""
-        return await self.apply_rendered(user_id, client_id, commands, _identity, keys, now)
+        """Apply `commands` in one transaction; `keys[i]` is command i's action id.
+        A subscribe past a limit is rejected on its own, or, with `strict`, the whole
+        batch is refused with LimitExceeded and nothing is written."""
+        return await self.apply_rendered(user_id, client_id, commands, _identity, keys, now, strict)
 
     async def apply_rendered(
         self,
@@ -83,6 +87,7 @@ class SyncService:
         render: Callable[[BatchOutcome], T],
         keys: Sequence[ActionKey | None] | None = None,
         now: int | None = None,
+        strict: bool = False,
     ) -> T:
         """`apply`, then `render(outcome)` inside the same transaction: if rendering
         fails, nothing is saved, and what is returned was built before the COMMIT."""
@@ -116,14 +121,18 @@ class SyncService:
             sync_ids, url_keys, guids = rules.lookup_keys(run)
             sync_ids.update(r.sync_id for r in recorded.values() if r.sync_id)
             entities = await store.find_matching(conn, user_id, sync_ids, url_keys, guids)
-            room = None
-            if any(isinstance(c, rules.Subscribe) for c in run):
-                room = self.config.max_subscriptions_per_user - await store.count_entities(
-                    conn, user_id
-                )
             seq_before = await store.user_seq(conn, user_id)
-            plan = rules.Plan(user_id, client_id, entities, now, room)
-            ran = dict(zip(to_run, plan.apply_all(run), strict=True))
+            subscribes = sum(isinstance(c, rules.Subscribe) for c in run)
+            if strict:
+                # Run without limits, then refuse the whole batch if its result would
+                # pass one: the caller answers 400 and nothing is written.
+                plan = rules.Plan(user_id, client_id, entities, now)
+                ran = dict(zip(to_run, plan.apply_all(run), strict=True))
+                await self._check_limits(conn, user_id, plan)
+            else:
+                room, entity_room = await self._rooms(conn, user_id, subscribes)
+                plan = rules.Plan(user_id, client_id, entities, now, room, entity_room)
+                ran = dict(zip(to_run, plan.apply_all(run), strict=True))
             saved = await store.save(conn, *plan.changes(), now)
             seq_after = max((s.change_seq for s in saved.values()), default=seq_before)
             await action_log.record_many(
@@ -145,12 +154,58 @@ class SyncService:
             results = [_result(i, keys, ran, first_of, recorded, current) for i in range(len(keys))]
             return render(BatchOutcome(results, seq_before, seq_after))
 
+    async def _rooms(
+        self, conn: Connection, user_id: int, subscribes: int
+    ) -> tuple[int | None, int | None]:
+        """How many more subscribed feeds and entities the user may have (None: more
+        than this batch's `subscribes` could use, so no need to count)."""
+        if not subscribes:
+            return None, None
+        y = self.config
+        entities = await store.count_entities(conn, user_id)
+        entity_room = y.max_entities_per_user - entities
+        # Subscribed feeds are a subset of the entities: their count is read only
+        # when the cheap bound does not settle it.
+        room = None
+        if entities + subscribes > y.max_subscriptions_per_user:
+            room = y.max_subscriptions_per_user - await store.count_subscribed(conn, user_id)
+        return room, (entity_room if entity_room < subscribes else None)
+
+    async def _check_limits(self, conn: Connection, user_id: int, plan: rules.Plan) -> None:
+        """LimitExceeded when the plan's result passes a limit."""
+        y = self.config
+        if plan.created:
+            entities = await store.count_entities(conn, user_id) + len(plan.created)
+            if entities > y.max_entities_per_user:
+                raise LimitExceeded(entity_limit_message(entities, y.max_entities_per_user))
+        if plan.subscribed_delta > 0:
+            subscribed = await store.count_subscribed(conn, user_id) + plan.subscribed_delta
+            if subscribed > y.max_subscriptions_per_user:
+                raise LimitExceeded(
+                    subscription_limit_message(subscribed, y.max_subscriptions_per_user)
+                )
+
     async def prune_action_log(self, now: int | None = None) -> int:
         """Forget action ids older than the retention; returns how many were removed."""
         now = timestamps.now_us() if now is None else now
         cutoff = now - self.config.action_id_retention_days * _US_PER_DAY
         async with self.db.write() as conn:
             return await action_log.prune(conn, cutoff)
+
+
+def subscription_limit_message(count: int, limit: int) -> str:
+    return (
+        f"subscription limit reached: this would make {count} subscribed feeds, "
+        f"the limit is {limit} (sync.max_subscriptions_per_user); nothing was changed"
+    )
+
+
+def entity_limit_message(count: int, limit: int) -> str:
+    return (
+        f"feed limit reached: this would make {count} feeds kept for this account "
+        f"(subscribed or unsubscribed), the limit is {limit} (sync.max_entities_per_user); "
+        f"nothing was changed"
+    )
 
 
 def _result(

@@ -84,3 +84,20 @@ async def exists(conn: Connection, user_id: int, device_id: str) -> bool:
         (user_id, device_id),
     )
     return bool(rows)
+
+
+async def existing(conn: Connection, user_id: int, device_ids: Sequence[str]) -> set[str]:
+    """Which of these device ids the user has."""
+    if not device_ids:
+        return set()
+    rows = await conn.fetch_all(
+        "SELECT device_id FROM gpodder_devices "
+        f"WHERE user_id = ? AND device_id IN ({','.join('?' * len(device_ids))})",
+        (user_id, *device_ids),
+    )
+    return {str(r[0]) for r in rows}
+
+
+async def count_for_user(conn: Connection, user_id: int) -> int:
+    row = await conn.fetch_one("SELECT count(*) FROM gpodder_devices WHERE user_id = ?", (user_id,))
+    return int(row[0])

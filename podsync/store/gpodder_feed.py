@@ -6,8 +6,30 @@ every one of them."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import NamedTuple
 
 from podsync.store import Connection
+
+
+class HeldFeed(NamedTuple):
+    """One of the user's entities as a list replace compares it: light, no view."""
+
+    id: int
+    feed_url: str
+    url_key: str
+    guid: str
+    subscribed: bool
+
+
+async def held_after(conn: Connection, user_id: int, after_id: int, limit: int) -> list[HeldFeed]:
+    """Up to `limit` of the user's entities (subscribed or not) after id `after_id`,
+    in creation order: a page of what a list replace reads."""
+    rows = await conn.fetch_all(
+        "SELECT id, feed_url, url_key, guid, unsubscribed_at IS NULL FROM subscriptions "
+        "WHERE user_id = ? AND id > ? ORDER BY id LIMIT ?",
+        (user_id, after_id, limit),
+    )
+    return [HeldFeed(int(i), str(u), str(k), str(g), bool(s)) for i, u, k, g, s in rows]
 
 
 def _active(conn: Connection) -> str:

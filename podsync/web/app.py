@@ -13,11 +13,12 @@ from aiohttp.typedefs import Middleware
 from podsync.config import Config
 from podsync.services.auth import AuthService, load_secret_key
 from podsync.services.gpodder import Gpodder, build_gpodder
+from podsync.services.gpodder.history import prune_superseded
 from podsync.services.health import require_writable
 from podsync.services.listing import ListingService
 from podsync.services.passwords import PasswordService
 from podsync.services.sync import SyncService
-from podsync.storage.engine import create_engine
+from podsync.storage.engine import Engine, create_engine
 from podsync.web.cors import cors_middleware
 from podsync.web.keys import AUTH, CONFIG, DB, GPODDER, LISTING, SYNC
 from podsync.web.metrics import METRICS, Metrics, metrics_middleware
@@ -33,9 +34,12 @@ log = logging.getLogger("podsync")
 PRUNE_INTERVAL_S = 3600
 
 
-async def _prune_periodically(sync: SyncService, gpodder: Gpodder) -> None:
-    """Forget what is past its retention, now and every hour: action ids, and the
-    revocations of gpodder sessions whose cookies have all expired."""
+async def _prune_periodically(
+    sync: SyncService, gpodder: Gpodder, db: Engine, config: Config
+) -> None:
+    """Forget what is past its retention, now and every hour: action ids, the
+    revocations of gpodder sessions whose cookies have all expired, and superseded
+    episode actions past gpodder.episode_history_days."""
     while True:
         try:
             removed = await sync.prune_action_log()
@@ -44,6 +48,9 @@ async def _prune_periodically(sync: SyncService, gpodder: Gpodder) -> None:
             ended = await gpodder.auth.prune_revocations()
             if ended:
                 log.info("forgot %d ended gpodder sessions past their cookies' lifetime", ended)
+            pruned = await prune_superseded(db, config.gpodder.episode_history_days)
+            if pruned:
+                log.info("pruned %d superseded episode actions past their history", pruned)
         except Exception:
             log.exception("pruning past their retention failed; trying again later")
         await asyncio.sleep(PRUNE_INTERVAL_S)
@@ -64,7 +71,7 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
         app[SYNC] = SyncService(db, config.sync)
         app[LISTING] = ListingService(db, secret)
         app[GPODDER] = build_gpodder(db, app[AUTH], app[SYNC], secret, config.gpodder)
-        pruner = asyncio.create_task(_prune_periodically(app[SYNC], app[GPODDER]))
+        pruner = asyncio.create_task(_prune_periodically(app[SYNC], app[GPODDER], db, config))
         yield
     finally:
         if pruner is not None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from podsync.config import GpodderConfig
 from podsync.services.auth import AuthService
 from podsync.services.gpodder.auth import GpodderAuth
+from podsync.services.gpodder.bounds import UploadBounds
 from podsync.services.gpodder.cursor import ServedCursors
 from podsync.services.gpodder.devices import DeviceService
 from podsync.services.gpodder.episodes import EpisodeService
@@ -29,8 +30,8 @@ def build_gpodder(
 ) -> Gpodder:
     return Gpodder(
         auth=GpodderAuth(db, auth, secret_key, config),
-        devices=DeviceService(db),
-        episodes=EpisodeService(db, config.episode_page_size),
+        devices=DeviceService(db, config.max_devices_per_user),
+        episodes=EpisodeService(db, config.episode_page_size, UploadBounds(config)),
         subscriptions=GpodderSubscriptions(db, sync),
         cursors=ServedCursors(),
     )

@@ -10,6 +10,7 @@ from typing import Any
 from podsync import timestamps
 from podsync.errors import InvalidInput
 from podsync.feeds import has_bad_characters
+from podsync.services.gpodder.bounds import check_new_device
 from podsync.storage.engine import Engine
 from podsync.store import devices, meta
 from podsync.store.devices import Device
@@ -49,8 +50,9 @@ def parse_settings(body: Any) -> tuple[str | None, str | None]:
 
 
 class DeviceService:
-    def __init__(self, db: Engine) -> None:
+    def __init__(self, db: Engine, max_devices: int = 100) -> None:
         self.db = db
+        self.max_devices = max_devices  # gpodder.max_devices_per_user
 
     async def list(self, user_id: int) -> tuple[list[Device], int]:
         """The user's devices and the account-wide subscribed count, one snapshot."""
@@ -63,6 +65,7 @@ class DeviceService:
         caption, kind = parse_settings(body)
         async with self.db.write() as conn:
             await meta.lock_user(conn, user_id)
+            await check_new_device(conn, user_id, check_device_id(device_id), self.max_devices)
             await devices.upsert(
                 conn, user_id, check_device_id(device_id), caption, kind, timestamps.now_us()
             )
@@ -75,6 +78,7 @@ class DeviceService:
                 return
         async with self.db.write() as conn:
             await meta.lock_user(conn, user_id)
+            await check_new_device(conn, user_id, device_id, self.max_devices)
             await devices.ensure(conn, user_id, [device_id], timestamps.now_us())
 
     async def sync_groups(self, user_id: int) -> dict[str, Any]:

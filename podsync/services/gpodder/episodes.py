@@ -16,11 +16,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from podsync import timestamps
+from podsync.config import GpodderConfig
 from podsync.feeds import MAX_GUID, InvalidFeedUrl, check_feed_url, has_bad_characters, url_key
 from podsync.services.gpodder import cursor
+from podsync.services.gpodder.bounds import UploadBounds
 from podsync.services.gpodder.devices import DEVICE_ID
 from podsync.storage.engine import Engine
-from podsync.store import devices, episodes, meta
+from podsync.store import episodes, meta
 from podsync.store.episodes import EpisodeAction
 
 log = logging.getLogger("podsync.gpodder")
@@ -28,6 +30,7 @@ log = logging.getLogger("podsync.gpodder")
 ACTIONS = frozenset({"new", "download", "play", "delete", "flattr"})
 _OTHER_SCHEMES = re.compile(r"^(feed|itpc|pcast)://", re.IGNORECASE)
 INT32_MAX = 2**31 - 1
+FUTURE_SLACK_US = 86_400_000_000  # one day
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ONE_MICRO = datetime(1970, 1, 1, 0, 0, 0, 1, tzinfo=UTC) - _EPOCH
 
@@ -57,7 +60,9 @@ def parse_client_time(value: Any, received_at: int) -> int:
             return received_at
     except (ValueError, OverflowError):
         return received_at
-    if not timestamps.MIN_US <= micros <= timestamps.MAX_US:
+    # More than a day ahead of the server: a wrong clock, and a time that would win
+    # every aggregated view forever (contract 14); the time of receipt instead.
+    if not timestamps.MIN_US <= micros <= received_at + FUTURE_SLACK_US:
         return received_at
     return micros
 
@@ -180,9 +185,10 @@ class Pull:
 
 
 class EpisodeService:
-    def __init__(self, db: Engine, page_size: int) -> None:
+    def __init__(self, db: Engine, page_size: int, bounds: UploadBounds | None = None) -> None:
         self.db = db
         self.page_size = page_size
+        self.bounds = bounds or UploadBounds(GpodderConfig())
 
     async def upload(self, user_id: int, items: list[Any]) -> Upload:
         now = timestamps.now_us()
@@ -205,15 +211,13 @@ class EpisodeService:
             # cursor never steps past a row still to commit (a no-op on SQLite).
             await meta.lock_user(conn, user_id)
             before = await episodes.max_seq(conn, user_id)
-            known = [a.device_id for a, _ in parsed if a.device_id is not None]
-            if known:
-                await devices.ensure(conn, user_id, known, now)
+            parsed, refused = await self.bounds.admit(conn, user_id, parsed, now)
             if parsed:
                 await episodes.insert_many(conn, user_id, parsed, now)
             after = await episodes.max_seq(conn, user_id)
         return Upload(
             stored=len(parsed),
-            skipped=skipped,
+            skipped=skipped + refused,
             update_urls=[[old, new] for old, new in rewrites.items()],
             before=before,
             after=after,
@@ -235,7 +239,9 @@ class EpisodeService:
         matches_nothing = (podcast is not None and url is None) or (
             device_id is not None and not DEVICE_ID.fullmatch(device_id)
         )
-        async with self.db.snapshot() as conn:
+        # An aggregated page ranks every action after the cursor (200,000 of them:
+        # a second of SQLite): off the event loop.
+        async with self.db.snapshot(threaded=aggregated) as conn:
             high = await episodes.max_seq(conn, user_id)
             threshold = cursor.decode(since, high)
             rows = (

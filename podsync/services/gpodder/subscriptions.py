@@ -11,20 +11,35 @@ moved away from.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
+from podsync.config import SyncConfig
 from podsync.errors import InvalidInput
 from podsync.feeds import has_bad_characters, url_key
 from podsync.rules import Subscribe, Unsubscribe
 from podsync.services.gpodder import cursor
 from podsync.services.gpodder.episodes import normalise_url
+from podsync.services.gpodder.subscription_limits import check_result
 from podsync.services.sync import SyncService
 from podsync.storage.engine import Engine
 from podsync.store import gpodder_feed, subscriptions
+from podsync.store.gpodder_feed import HeldFeed
+
+A = TypeVar("A")
+R = TypeVar("R")
+
+# Commands per write transaction of a big upload or list replace: each piece holds
+# the event loop (and SQLite's one writer) for a few milliseconds, so a 20,000-feed
+# replace never stalls the other users' requests.
+PIECE = 100
+# Entities read per query when a big write compares the list with what is held.
+HELD_PAGE = 5000
 
 # Client-IDs of gpodder devices: uuid5(this, "gpodder:{user id}:{device id}").
 CLIENT_NAMESPACE = uuid.UUID("5b0e7c52-7d1b-4c4f-9a49-2f6f3c7a5a10")
@@ -97,6 +112,34 @@ def plan_upload(body: Any) -> _Plan:
     return _Plan(add, remove, rewrites)
 
 
+def _replace_plan(config: SyncConfig, held: Sequence[HeldFeed], urls: Sequence[str]) -> _Plan:
+    """The difference between the list `urls` and the held entities: the URLs not
+    subscribed yet and the subscribed feeds not in the list; LimitExceeded when the
+    result would pass a limit."""
+    plan = plan_upload({"add": list(urls)})
+    wanted = {url_key(u) for u in plan.add}
+    subscribed = {h.url_key for h in held if h.subscribed}
+    plan.add = [u for u in plan.add if url_key(u) not in subscribed]
+    plan.remove = [h.feed_url for h in held if h.subscribed and h.url_key not in wanted]
+    check_result(config, held, plan.add, plan.remove)
+    return plan
+
+
+def _size(body: Any) -> int:
+    if not isinstance(body, dict):
+        return 0
+    return sum(len(v) for v in (body.get("add"), body.get("remove")) if isinstance(v, list))
+
+
+async def _off_loop_if_big(fn: Callable[[A], R], arg: A, size: int) -> R:
+    """`fn(arg)` on a worker thread when `size` (URLs to check) is past one piece:
+    normalising 20,000 URLs is half a second of Python; the thread gives the event
+    loop its turn every few milliseconds (the interpreter's switch interval)."""
+    if size <= PIECE:
+        return fn(arg)
+    return await asyncio.to_thread(fn, arg)
+
+
 def parse_url_list(body: bytes, fmt: str) -> list[str]:
     """The list of a simple-API PUT: json (an array of strings) or txt (lines)."""
     if fmt == "txt":
@@ -137,36 +180,70 @@ class GpodderSubscriptions:
         return Changes(add, remove, cursor.encode(high))
 
     async def upload(self, user_id: int, device_id: str, body: Any) -> Upload:
-        return await self._apply(user_id, device_id, plan_upload(body))
+        """A subscriptions POST: refused whole (400) when its result would pass a limit."""
+        plan = await _off_loop_if_big(plan_upload, body, _size(body))
+        if len(plan.add) + len(plan.remove) <= PIECE:
+            return await self._write(user_id, device_id, plan)
+        held = await self._held(user_id)
+        await asyncio.to_thread(check_result, self.sync.config, held, plan.add, plan.remove)
+        return await self._write(user_id, device_id, plan)
 
     async def replace(self, user_id: int, device_id: str, urls: Sequence[str]) -> None:
         """The simple API's PUT: the list becomes exactly `urls` (mygpo's semantics),
-        through unsubscribes and subscribes so the change feed and LWW stay true."""
-        plan = plan_upload({"add": list(urls)})
-        wanted = {url_key(u) for u in plan.add}
-        async with self.db.read() as conn:
-            current = await gpodder_feed.subscribed_urls(conn, user_id)
-        plan.remove = [u for u in current if url_key(u) not in wanted]
-        await self._apply(user_id, device_id, plan)
+        through unsubscribes and subscribes so the change feed and LWW stay true. Only
+        the difference is written: the feeds to unsubscribe and the ones to add, found
+        with sets (O(n)); refused whole (400) when the result would pass a limit."""
+        held = await self._held(user_id)
+        difference = functools.partial(_replace_plan, self.sync.config, held)
+        plan = await _off_loop_if_big(difference, urls, len(urls) + len(held))
+        await self._write(user_id, device_id, plan)
 
-    async def _apply(self, user_id: int, device_id: str, plan: _Plan) -> Upload:
+    async def _held(self, user_id: int) -> list[HeldFeed]:
+        """Every entity of the user (up to sync.max_entities_per_user), read in pages
+        off the event loop."""
+        held: list[HeldFeed] = []
+        async with self.db.snapshot(threaded=True) as conn:
+            while True:
+                after = held[-1].id if held else 0
+                page = await gpodder_feed.held_after(conn, user_id, after, HELD_PAGE)
+                held += page
+                if len(page) < HELD_PAGE:
+                    return held
+
+    async def _write(self, user_id: int, device_id: str, plan: _Plan) -> Upload:
+        """Unsubscribes first, then subscribes, in transactions of at most PIECE
+        commands, each refused whole if it would pass a limit (a write of one piece,
+        the common case, is checked there and only there)."""
         async with self.db.read() as conn:
             aliases = await gpodder_feed.alias_targets(conn, user_id, plan.remove)
         # No occurred_at: the rules stamp each command max(server now, the entity's
         # last change + 1 us), so a gpodder write wins by arrival (gpodder spec 6.2).
-        commands: list[Subscribe | Unsubscribe] = [Subscribe(feed_url=u) for u in plan.add]
-        commands += [Unsubscribe(feed_url=u, sync_id=aliases.get(u)) for u in plan.remove]
-        outcome = await self.sync.apply(user_id, device_client_id(user_id, device_id), commands)
+        commands: list[Subscribe | Unsubscribe] = [
+            Unsubscribe(feed_url=u, sync_id=aliases.get(u)) for u in plan.remove
+        ]
+        commands += [Subscribe(feed_url=u) for u in plan.add]
+        client_id = device_client_id(user_id, device_id)
         update_urls = dict(plan.rewrites)
-        for command, result in zip(commands, outcome.results, strict=True):
-            stored = result.entity.feed_url if result.entity is not None else None
-            # An add matched under another spelling: steer gPodder to the stored one.
-            if isinstance(command, Subscribe) and stored and stored != command.feed_url:
-                update_urls[command.feed_url] = stored
+        before = after = None
+        chained = True
+        for start in range(0, max(len(commands), 1), PIECE):
+            piece = commands[start : start + PIECE]
+            outcome = await self.sync.apply(user_id, client_id, piece, strict=True)
+            for command, result in zip(piece, outcome.results, strict=True):
+                stored = result.entity.feed_url if result.entity is not None else None
+                # An add matched under another spelling: steer gPodder to the stored one.
+                if isinstance(command, Subscribe) and stored and stored != command.feed_url:
+                    update_urls[command.feed_url] = stored
+            chained = chained and (after is None or outcome.user_seq_before == after)
+            before = outcome.user_seq_before if before is None else before
+            after = outcome.user_seq_after
+        assert before is not None and after is not None
+        # Another writer of this user between two pieces: answer as if it wrote before
+        # this upload, so the client pulls its change (post_cursor).
         return Upload(
             update_urls=[[old, new] for old, new in update_urls.items()],
-            before=outcome.user_seq_before,
-            after=outcome.user_seq_after,
+            before=before if chained else after,
+            after=after,
         )
 
     async def current(self, user_id: int) -> list[tuple[str, str | None]]:
