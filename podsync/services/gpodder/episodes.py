@@ -62,12 +62,6 @@ def parse_client_time(value: Any, received_at: int) -> int:
     return micros
 
 
-def format_client_time(micros: int) -> str:
-    """`YYYY-MM-DDTHH:MM:SS`, UTC with no zone and no fraction: the one form that
-    mygpoclient, Kasts and AntennaPod all parse."""
-    return timestamps.format(micros - micros % 1_000_000)[:19]
-
-
 class SkipItem(ValueError):
     """An uploaded item that cannot be stored; the reason is logged, not answered."""
 
@@ -142,28 +136,6 @@ def content_hash(a: EpisodeAction) -> bytes:
     return hashlib.sha256(json.dumps(fields).encode("utf-8")).digest()
 
 
-def render(a: EpisodeAction) -> dict[str, Any]:
-    """An action as gpodder clients read it: play fields only on a play with a known
-    position, optional keys omitted rather than null."""
-    out: dict[str, Any] = {
-        "podcast": a.podcast_url,
-        "episode": a.episode_url,
-        "action": a.action,
-        "timestamp": format_client_time(a.occurred_at),
-    }
-    if a.guid is not None:
-        out["guid"] = a.guid
-    if a.device_id is not None:
-        out["device"] = a.device_id
-    if a.action == "play" and a.position is not None:
-        if a.started is not None:
-            out["started"] = a.started
-        out["position"] = a.position
-        if a.total is not None:
-            out["total"] = a.total
-    return out
-
-
 @dataclass(frozen=True)
 class Upload:
     stored: int  # items accepted (including ones already stored before)
@@ -175,7 +147,7 @@ class Upload:
 
 @dataclass(frozen=True)
 class Pull:
-    actions: list[dict[str, Any]]
+    views: list[bytes]  # each action's stored JSON (model.episode_action_view)
     timestamp: int
 
 
@@ -238,5 +210,5 @@ class EpisodeService:
                 conn, user_id, threshold, high, podcast_key, device_id, aggregated, self.page_size
             )
         # A full page ends at its last row, so the next call resumes right after it.
-        last = rows[-1].seq if len(rows) == self.page_size else high
-        return Pull([render(a) for a in rows], cursor.encode(last))
+        last = rows[-1][0] if len(rows) == self.page_size else high
+        return Pull([view for _, view in rows], cursor.encode(last))
