@@ -11,8 +11,12 @@ from podsync.model import episode_action_view
 from podsync.store import Connection
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class EpisodeAction:
+    """One uploaded action as stored. Not frozen, for speed (a frozen dataclass sets
+    each field through object.__setattr__, and an upload makes 30 of them); nothing
+    changes one after parsing."""
+
     seq: int  # 0 until stored
     podcast_url: str
     podcast_key: str

@@ -11,7 +11,7 @@ import hashlib
 import json
 import logging
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -82,6 +82,13 @@ def _optional_text(item: dict[str, Any], name: str, limit: int) -> str | None:
     return None if has_bad_characters(value) else value
 
 
+def _device(item: dict[str, Any]) -> str | None:
+    """The action's device id when it is a valid one; an action with any other is kept
+    without a device."""
+    value = _optional_text(item, "device", 64)
+    return value if value is not None and DEVICE_ID.fullmatch(value) else None
+
+
 def parse_item(item: Any, received_at: int, rewrites: dict[str, str]) -> EpisodeAction:
     """One uploaded action, or SkipItem. URL rewrites (and `""` for a URL that could
     not be used) are added to `rewrites`, the response's update_urls."""
@@ -111,7 +118,7 @@ def parse_item(item: Any, received_at: int, rewrites: dict[str, str]) -> Episode
         episode_url=urls[1],
         action=action,
         occurred_at=parse_client_time(item.get("timestamp"), received_at),
-        device_id=_optional_text(item, "device", 64),
+        device_id=_device(item),
         guid=_optional_text(item, "guid", MAX_GUID),
         # started and total mean nothing without a position (AntennaPod needs all three)
         started=_play_field(item, "started") if position is not None else None,
@@ -168,8 +175,6 @@ class EpisodeService:
                 skipped += 1
                 log.info("episode upload of user %d: item %d skipped: %s", user_id, index, exc)
                 continue
-            if action.device_id is not None and not DEVICE_ID.fullmatch(action.device_id):
-                action = replace(action, device_id=None)
             parsed.append((action, content_hash(action)))
         async with self.db.write() as conn:
             # On PostgreSQL seq is taken at INSERT but seen at COMMIT: one writer per
