@@ -73,3 +73,9 @@ def ep_pull_side(pid: int, base: str, user: str, session: str) -> Side:
     """GET all of a user's episode actions from since=0 (a first sync)."""
     url = f"{base}/api/2/episodes/{user}.json?since=0"
     return Side(url, "gpodder_get.lua", lambda: [session], pid)
+
+
+def sub_push_side(pid: int, base: str, user: str, session: str) -> Side:
+    """POST 30 new feeds in "add" a request (a gpodder subscription push)."""
+    url = f"{base}/api/2/subscriptions/{user}/{DEVICE}.json"
+    return Side(url, "gpodder_subscriptions.lua", lambda: [session, nonce(), str(BATCH)], pid)
