@@ -3,6 +3,9 @@
     python bench/profile.py list            # GET a page of 50 of a 10,000 list
     python bench/profile.py feed            # poll the change feed at its head
     python bench/profile.py sync            # POST batches of 30 fresh subscribes
+    python bench/profile.py ep_push         # gpodder: POST 30 play actions on new episodes
+    python bench/profile.py ep_pull         # gpodder: GET 1,000 episode actions (since=0)
+    python bench/profile.py sub_push        # gpodder: POST 30 new feeds in "add"
     python bench/profile.py sync --native --seconds 15 --out /tmp/sync-prof
 
 The server (`python -m podsync serve`, the same temp TOML and seeding as
@@ -28,6 +31,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from gpodder_sides import (
+    ep_pull_side,
+    ep_push_side,
+    gpodder_login,
+    seed_episodes,
+    sub_push_side,
+)
 from harness import (
     Overrides,
     call,
@@ -43,11 +53,19 @@ from harness import (
 from rounds import Side, get_side, sync_side
 from summary import summarise
 
-SCENARIOS = ("list", "feed", "sync")
+SCENARIOS = ("list", "feed", "sync", "ep_push", "ep_pull", "sub_push")
 LIST_PATH = "/api/v1/subscriptions?limit=50"
 
 
 def scenario_side(name: str, base: str, pid: int) -> Side:
+    if name in ("ep_push", "ep_pull", "sub_push"):
+        session = gpodder_login(base, "bench-episodes")
+        if name == "sub_push":
+            return sub_push_side(pid, base, "bench-episodes", session)
+        if name == "ep_push":
+            return ep_push_side(pid, base, "bench-episodes", session)
+        seed_episodes(base, "bench-episodes", session)
+        return ep_pull_side(pid, base, "bench-episodes", session)
     if name == "sync":
         return sync_side(pid, base + "/api/v1/sync", login(base, "bench-sync"))
     token = login(base, "bench-10k")
@@ -65,7 +83,10 @@ def profile(
     its head) and a 1 s warm-up, so none of those is in the profile."""
     port = free_port()
     config = write_podsync_config(workdir, port, overrides)
-    seed(config, workdir, {"bench-sync": 0} if name == "sync" else {"bench-10k": 10_000})
+    users = {"sync": "bench-sync"} | dict.fromkeys(
+        ("ep_push", "ep_pull", "sub_push"), "bench-episodes"
+    )
+    seed(config, workdir, {users[name]: 0} if name in users else {"bench-10k": 10_000})
     stacks = workdir / f"{name}.stacks.txt"
     with quiet_env(), podsync_server(workdir, config, port) as server:
         side = scenario_side(name, server.base, server.pid)

@@ -84,6 +84,42 @@ def subscription_view(entity: Subscription) -> bytes:
 _string = json.dumps  # one str -> its JSON text (ASCII), the encoder's fast path
 
 
+def episode_action_view(
+    podcast_url: str,
+    episode_url: str,
+    action: str,
+    occurred_at: int,
+    device_id: str | None,
+    guid: str | None,
+    started: int | None,
+    position: int | None,
+    total: int | None,
+) -> bytes:
+    """An episode action's JSON object as gpodder clients read it (ASCII, compact):
+    the timestamp as `YYYY-MM-DDTHH:MM:SS` (UTC, no zone, no fraction: the one form
+    mygpoclient, Kasts and AntennaPod all parse), play fields only on a play with a
+    known position, optional keys left out rather than null.
+
+    The store keeps these bytes with every action it writes, so that a pull is a join
+    of stored bytes (a first sync reads thousands), as a subscription list page is."""
+    whole_second = occurred_at - occurred_at % 1_000_000
+    text = (
+        f'{{"podcast":{_string(podcast_url)},"episode":{_string(episode_url)},'
+        f'"action":{_string(action)},"timestamp":"{timestamps.format(whole_second)[:19]}"'
+    )
+    if guid is not None:
+        text += f',"guid":{_string(guid)}'
+    if device_id is not None:
+        text += f',"device":{_string(device_id)}'
+    if action == "play" and position is not None:
+        if started is not None:
+            text += f',"started":{started}'
+        text += f',"position":{position}'
+        if total is not None:
+            text += f',"total":{total}'
+    return (text + "}").encode("ascii")
+
+
 @dataclass(frozen=True, slots=True)
 class RecordedAction:
     """The first result of an action_id (idempotency), with what the action was."""

@@ -7,11 +7,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from podsync.model import episode_action_view
 from podsync.store import Connection
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class EpisodeAction:
+    """One uploaded action as stored. Not frozen, for speed (a frozen dataclass sets
+    each field through object.__setattr__, and an upload makes 30 of them); nothing
+    changes one after parsing."""
+
     seq: int  # 0 until stored
     podcast_url: str
     podcast_key: str
@@ -30,9 +35,10 @@ _FIELDS = (
     "started, position, total"
 )
 
-
-def _action(row: Any) -> EpisodeAction:
-    return EpisodeAction(*row)
+# The columns episode_action_view is made of, in its order.
+_VIEW_FIELDS = (
+    "podcast_url, episode_url, action, occurred_at, device_id, guid, started, position, total"
+)
 
 
 async def insert_many(
@@ -41,15 +47,16 @@ async def insert_many(
     actions: Sequence[tuple[EpisodeAction, bytes]],
     received_at: int,
 ) -> None:
-    """Store (action, content hash) pairs; a hash the user already has is skipped, so a
-    batch sent again after a lost answer adds nothing."""
+    """Store (action, content hash) pairs, each with its view (what a pull sends); a
+    hash the user already has is skipped, so a batch sent again after a lost answer
+    adds nothing."""
     if conn.dialect == "postgresql":
         insert, on_conflict = "INSERT", " ON CONFLICT (user_id, content_hash) DO NOTHING"
     else:
         insert, on_conflict = "INSERT OR IGNORE", ""
     await conn.execute_many(
-        f"{insert} INTO episode_actions (user_id, {_FIELDS}, received_at, content_hash) "
-        f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?){on_conflict}",
+        f"{insert} INTO episode_actions (user_id, {_FIELDS}, received_at, content_hash, view) "
+        f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?){on_conflict}",
         [
             (
                 user_id,
@@ -65,6 +72,17 @@ async def insert_many(
                 a.total,
                 received_at,
                 digest,
+                episode_action_view(
+                    a.podcast_url,
+                    a.episode_url,
+                    a.action,
+                    a.occurred_at,
+                    a.device_id,
+                    a.guid,
+                    a.started,
+                    a.position,
+                    a.total,
+                ),
             )
             for a, digest in actions
         ],
@@ -87,10 +105,10 @@ async def page(
     device_id: str | None,
     aggregated: bool,
     limit: int,
-) -> list[EpisodeAction]:
-    """Actions with seq in (after_seq, upto_seq], in seq order, optionally only one
-    podcast's or one device's; `aggregated` keeps the latest per (podcast, episode,
-    action) by (client time, seq)."""
+) -> list[tuple[int, bytes]]:
+    """(seq, view) of the actions with seq in (after_seq, upto_seq], in seq order,
+    optionally only one podcast's or one device's; `aggregated` keeps the latest per
+    (podcast, episode, action) by (client time, seq)."""
     where = "user_id = ? AND seq > ? AND seq <= ?"
     params: list[Any] = [user_id, after_seq, upto_seq]
     if podcast_key is not None:
@@ -101,15 +119,31 @@ async def page(
         params.append(device_id)
     if aggregated:
         sql = (
-            f"SELECT seq, {_FIELDS} FROM (SELECT seq, {_FIELDS}, row_number() OVER ("
+            "SELECT seq, view FROM (SELECT seq, view, row_number() OVER ("
             "PARTITION BY podcast_key, episode_url, action "
             f"ORDER BY occurred_at DESC, seq DESC) AS rank FROM episode_actions WHERE {where}) "
             "AS ranked WHERE rank = 1 ORDER BY seq LIMIT ?"
         )
     else:
-        sql = f"SELECT seq, {_FIELDS} FROM episode_actions WHERE {where} ORDER BY seq LIMIT ?"
+        sql = f"SELECT seq, view FROM episode_actions WHERE {where} ORDER BY seq LIMIT ?"
     rows = await conn.fetch_all(sql, [*params, limit])
-    return [_action(r) for r in rows]
+    if any(not r[1] for r in rows):
+        return await _with_missing_views(conn, rows)
+    return [(r[0], r[1]) for r in rows]
+
+
+async def _with_missing_views(conn: Connection, rows: Sequence[Any]) -> list[tuple[int, bytes]]:
+    """The page with any empty view rendered from its row: a podsync older than the
+    view column, still running beside a migrated one, stores actions without it."""
+    out: list[tuple[int, bytes]] = []
+    for seq, view in rows:
+        if not view:
+            row = await conn.fetch_one(
+                f"SELECT {_VIEW_FIELDS} FROM episode_actions WHERE seq = ?", (seq,)
+            )
+            view = episode_action_view(*row)
+        out.append((seq, bytes(view)))
+    return out
 
 
 async def count_for_user(conn: Connection, user_id: int) -> int:

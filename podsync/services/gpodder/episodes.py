@@ -11,7 +11,7 @@ import hashlib
 import json
 import logging
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -67,12 +67,6 @@ def parse_client_time(value: Any, received_at: int) -> int:
     return micros
 
 
-def format_client_time(micros: int) -> str:
-    """`YYYY-MM-DDTHH:MM:SS`, UTC with no zone and no fraction: the one form that
-    mygpoclient, Kasts and AntennaPod all parse."""
-    return timestamps.format(micros - micros % 1_000_000)[:19]
-
-
 class SkipItem(ValueError):
     """An uploaded item that cannot be stored; the reason is logged, not answered."""
 
@@ -91,6 +85,13 @@ def _optional_text(item: dict[str, Any], name: str, limit: int) -> str | None:
     if not isinstance(value, str) or not value or len(value) > limit:
         return None
     return None if has_bad_characters(value) else value
+
+
+def _device(item: dict[str, Any]) -> str | None:
+    """The action's device id when it is a valid one; an action with any other is kept
+    without a device."""
+    value = _optional_text(item, "device", 64)
+    return value if value is not None and DEVICE_ID.fullmatch(value) else None
 
 
 def parse_item(item: Any, received_at: int, rewrites: dict[str, str]) -> EpisodeAction:
@@ -122,7 +123,7 @@ def parse_item(item: Any, received_at: int, rewrites: dict[str, str]) -> Episode
         episode_url=urls[1],
         action=action,
         occurred_at=parse_client_time(item.get("timestamp"), received_at),
-        device_id=_optional_text(item, "device", 64),
+        device_id=_device(item),
         guid=_optional_text(item, "guid", MAX_GUID),
         # started and total mean nothing without a position (AntennaPod needs all three)
         started=_play_field(item, "started") if position is not None else None,
@@ -147,28 +148,6 @@ def content_hash(a: EpisodeAction) -> bytes:
     return hashlib.sha256(json.dumps(fields).encode("utf-8")).digest()
 
 
-def render(a: EpisodeAction) -> dict[str, Any]:
-    """An action as gpodder clients read it: play fields only on a play with a known
-    position, optional keys omitted rather than null."""
-    out: dict[str, Any] = {
-        "podcast": a.podcast_url,
-        "episode": a.episode_url,
-        "action": a.action,
-        "timestamp": format_client_time(a.occurred_at),
-    }
-    if a.guid is not None:
-        out["guid"] = a.guid
-    if a.device_id is not None:
-        out["device"] = a.device_id
-    if a.action == "play" and a.position is not None:
-        if a.started is not None:
-            out["started"] = a.started
-        out["position"] = a.position
-        if a.total is not None:
-            out["total"] = a.total
-    return out
-
-
 @dataclass(frozen=True)
 class Upload:
     stored: int  # items accepted (including ones already stored before)
@@ -180,7 +159,7 @@ class Upload:
 
 @dataclass(frozen=True)
 class Pull:
-    actions: list[dict[str, Any]]
+    views: list[bytes]  # each action's stored JSON (model.episode_action_view)
     timestamp: int
 
 
@@ -202,8 +181,6 @@ class EpisodeService:
                 skipped += 1
                 log.info("episode upload of user %d: item %d skipped: %s", user_id, index, exc)
                 continue
-            if action.device_id is not None and not DEVICE_ID.fullmatch(action.device_id):
-                action = replace(action, device_id=None)
             parsed.append((action, content_hash(action)))
         async with self.db.write() as conn:
             # On PostgreSQL seq is taken at INSERT but seen at COMMIT: one writer per
@@ -259,5 +236,5 @@ class EpisodeService:
                 )
             )
         # A full page ends at its last row, so the next call resumes right after it.
-        last = rows[-1].seq if len(rows) == self.page_size else high
-        return Pull([render(a) for a in rows], cursor.encode(last))
+        last = rows[-1][0] if len(rows) == self.page_size else high
+        return Pull([view for _, view in rows], cursor.encode(last))

@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 
 import asyncpg
 
-from podsync.model import Subscription, subscription_view
+from podsync.model import Subscription, episode_action_view, subscription_view
 from podsync.storage.migrations import check_version
 
 # Any constant: the key of the advisory lock that lets one process migrate at a time.
@@ -37,6 +37,29 @@ async def _stored_views(conn: asyncpg.Connection) -> None:
             "UPDATE subscriptions SET view = $1 WHERE id = $2",
             [(subscription_view(Subscription(*row)), row[0]) for row in rows],
         )
+
+
+BACKFILL_CHUNK = 5000
+
+
+async def _episode_views(conn: asyncpg.Connection) -> None:
+    """7 on PostgreSQL: the same column and backfill as SQLite's step 7."""
+    await conn.execute("ALTER TABLE episode_actions ADD COLUMN view BYTEA NOT NULL DEFAULT ''")
+    after = 0
+    while True:
+        rows = await conn.fetch(
+            "SELECT seq, podcast_url, episode_url, action, occurred_at, device_id, guid, "
+            "started, position, total FROM episode_actions WHERE seq > $1 ORDER BY seq LIMIT $2",
+            after,
+            BACKFILL_CHUNK,
+        )
+        if not rows:
+            return
+        await conn.executemany(
+            "UPDATE episode_actions SET view = $1 WHERE seq = $2",
+            [(episode_action_view(*row[1:]), row[0]) for row in rows],
+        )
+        after = rows[-1][0]
 
 
 MIGRATIONS: tuple[Step, ...] = (
@@ -181,6 +204,7 @@ MIGRATIONS: tuple[Step, ...] = (
     );
     CREATE INDEX gpodder_revoked_sessions_expiry ON gpodder_revoked_sessions(expires_at);
     """,
+    _episode_views,
 )
 
 

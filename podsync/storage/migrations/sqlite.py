@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-from podsync.model import Subscription, subscription_view
+from podsync.model import Subscription, episode_action_view, subscription_view
 from podsync.storage.migrations import check_version
 
 # A step is an SQL script, or a function for what SQL cannot compute (it runs inside
@@ -33,6 +33,28 @@ def _stored_views(conn: sqlite3.Connection) -> None:
         "UPDATE subscriptions SET view = ? WHERE id = ?",
         ((subscription_view(Subscription(*row)), row[0]) for row in rows.fetchall()),
     )
+
+
+BACKFILL_CHUNK = 5000
+
+
+def _episode_views(conn: sqlite3.Connection) -> None:
+    """7: each episode action keeps its gpodder JSON (`view`), as subscriptions do."""
+    conn.execute("ALTER TABLE episode_actions ADD COLUMN view BLOB NOT NULL DEFAULT x''")
+    after = 0
+    while True:  # in chunks of seq: a long history is never all in memory at once
+        rows = conn.execute(
+            "SELECT seq, podcast_url, episode_url, action, occurred_at, device_id, guid, "
+            "started, position, total FROM episode_actions WHERE seq > ? ORDER BY seq LIMIT ?",
+            (after, BACKFILL_CHUNK),
+        ).fetchall()
+        if not rows:
+            return
+        conn.executemany(
+            "UPDATE episode_actions SET view = ? WHERE seq = ?",
+            [(episode_action_view(*row[1:]), row[0]) for row in rows],
+        )
+        after = rows[-1][0]
 
 
 MIGRATIONS: tuple[Step, ...] = (
@@ -179,6 +201,7 @@ MIGRATIONS: tuple[Step, ...] = (
     ) STRICT, WITHOUT ROWID;
     CREATE INDEX gpodder_revoked_sessions_expiry ON gpodder_revoked_sessions(expires_at);
     """,
+    _episode_views,
 )
 
 
