@@ -17,7 +17,6 @@ from http.cookies import SimpleCookie
 from typing import Any
 from urllib.parse import urlsplit
 
-
 # The certificates an https server address is checked against (None: the system's);
 # the reverse-proxy tests point it at their own test CA.
 TLS_CONTEXT: ssl.SSLContext | None = None
