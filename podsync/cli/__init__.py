@@ -15,7 +15,7 @@ from podsync.cli import configuration, db, opml, users
 from podsync.cli.base import Context, database_exists, pass_context
 from podsync.config import ConfigError
 from podsync.errors import PodsyncError
-from podsync.storage.engine import DATABASE_ERRORS, describe
+from podsync.storage.engine import database_errors, describe
 from podsync.storage.errors import SchemaTooNew
 
 
@@ -71,7 +71,7 @@ def serve(ctx: Context, host: str | None, port: int | None) -> None:
         asyncio.run(run_server(config, new_database, ctx.origin.file))
     except (OSError, SchemaTooNew, PodsyncError) as exc:
         raise click.ClickException(str(exc)) from None
-    except DATABASE_ERRORS as exc:
+    except database_errors() as exc:
         raise click.ClickException(f"database {describe(config.database)}: {exc}") from None
 
 

@@ -16,7 +16,7 @@ from podsync.config import Config, ConfigError, ConfigOrigin, load_config_and_or
 from podsync.errors import PodsyncError
 from podsync.services.accounts import AccountService
 from podsync.services.passwords import PasswordService
-from podsync.storage.engine import DATABASE_ERRORS, Engine, create_engine, describe
+from podsync.storage.engine import Engine, create_engine, database_errors, describe
 from podsync.storage.errors import SchemaTooNew
 
 T = TypeVar("T")
@@ -83,7 +83,7 @@ def run_with_db(
         return asyncio.run(main())
     except (PodsyncError, SchemaTooNew, FileNotFoundError) as exc:
         raise click.ClickException(str(exc)) from None
-    except DATABASE_ERRORS as exc:
+    except database_errors() as exc:
         raise click.ClickException(f"database {describe(config.database)}: {exc}") from None
     finally:
         if new and database_exists(config):

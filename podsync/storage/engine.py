@@ -14,24 +14,40 @@ from collections.abc import Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
-import asyncpg
-
 from podsync.config import DatabaseConfig
-from podsync.errors import Unavailable
+from podsync.errors import PodsyncError, Unavailable
 from podsync.storage.errors import redact
 
-# Errors of either engine that mean "the database failed", for the CLI's messages.
-DATABASE_ERRORS: tuple[type[Exception], ...] = (
-    sqlite3.Error,
-    asyncpg.PostgresError,
-    asyncpg.InterfaceError,
-    OSError,
-)
-# A unique or foreign-key constraint refused a row.
-INTEGRITY_ERRORS: tuple[type[Exception], ...] = (
-    sqlite3.IntegrityError,
-    asyncpg.IntegrityConstraintViolationError,
-)
+POSTGRES_EXTRA = "pip install 'podsync[postgres]'"
+
+# Errors that mean "the database failed" (for the CLI's messages), and errors of a
+# unique or foreign-key constraint that refused a row. SQLite's are always here; the
+# PostgreSQL engine adds asyncpg's when it is loaded, which is the only way one of
+# them can be raised (asyncpg is an extra, never imported for SQLite).
+_database_errors: tuple[type[Exception], ...] = (sqlite3.Error, OSError)
+_integrity_errors: tuple[type[Exception], ...] = (sqlite3.IntegrityError,)
+
+
+def database_errors() -> tuple[type[Exception], ...]:
+    """For `except database_errors():` (evaluated when an error is being handled)."""
+    return _database_errors
+
+
+def integrity_errors() -> tuple[type[Exception], ...]:
+    return _integrity_errors
+
+
+def register_engine_errors(
+    database: tuple[type[Exception], ...], integrity: tuple[type[Exception], ...]
+) -> None:
+    """Called once by an engine module that brings its own driver's errors."""
+    global _database_errors, _integrity_errors
+    _database_errors = tuple(dict.fromkeys(_database_errors + database))
+    _integrity_errors = tuple(dict.fromkeys(_integrity_errors + integrity))
+
+
+class MissingExtra(PodsyncError):
+    """The configuration needs an optional part that is not installed."""
 
 
 class Connection(Protocol):
@@ -74,8 +90,15 @@ class Engine(Protocol):
 def create_engine(config: DatabaseConfig) -> Engine:
     """The engine `config` names: PostgreSQL when `url` is set, else the SQLite file."""
     if config.url:
-        from podsync.storage.postgres import PostgresDatabase
-
+        try:
+            from podsync.storage.postgres import PostgresDatabase
+        except ImportError as exc:
+            if exc.name != "asyncpg":
+                raise
+            raise MissingExtra(
+                f"database.url is set, but the PostgreSQL driver (asyncpg) is not "
+                f"installed: {POSTGRES_EXTRA}"
+            ) from None
         return PostgresDatabase(config.url)
     from podsync.storage.sqlite import Database
 

@@ -27,8 +27,14 @@ from typing import Any
 import asyncpg
 
 from podsync.errors import Unavailable
+from podsync.storage.engine import register_engine_errors
 from podsync.storage.errors import RETRY_AFTER_STORAGE, redact, unavailable_error
 from podsync.storage.migrations.postgres import migrate
+
+register_engine_errors(
+    (asyncpg.PostgresError, asyncpg.InterfaceError),
+    (asyncpg.IntegrityConstraintViolationError,),
+)
 
 POOL_MIN = 1
 # Connections per process. Four processes of 10 stay well under PostgreSQL's default
