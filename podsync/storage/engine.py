@@ -15,10 +15,8 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
 from podsync.config import DatabaseConfig
-from podsync.errors import PodsyncError, Unavailable
+from podsync.errors import POSTGRES_EXTRA, MissingExtra, Unavailable
 from podsync.storage.errors import redact
-
-POSTGRES_EXTRA = "pip install 'podsync[postgres]'"
 
 # Errors that mean "the database failed" (for the CLI's messages), and errors of a
 # unique or foreign-key constraint that refused a row. SQLite's are always here; the
@@ -44,10 +42,6 @@ def register_engine_errors(
     global _database_errors, _integrity_errors
     _database_errors = tuple(dict.fromkeys(_database_errors + database))
     _integrity_errors = tuple(dict.fromkeys(_integrity_errors + integrity))
-
-
-class MissingExtra(PodsyncError):
-    """The configuration needs an optional part that is not installed."""
 
 
 class Connection(Protocol):

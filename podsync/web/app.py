@@ -12,7 +12,7 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from podsync.config import Config
-from podsync.errors import PodsyncError
+from podsync.errors import METRICS_EXTRA, MissingExtra
 from podsync.services.auth import AuthService, load_secret_key
 from podsync.services.gpodder import build_gpodder
 from podsync.services.health import require_writable
@@ -22,7 +22,7 @@ from podsync.services.sync import SyncService
 from podsync.storage.engine import create_engine
 from podsync.web.cors import cors_middleware
 from podsync.web.keys import AUTH, CONFIG, DB, GPODDER, LISTING, SYNC
-from podsync.web.metrics import METRICS, METRICS_EXTRA, metrics_middleware
+from podsync.web.metrics import METRICS, metrics_middleware
 from podsync.web.middleware import (
     auth_middleware,
     client_address_middleware,
@@ -105,7 +105,7 @@ def _prometheus() -> ModuleType:
     except ImportError as exc:
         if exc.name is None or not exc.name.startswith("prometheus_client"):
             raise
-        raise PodsyncError(
+        raise MissingExtra(
             f"server.metrics is on, but prometheus-client is not installed: {METRICS_EXTRA}"
         ) from None
     return prometheus

@@ -22,8 +22,6 @@ from podsync.web.middleware import Handler
 if TYPE_CHECKING:  # the type only: web/prometheus.py imports this module
     from podsync.web.prometheus import Metrics
 
-METRICS_EXTRA = "pip install 'podsync[metrics]'"
-
 
 # Login routes (ours and the gpodder layer's `/api/2/auth/{u}/login.json`): their
 # statuses become the outcome of a login.
