@@ -30,7 +30,7 @@ if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want_stamp" ]]; then
     echo "build.sh: creating $venv" >&2
     rm -rf "$venv"
     "$python" -m venv "$venv"
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$PYINSTALLER_REQUIREMENT" .
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$PYINSTALLER_REQUIREMENT" ".[postgres,metrics]"
     echo "$want_stamp" >"$stamp"
 else
     # Same dependencies: only the package's own code may have changed.
