@@ -27,8 +27,12 @@ from typing import Any
 import asyncpg
 
 from podsync.errors import Unavailable
-from podsync.storage.engine import register_engine_errors
-from podsync.storage.errors import RETRY_AFTER_STORAGE, redact, unavailable_error
+from podsync.storage.errors import (
+    RETRY_AFTER_STORAGE,
+    redact,
+    register_engine_errors,
+    unavailable_error,
+)
 from podsync.storage.migrations.postgres import migrate
 
 register_engine_errors(
