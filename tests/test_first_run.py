@@ -151,6 +151,10 @@ def test_user_add_from_another_directory_finds_the_servers_database(
 def test_without_xdg_data_home_it_is_under_the_home_directory(tmp_path: Path) -> None:
     [home] = dirs(tmp_path, "home")
     env = clean_env(HOME=str(home))
+    # On a fresh account the directory is not there yet: made with the database.
+    checked = podsync(tmp_path, env, "config", "check")
+    assert checked.returncode == 0, checked.stderr
+    assert not (home / ".local").exists()
     added = podsync(tmp_path, env, "user", "add", "alice", "--password-stdin", stdin=PASSWORD)
     assert added.returncode == 0, added.stderr
     expected = home / ".local" / "share" / "podsync" / "podsync.db"
