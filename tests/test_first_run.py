@@ -12,7 +12,6 @@ import signal
 import stat
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -22,8 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PASSWORD
-
-LISTENING = re.compile(r"listening on (http://127\.0\.0\.1:(\d+))")
+from tests.server_process import start_listening
 
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -65,24 +63,10 @@ def serve(tmp_path: Path) -> Iterator[Serve]:
 
     def start(cwd: Path, env: dict[str, str], *args: str) -> Served:
         log = tmp_path / f"serve-{len(started)}.log"
-        with log.open("wb") as out:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "podsync", *args],
-                cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-            )  # fmt: skip
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            match = LISTENING.search(log.read_text(errors="replace"))
-            if match:
-                served = Served(proc, log, match.group(1))
-                started.append(served)
-                return served
-            if proc.poll() is not None:
-                break
-            time.sleep(0.05)
-        proc.kill()
-        proc.wait()
-        raise AssertionError(f"serve did not start:\n{log.read_text(errors='replace')}")
+        argv = [sys.executable, "-m", "podsync", *args]
+        proc, url = start_listening(argv, log, env, cwd)
+        started.append(Served(proc, log, url))
+        return started[-1]
 
     yield start
     for served in started:

@@ -14,15 +14,14 @@ import re
 import signal
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 from tests.conftest import PASSWORD
+from tests.server_process import start_listening
 
 OPTIONAL = ("asyncpg", "prometheus_client")
-LISTENING = re.compile(r"listening on (http://127\.0\.0\.1:\d+)")
 # Runs the CLI with the named modules unimportable (sys.modules[name] = None makes
 # `import name` raise ImportError), as when the extra is not installed.
 WITHOUT = (
@@ -51,19 +50,7 @@ def without(modules: tuple[str, ...], *args: str) -> list[str]:
 
 
 def start(argv: list[str], env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    with log.open("wb") as out:
-        proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        match = LISTENING.search(log.read_text(errors="replace"))
-        if match:
-            return proc, match.group(1)
-        if proc.poll() is not None:
-            break
-        time.sleep(0.05)
-    proc.kill()
-    proc.wait()
-    raise AssertionError(f"serve did not start:\n{log.read_text(errors='replace')}")
+    return start_listening(argv, log, env)
 
 
 def stop(proc: subprocess.Popen[bytes]) -> int:
