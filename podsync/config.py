@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 from podsync import database_url
 from podsync.envvars import CONFIG_ENV, screen_variable
+from podsync.locations import DATABASE_FILE, default_database_path
 
 ENV_PREFIX = "PODSYNC_"
 DEFAULT_CONFIG_FILE = "podsync.toml"
@@ -43,7 +44,7 @@ class ServerConfig:
 
 @dataclass(frozen=True)
 class DatabaseConfig:
-    path: str = "podsync.db"
+    path: str = DATABASE_FILE  # a loaded config has it absolute: `default_database_path`
     durability: str = "full"
     url: str = field(default="", repr=False)  # may hold a password
 
@@ -113,6 +114,7 @@ class ConfigOrigin:
     file: str = ""
     sources: Mapping[str, str] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # for the person: an old ./podsync.db in use
 
 
 _SECTION_TYPES: dict[str, type[Any]] = {
@@ -259,8 +261,14 @@ def load_config_and_origin(
         values[section][key] = coerced
         sources[name] = var
 
+    notes: tuple[str, ...] = ()
+    if "path" not in values["database"]:  # not in the working directory: locations.py
+        values["database"]["path"], notes = default_database_path(env, cwd)
+    notes = () if values["database"].get("url") else notes
     config = Config(**{s: _SECTION_TYPES[s](**v) for s, v in values.items()})
-    origin = ConfigOrigin(str(file_path or ""), sources, tuple(sorted(warnings)))
+    origin = ConfigOrigin(
+        str(file_path) if file_path is not None else "", sources, tuple(sorted(warnings)), notes
+    )
     return validate(config), origin
 
 
@@ -338,31 +346,16 @@ def validate(config: Config) -> Config:
         a.secret_key == "" or len(a.secret_key) >= 16,
         "auth.secret_key must be empty (generated) or at least 16 characters",
     )
-    _require(
-        a.access_token_lifetime >= 1,
-        f"auth.access_token_lifetime must be at least 1, not {a.access_token_lifetime}",
-    )
-    _require(
-        a.refresh_token_lifetime >= 1,
-        f"auth.refresh_token_lifetime must be at least 1, not {a.refresh_token_lifetime}",
-    )
-    _require(
-        a.login_max_failures >= 1,
-        f"auth.login_max_failures must be at least 1, not {a.login_max_failures}",
-    )
-    _require(
-        a.login_lockout_seconds >= 1,
-        f"auth.login_lockout_seconds must be at least 1, not {a.login_lockout_seconds}",
-    )
-    _require(
-        a.login_max_failures_per_address >= 1,
-        f"auth.login_max_failures_per_address must be at least 1, "
-        f"not {a.login_max_failures_per_address}",
-    )
-    _require(
-        a.max_pending_logins >= 1,
-        f"auth.max_pending_logins must be at least 1, not {a.max_pending_logins}",
-    )
+    for key in (
+        "access_token_lifetime",
+        "refresh_token_lifetime",
+        "login_max_failures",
+        "login_lockout_seconds",
+        "login_max_failures_per_address",
+        "max_pending_logins",
+    ):
+        value = getattr(a, key)
+        _require(value >= 1, f"auth.{key} must be at least 1, not {value}")
     _require(y.max_clock_skew >= 0, f"sync.max_clock_skew must be >= 0, not {y.max_clock_skew}")
     _require(y.page_size_max >= 1, f"sync.page_size_max must be at least 1, not {y.page_size_max}")
     _require(

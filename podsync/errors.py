@@ -8,6 +8,15 @@ class PodsyncError(Exception):
     """Base of every error podsync reports to a client or an admin."""
 
 
+class MissingExtra(PodsyncError):
+    """The configuration needs an optional part that is not installed."""
+
+
+# How to install the optional parts that database.url and server.metrics need.
+POSTGRES_EXTRA = "pip install 'podsync[postgres]'"
+METRICS_EXTRA = "pip install 'podsync[metrics]'"
+
+
 class InvalidInput(PodsyncError):
     """The request or command carries a value the contract does not allow (400)."""
 

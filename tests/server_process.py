@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -77,3 +78,28 @@ class ServerProcess:
                 self.proc.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 self.kill()
+
+
+LISTENING = re.compile(r"listening on (http://127\.0\.0\.1:\d+)")
+
+
+def start_listening(
+    argv: list[str], log: Path, env: dict[str, str], cwd: Path | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
+    """Start a `serve` command line (any interpreter options) with its output in
+    `log`; return it and its URL once its start-up line names the port."""
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT
+        )
+    deadline = time.monotonic() + SERVER_START_TIMEOUT
+    while time.monotonic() < deadline:
+        match = LISTENING.search(log.read_text(errors="replace"))
+        if match:
+            return proc, match.group(1)
+        if proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    proc.kill()
+    proc.wait()
+    raise AssertionError(f"serve did not start:\n{log.read_text(errors='replace')}")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-import os
 import subprocess
 import tomllib
 from pathlib import Path
@@ -62,19 +60,18 @@ def test_show_reads_back_to_the_same_configuration(tmp_path: Path) -> None:
     assert code == 0
     again = tmp_path / "again.toml"
     again.write_text(out)
-    original = load_config(tmp_path / "podsync.toml", environ={})
-    # The default database path is relative to the working directory: shown absolute.
-    absolute = dataclasses.replace(original.database, path=os.path.abspath("podsync.db"))
-    assert load_config(again, environ={}) == dataclasses.replace(original, database=absolute)
+    # The default database path (the user's data directory) is shown as it is.
+    assert load_config(again, environ={}) == load_config(tmp_path / "podsync.toml")
 
 
 def test_show_without_a_file_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(cli, ["config", "show"], env={"PODSYNC_CONFIG": None})
+    env = {"PODSYNC_CONFIG": None, "XDG_DATA_HOME": str(tmp_path / "data")}
+    result = CliRunner().invoke(cli, ["config", "show"], env=env)
     assert result.exit_code == 0
     assert "# no config file, built-in defaults;" in result.stdout
-    assert f'path = "{tmp_path / "podsync.db"}"  # default' in result.stdout
-    assert not (tmp_path / "podsync.db").exists()
+    assert f'path = "{tmp_path / "data" / "podsync" / "podsync.db"}"  # default' in result.stdout
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_check_accepts_a_sound_configuration(tmp_path: Path) -> None:

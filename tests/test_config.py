@@ -23,11 +23,12 @@ def _file(tmp_path: Path, text: str, name: str = "podsync.toml") -> Path:
 
 
 def test_defaults_without_file_or_environment(tmp_path: Path) -> None:
-    config = load_config(None, environ={}, cwd=tmp_path)
-    assert config == Config()
+    config = load_config(None, environ={"HOME": str(tmp_path / "home")}, cwd=tmp_path)
+    # The database is in the user's data directory, not the working directory.
+    data = tmp_path / "home" / ".local" / "share" / "podsync" / "podsync.db"
+    assert config == Config().replace("database", path=str(data))
     assert (config.server.host, config.server.port) == ("127.0.0.1", 8080)
     assert config.server.max_body_bytes == 1048576
-    assert config.database == dataclasses.replace(config.database, path="podsync.db")
     assert config.database.durability == "full"
     assert config.auth.access_token_lifetime == 3600
     assert config.auth.refresh_token_lifetime == 2592000

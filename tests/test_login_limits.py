@@ -144,13 +144,14 @@ async def test_stored_failures_are_bounded_whatever_the_names(
     assert width == 32  # a digest, not the 10 kB name
 
 
-def test_the_readme_fail2ban_filter_finds_the_address_in_both_lines(
+def test_the_documented_fail2ban_filter_finds_the_address_in_both_lines(
     caplog: Any,
 ) -> None:
-    """The failregex shown in the README, with fail2ban's <HOST> as a group, against
-    the lines podsync writes (its own log format; fail2ban strips the timestamp)."""
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    [regex] = re.findall(r"^failregex = (.*)$", readme, re.MULTILINE)
+    """The failregex shown in docs/operations.md, with fail2ban's <HOST> as a group,
+    against the lines podsync writes (its own log format; fail2ban strips the
+    timestamp)."""
+    guide = (Path(__file__).parent.parent / "docs" / "operations.md").read_text()
+    [regex] = re.findall(r"^failregex = (.*)$", guide, re.MULTILINE)
     pattern = re.compile(regex.replace("<HOST>", r"(?P<host>[0-9a-fA-F.:]+)"))
     formatter = logging.Formatter(LOG_FORMAT)
     auth_log = logging.getLogger("podsync.auth")

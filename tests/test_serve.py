@@ -84,18 +84,18 @@ def test_serve_answers_and_stops_cleanly_on_a_signal(
         assert conn.execute("SELECT count(*) FROM refresh_tokens").fetchone() == (1,)
 
 
-def test_serve_without_a_config_uses_defaults_in_the_working_directory(
+def test_serve_without_a_config_uses_the_default_data_directory(
     tmp_path: Path, serve_process: Callable[..., ServeProcess]
 ) -> None:
-    server = serve_process()
+    server = serve_process(env={"XDG_DATA_HOME": str(tmp_path / "data")})
     assert server.url.startswith("http://127.0.0.1:")
-    # The database path made absolute from the working directory; no config file.
-    assert f"(database {tmp_path / 'podsync.db'}; config none, built-in defaults)" in (
-        server.output()
-    )
-    assert f"created database at {tmp_path / 'podsync.db'}" in server.output()
+    # Not the working directory (tmp_path): the user's data directory; no config file.
+    database = tmp_path / "data" / "podsync" / "podsync.db"
+    assert f"(database {database}; config none, built-in defaults)" in server.output()
+    assert f"created database at {database}" in server.output()
     assert _get(server.url + "/healthz")[0] == 200
-    assert (tmp_path / "podsync.db").is_file()
+    assert database.is_file()
+    assert not (tmp_path / "podsync.db").exists()
     assert server.stop() == 0
 
 

@@ -10,14 +10,23 @@ import logging
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from podsync import __version__
 from podsync.cli import configuration, db, opml, users
-from podsync.cli.base import Context, database_exists, pass_context
+from podsync.cli.base import (
+    Context,
+    accept_config_option,
+    database_exists,
+    make_default_directory,
+    pass_context,
+)
 from podsync.config import ConfigError
 from podsync.errors import PodsyncError
-from podsync.storage.engine import DATABASE_ERRORS, describe
+from podsync.storage.engine import database_errors, describe
 from podsync.storage.errors import SchemaTooNew
+
+log = logging.getLogger("podsync")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -38,7 +47,8 @@ def cli(ctx: click.Context, config_path: str | None) -> None:
       podsync user add alice
       podsync serve --port 8080
     """
-    ctx.obj = Context(config_path)
+    typed = ctx.get_parameter_source("config_path") == ParameterSource.COMMANDLINE
+    ctx.obj = Context(config_path, config_from_command_line=typed)
 
 
 @cli.command()
@@ -69,13 +79,17 @@ def serve(ctx: Context, host: str | None, port: int | None) -> None:
             raise click.ClickException(str(exc)) from None
     configure_logging(config.log.level, config.log.format)
     for warning in ctx.origin.warnings:
-        logging.getLogger("podsync").warning("%s", warning)
+        log.warning("%s", warning)
+    for note in ctx.origin.notes:
+        log.warning("%s", note)
     try:
         new_database = not database_exists(config)
+        if new_database:
+            make_default_directory(config)
         asyncio.run(run_server(config, new_database, ctx.origin.file))
     except (OSError, SchemaTooNew, PodsyncError) as exc:
         raise click.ClickException(str(exc)) from None
-    except DATABASE_ERRORS as exc:
+    except database_errors() as exc:
         raise click.ClickException(f"database {describe(config.database)}: {exc}") from None
 
 
@@ -94,6 +108,8 @@ cli.add_command(users.user)
 cli.add_command(opml.opml)
 cli.add_command(db.db)
 cli.add_command(configuration.config_group)
+for _command in cli.commands.values():
+    accept_config_option(_command)
 
 
 def main() -> None:

@@ -8,15 +8,17 @@ import os
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TypeVar
 
 import click
 
 from podsync.config import Config, ConfigError, ConfigOrigin, load_config_and_origin
 from podsync.errors import PodsyncError
+from podsync.locations import default_data_directory
 from podsync.services.accounts import AccountService
 from podsync.services.passwords import PasswordService
-from podsync.storage.engine import DATABASE_ERRORS, Engine, create_engine, describe
+from podsync.storage.engine import Engine, create_engine, database_errors, describe
 from podsync.storage.errors import SchemaTooNew
 
 T = TypeVar("T")
@@ -25,8 +27,10 @@ T = TypeVar("T")
 @dataclass
 class Context:
     config_path: str | None
-    # `serve` logs the configuration's warnings itself, once logging is set up;
-    # every other command prints them on stderr as it loads the configuration.
+    # --config was typed (before or after the command), not taken from PODSYNC_CONFIG.
+    config_from_command_line: bool = False
+    # `serve` logs the configuration's warnings and notes itself, once logging is set
+    # up; every other command prints them on stderr as it loads the configuration.
     log_warnings: bool = False
     _loaded: tuple[Config, ConfigOrigin] | None = None
 
@@ -47,7 +51,51 @@ class Context:
             if not self.log_warnings:
                 for warning in self._loaded[1].warnings:
                     click.echo(f"Warning: {warning}", err=True)
+                for note in self._loaded[1].notes:
+                    click.echo(f"note: {note}", err=True)
         return self._loaded
+
+
+def _config_after_command(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    if value is None:
+        return
+    state = ctx.find_object(Context)
+    if state is None:  # pragma: no cover - every command runs under the group
+        return
+    before = state.config_path
+    typed_twice = state.config_from_command_line and before is not None
+    if typed_twice and os.path.abspath(str(before)) != os.path.abspath(value):
+        raise click.UsageError(f"--config given twice: {before} and {value}", ctx)
+    state.config_path = value
+    state.config_from_command_line = True
+
+
+def accept_config_option(command: click.Command) -> None:
+    """Let `--config FILE` follow the command name too (`podsync serve --config x.toml`,
+    `podsync user add --config x.toml NAME`), for the command and every subcommand."""
+    command.params.append(
+        click.Option(
+            ["--config"],
+            type=click.Path(dir_okay=False),
+            expose_value=False,
+            callback=_config_after_command,
+            help="TOML config file (the same as --config before the command).",
+        )
+    )
+    if isinstance(command, click.Group):
+        for subcommand in command.commands.values():
+            accept_config_option(subcommand)
+
+
+def make_default_directory(config: Config) -> None:
+    """Create the default data directory, owner-only, for a new database there. A
+    configured path's directory must exist: a typo there is an error, not a new tree."""
+    if config.database.url:
+        return
+    directory = Path(config.database.path).parent
+    if directory == default_data_directory(os.environ) and not directory.exists():
+        directory.mkdir(parents=True, mode=0o700)
+        directory.chmod(0o700)  # whatever the umask
 
 
 pass_context = click.make_pass_decorator(Context)
@@ -76,6 +124,8 @@ def run_with_db(
     new = not database_exists(config)
     if new and not create:
         require_database(config)
+    if new:
+        make_default_directory(config)
 
     async def main() -> T:
         db = create_engine(config.database)
@@ -89,7 +139,7 @@ def run_with_db(
         return asyncio.run(main())
     except (PodsyncError, SchemaTooNew, FileNotFoundError) as exc:
         raise click.ClickException(str(exc)) from None
-    except DATABASE_ERRORS as exc:
+    except database_errors() as exc:
         raise click.ClickException(f"database {describe(config.database)}: {exc}") from None
     finally:
         if new and database_exists(config):

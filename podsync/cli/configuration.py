@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import os
 import ssl
@@ -12,6 +13,8 @@ import click
 
 from podsync.cli.base import Context, pass_context
 from podsync.config import Config, ConfigOrigin
+from podsync.errors import METRICS_EXTRA, POSTGRES_EXTRA
+from podsync.locations import default_data_directory
 from podsync.storage.errors import REDACTED, redact
 
 
@@ -63,8 +66,14 @@ def config_check(ctx: Context) -> None:
 def _environment_problem(config: Config) -> str | None:
     if not config.database.url:
         directory = os.path.dirname(os.path.abspath(config.database.path))
-        if not os.path.isdir(directory):
+        # The default directory is made with the database; a configured one must exist.
+        default = str(default_data_directory(os.environ))
+        if not os.path.isdir(directory) and directory != default:
             return f"database.path: directory {directory} does not exist"
+    elif importlib.util.find_spec("asyncpg") is None:
+        return f"database.url needs the PostgreSQL driver (asyncpg): {POSTGRES_EXTRA}"
+    if config.server.metrics and importlib.util.find_spec("prometheus_client") is None:
+        return f"server.metrics needs prometheus-client: {METRICS_EXTRA}"
     if config.server.tls_cert:
         try:
             context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)

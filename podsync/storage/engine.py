@@ -9,29 +9,22 @@ where their SQL differs, the store branches on `conn.dialect`.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
-import asyncpg
-
 from podsync.config import DatabaseConfig
-from podsync.errors import Unavailable
-from podsync.storage.errors import redact
+from podsync.errors import POSTGRES_EXTRA, MissingExtra, Unavailable
+from podsync.storage.errors import database_errors, integrity_errors, redact
 
-# Errors of either engine that mean "the database failed", for the CLI's messages.
-DATABASE_ERRORS: tuple[type[Exception], ...] = (
-    sqlite3.Error,
-    asyncpg.PostgresError,
-    asyncpg.InterfaceError,
-    OSError,
-)
-# A unique or foreign-key constraint refused a row.
-INTEGRITY_ERRORS: tuple[type[Exception], ...] = (
-    sqlite3.IntegrityError,
-    asyncpg.IntegrityConstraintViolationError,
-)
+__all__ = [
+    "Connection",
+    "Engine",
+    "create_engine",
+    "database_errors",
+    "describe",
+    "integrity_errors",
+]
 
 
 class Connection(Protocol):
@@ -74,8 +67,15 @@ class Engine(Protocol):
 def create_engine(config: DatabaseConfig) -> Engine:
     """The engine `config` names: PostgreSQL when `url` is set, else the SQLite file."""
     if config.url:
-        from podsync.storage.postgres import PostgresDatabase
-
+        try:
+            from podsync.storage.postgres import PostgresDatabase
+        except ImportError as exc:
+            if exc.name != "asyncpg":
+                raise
+            raise MissingExtra(
+                f"database.url is set, but the PostgreSQL driver (asyncpg) is not "
+                f"installed: {POSTGRES_EXTRA}"
+            ) from None
         return PostgresDatabase(config.url)
     from podsync.storage.sqlite import Database
 

@@ -28,6 +28,32 @@ class SchemaTooNew(Exception):
 REDACTED = "<redacted>"  # a secret as any output shows it (contract section 14)
 
 
+# Errors that mean "the database failed" (for the CLI's messages), and errors of a
+# unique or foreign-key constraint that refused a row. SQLite's are always here; the
+# PostgreSQL engine adds asyncpg's when it is loaded, which is the only way one of
+# them can be raised (asyncpg is an extra, never imported for SQLite).
+_database_errors: tuple[type[Exception], ...] = (sqlite3.Error, OSError)
+_integrity_errors: tuple[type[Exception], ...] = (sqlite3.IntegrityError,)
+
+
+def database_errors() -> tuple[type[Exception], ...]:
+    """For `except database_errors():` (evaluated when an error is being handled)."""
+    return _database_errors
+
+
+def integrity_errors() -> tuple[type[Exception], ...]:
+    return _integrity_errors
+
+
+def register_engine_errors(
+    database: tuple[type[Exception], ...], integrity: tuple[type[Exception], ...]
+) -> None:
+    """Called once by an engine module that brings its own driver's errors."""
+    global _database_errors, _integrity_errors
+    _database_errors = tuple(dict.fromkeys(_database_errors + database))
+    _integrity_errors = tuple(dict.fromkeys(_integrity_errors + integrity))
+
+
 def redact(url: str) -> str:
     """`url` with every password in it replaced by "<redacted>": the user part's
     (`user:password@host`) and the value of each query parameter whose name holds

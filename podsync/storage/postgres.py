@@ -27,8 +27,19 @@ from typing import Any
 import asyncpg
 
 from podsync.errors import PodsyncError, Unavailable
-from podsync.storage.errors import RETRY_AFTER_STORAGE, connection_fault, redact, unstorable_text
+from podsync.storage.errors import (
+    RETRY_AFTER_STORAGE,
+    connection_fault,
+    redact,
+    register_engine_errors,
+    unstorable_text,
+)
 from podsync.storage.migrations.postgres import migrate
+
+register_engine_errors(
+    (asyncpg.PostgresError, asyncpg.InterfaceError),
+    (asyncpg.IntegrityConstraintViolationError,),
+)
 
 POOL_MIN = 1
 # Connections per process. Four processes of 10 stay well under PostgreSQL's default

@@ -6,7 +6,7 @@ from typing import Any
 
 from podsync.errors import Conflict, NotFound
 from podsync.model import User, UserSummary
-from podsync.store import INTEGRITY_ERRORS, Connection
+from podsync.store import Connection, integrity_errors
 
 __all__ = ["User", "UserSummary"]
 
@@ -66,7 +66,7 @@ async def create(conn: Connection, name: str, password_hash: str, now: int) -> U
             f"RETURNING {_COLUMNS}",
             (name, password_hash, now),
         )
-    except INTEGRITY_ERRORS:
+    except integrity_errors():
         raise Conflict(f"a user named {name!r} already exists") from None
     assert row is not None
     return _user(row)

@@ -6,11 +6,13 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
+from types import ModuleType
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from podsync.config import Config
+from podsync.errors import METRICS_EXTRA, MissingExtra
 from podsync.services.auth import AuthService, load_secret_key
 from podsync.services.gpodder import Gpodder, build_gpodder
 from podsync.services.gpodder.history import prune_superseded
@@ -21,7 +23,7 @@ from podsync.services.sync import SyncService
 from podsync.storage.engine import Engine, create_engine
 from podsync.web.cors import cors_middleware
 from podsync.web.keys import AUTH, CONFIG, DB, GPODDER, LISTING, SYNC
-from podsync.web.metrics import METRICS, Metrics, metrics_middleware
+from podsync.web.metrics import METRICS, metrics_middleware
 from podsync.web.middleware import (
     auth_middleware,
     client_address_middleware,
@@ -100,7 +102,21 @@ def create_app(config: Config) -> web.Application:
     app[CONFIG] = config
     app.on_response_prepare.append(set_server_header)
     if config.server.metrics:
-        app[METRICS] = Metrics()
+        app[METRICS] = _prometheus().Metrics()
     app.cleanup_ctx.append(_resources)
-    setup_routes(app, config.gpodder.enabled)
+    setup_routes(app, config.gpodder.enabled, config.server.metrics)
     return app
+
+
+def _prometheus() -> ModuleType:
+    """web/prometheus.py, which needs the `metrics` extra: loaded only when metrics
+    are on, so a server without them never imports prometheus-client."""
+    try:
+        from podsync.web import prometheus
+    except ImportError as exc:
+        if exc.name is None or not exc.name.startswith("prometheus_client"):
+            raise
+        raise MissingExtra(
+            f"server.metrics is on, but prometheus-client is not installed: {METRICS_EXTRA}"
+        ) from None
+    return prometheus

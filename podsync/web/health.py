@@ -9,7 +9,7 @@ from aiohttp import web
 from podsync import __version__
 from podsync.errors import Unavailable
 from podsync.services.health import HealthService
-from podsync.storage.engine import DATABASE_ERRORS
+from podsync.storage.engine import database_errors
 from podsync.web.http import json_ok
 from podsync.web.keys import DB
 
@@ -21,7 +21,7 @@ async def healthz(request: web.Request) -> web.Response:
         await HealthService(request.app[DB]).check()
     except Unavailable as exc:
         reason = exc.reason
-    except DATABASE_ERRORS as exc:
+    except database_errors() as exc:
         log.error("health check failed: %s", exc)
         reason = "the database does not answer"
     else:

@@ -7,6 +7,7 @@ comes from the configuration or the request is escaped.
 
 from __future__ import annotations
 
+import ipaddress
 from html import escape
 from urllib.parse import urlsplit
 
@@ -24,19 +25,44 @@ CSP = (
 
 def server_address(request: web.Request) -> str:
     """The address to type into an app: `server.public_url`, else this request's
-    own origin; a proxy's X-Forwarded-Proto/-Host count only from a trusted proxy."""
+    own origin; a proxy's X-Forwarded-Proto/-Host/-Port count only from a trusted
+    proxy (the port when the forwarded host names none and it is not the scheme's)."""
     public_url: str = request.app[CONFIG].server.public_url
     if public_url:
         return public_url.rstrip("/")
     scheme, host = request.scheme, request.host
     if request.get(FROM_TRUSTED_PROXY, False):
-        proto = request.headers.get("X-Forwarded-Proto", "").split(",")[0].strip().lower()
+        proto = _first(request, "X-Forwarded-Proto").lower()
         if proto in ("http", "https"):
             scheme = proto
-        forwarded_host = request.headers.get("X-Forwarded-Host", "").split(",")[0].strip()
-        if forwarded_host:
-            host = forwarded_host
+        host = _first(request, "X-Forwarded-Host") or host
+        port = _first(request, "X-Forwarded-Port")
+        has_port = host.rpartition("]")[2].count(":") > 0  # "[::1]:8080", "host:8080"
+        wanted = port.isdigit() and 0 < int(port) < 65536 and int(port) != DEFAULT_PORTS[scheme]
+        if wanted and not has_port:
+            host = f"{host}:{int(port)}"
     return f"{scheme}://{host}"
+
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _first(request: web.Request, header: str) -> str:
+    return request.headers.get(header, "").split(",")[0].strip()
+
+
+def is_loopback(address: str) -> bool:
+    """Whether the address names the server machine itself (from a phone: the phone)."""
+    try:
+        host = urlsplit(address).hostname or ""
+    except ValueError:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 async def home(request: web.Request) -> web.Response:
@@ -58,12 +84,16 @@ async def home(request: web.Request) -> web.Response:
 def render(address: str, gpodder_enabled: bool = True) -> str:
     a = escape(address)
     at_root = urlsplit(address).path in ("", "/")
+    notes = _LOOPBACK_NOTE if is_loopback(address) else ""
+    if address.lower().startswith("http://"):
+        notes += _PLAIN_HTTP_NOTE
     apps = _GPODDER_APPS.format(address=a) if gpodder_enabled else _GPODDER_OFF
     if gpodder_enabled and not at_root:
         apps += _SUBPATH_NOTE
     return _PAGE.format(
         version=escape(__version__),
         address=a,
+        notes=notes,
         apps=apps,
         api=a + API_DOCUMENT,
         api_path=API_DOCUMENT,
@@ -93,10 +123,12 @@ _GPODDER_APPS = """
 <section>
   <h2>Kasts <small>Linux, Android</small></h2>
   <ol>
-    <li>Settings &rsaquo; Synchronization; provider <b>gpodder.net</b> with a
-      custom server.</li>
-    <li>Server: <code>{address}</code></li>
-    <li>Username and password, then pick or create a device.</li>
+    <li>Settings &rsaquo; Synchronization &rsaquo; Login; provider
+      <b>gpodder.net</b>.</li>
+    <li>Tick <b>Use custom server</b>; Hostname: <code>{address}</code></li>
+    <li>Username and password, then pick or create a device. Before Kasts 25.08,
+      answer <b>Cancel</b> when it asks whether to sync all subscriptions across
+      all devices.</li>
   </ol>
 </section>"""
 
@@ -106,6 +138,17 @@ _GPODDER_OFF = """
   <p>The gpodder.net-compatible API is switched off on this server
   (<code>gpodder.enabled = false</code>); ask its admin.</p>
 </section>"""
+
+_LOOPBACK_NOTE = """
+<p class="warn">This address is the server machine itself: a phone cannot reach it.
+On the server, set <code>server.host = "0.0.0.0"</code> (listen on the network) and
+open this page at the machine's network address, or put podsync behind HTTPS and
+set <code>server.public_url</code> to the address your apps should use.</p>"""
+
+_PLAIN_HTTP_NOTE = """
+<p class="note">This is plain http. AntennaPod assumes https: type <code>http://</code>
+in front of the address. Passwords cross the network unencrypted, so keep it to
+your home network.</p>"""
 
 _SUBPATH_NOTE = """
 <p class="note">This server lives under a path. AntennaPod releases older than
@@ -155,6 +198,8 @@ code {{ background: var(--code); padding: 0.1rem 0.35rem; border-radius: 5px;
   overflow-wrap: anywhere; }}
 a {{ color: var(--accent); overflow-wrap: anywhere; }}
 .note {{ color: var(--muted); font-size: 0.92rem; }}
+.warn {{ padding: 0.7rem 1rem; border-radius: 10px; border: 1px solid #d9a400;
+  background: color-mix(in srgb, #ffd24d 18%, var(--card)); }}
 h3 {{ font-size: 1.05rem; margin: 2rem 0 0.8rem; }}
 footer {{ margin-top: 2rem; color: var(--muted); font-size: 0.9rem; }}
 </style>
@@ -168,7 +213,7 @@ footer {{ margin-top: 2rem; color: var(--muted); font-size: 0.9rem; }}
 <div class="address">
   <span>Server address to type into your app</span>
   <output>{address}</output>
-</div>
+</div>{notes}
 <p>You need a username and password: the admin of this server creates them with
 <code>podsync user add NAME</code>.</p>
 <h3>gpodder.net-compatible apps</h3>

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from podsync.web import health, home, metrics, slashes
+from podsync.web import health, home, slashes
 from podsync.web.gpodder import handlers as gpodder
 from podsync.web.gpodder import subscriptions as gpodder_subscriptions
 from podsync.web.gpodder.http import gpodder_route
@@ -13,7 +13,13 @@ from podsync.web.opa import auth as auth_handlers
 from podsync.web.opa import openapi, opml_export, subscriptions, sync
 
 
-def setup_routes(app: web.Application, gpodder_enabled: bool) -> None:
+def setup_routes(
+    app: web.Application, gpodder_enabled: bool, metrics_enabled: bool = False
+) -> None:
+    if metrics_enabled:  # prometheus-client (the `metrics` extra) is loaded only then
+        from podsync.web.prometheus import metrics_page
+    else:
+        from podsync.web.metrics import metrics_off as metrics_page
     app.router.add_routes(
         [
             web.get("/", home.home, allow_head=False),
@@ -35,7 +41,7 @@ def setup_routes(app: web.Application, gpodder_enabled: bool) -> None:
             web.get("/api/v1/sync", sync.get_changes, allow_head=False),
             web.get("/api/v1/openapi.json", openapi.openapi, allow_head=False),
             # 404 unless server.metrics is on
-            web.get("/metrics", metrics.metrics_page, allow_head=False),
+            web.get("/metrics", metrics_page, allow_head=False),
         ]
     )
     if gpodder_enabled:

@@ -1,0 +1,46 @@
+"""Where podsync keeps its data when the configuration does not say: one place that
+does not depend on the working directory, so that `podsync user add` run anywhere
+finds the database `podsync serve` uses."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+DATABASE_FILE = "podsync.db"
+
+
+def _state_directory(environ: Mapping[str, str]) -> str:
+    return environ.get("STATE_DIRECTORY", "").split(":")[0]
+
+
+def default_data_directory(environ: Mapping[str, str]) -> Path:
+    """Where podsync keeps its database unless told otherwise, whatever the working
+    directory: systemd's $STATE_DIRECTORY (the first, when the unit names several),
+    else $XDG_DATA_HOME/podsync (ignored when relative, as the XDG spec says), else
+    ~/.local/share/podsync."""
+    state = _state_directory(environ)
+    if state:
+        return Path(state)
+    data_home = environ.get("XDG_DATA_HOME", "")
+    if not os.path.isabs(data_home):
+        home = environ.get("HOME") or os.path.expanduser("~")
+        data_home = os.path.join(home, ".local", "share")
+    return Path(data_home) / "podsync"
+
+
+def default_database_path(environ: Mapping[str, str], cwd: Path) -> tuple[str, tuple[str, ...]]:
+    """The database path when none is configured, and notes for the person: one when
+    it is an old ./podsync.db (the default of earlier releases, still used)."""
+    standard = default_data_directory(environ) / DATABASE_FILE
+    legacy = cwd / DATABASE_FILE
+    if not _state_directory(environ) and legacy.is_file() and legacy != standard:
+        note = (
+            f"using {legacy}: a podsync.db in the working directory (where earlier "
+            f"releases kept it). Commands run elsewhere use {standard} instead: stop "
+            f"the server and move it there with its -wal and -shm files, or set "
+            f"database.path"
+        )
+        return str(legacy), (note,)
+    return str(standard), ()
