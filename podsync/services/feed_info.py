@@ -46,8 +46,9 @@ class FeedInfoService:
         self.enabled = enabled
 
     async def for_feeds(self, feed_urls: Iterable[str]) -> dict[str, FeedInfo]:
-        """What is known of each of `feed_urls`, keyed by the URL as given (a URL
-        whose feed was never fetched is absent). Two spellings of one feed (same url
+        """What is known of each of `feed_urls`, keyed by the URL as given (a feed
+        the fetcher has not come across yet is absent; one not fetched yet has no
+        title and no `fetched_at`). Two spellings of one feed (same url
         key) get the same FeedInfo."""
         keys = {url: url_key(url) for url in feed_urls}
         if not keys:

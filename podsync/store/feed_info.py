@@ -94,18 +94,19 @@ async def episode_titles(
 ) -> list[EpisodeTitle]:
     """Episode titles of the feeds `url_keys` whose enclosure URL is among
     `episode_urls` or whose guid is among `guids` (the caller pairs them up)."""
-    keys = set(url_keys)
-    if not keys:
-        return []
+    keys = sorted(set(url_keys))
     found: list[EpisodeTitle] = []
     for column, values in (("episode_url", episode_urls), ("guid", guids)):
-        for chunk in _chunks(sorted(set(values) - {""})):
-            rows = await conn.fetch_all(
-                "SELECT url_key, episode_url, guid, title FROM feed_episodes "
-                f"WHERE {column} IN ({','.join('?' * len(chunk))})",
-                chunk,
-            )
-            found += [EpisodeTitle(k, u, g or None, t) for k, u, g, t in rows if k in keys]
+        wanted = sorted(set(values) - {""})
+        for key_chunk in _chunks(keys):
+            for chunk in _chunks(wanted):
+                rows = await conn.fetch_all(
+                    "SELECT url_key, episode_url, guid, title FROM feed_episodes "
+                    f"WHERE url_key IN ({','.join('?' * len(key_chunk))}) "
+                    f"AND {column} IN ({','.join('?' * len(chunk))})",
+                    [*key_chunk, *chunk],
+                )
+                found += [EpisodeTitle(k, u, g or None, t) for k, u, g, t in rows]
     return found
 
 

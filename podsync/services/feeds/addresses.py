@@ -23,6 +23,42 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 AddressPolicy = Callable[[IPAddress], bool]
 
 
+# IANA's special-purpose ranges that are not globally reachable, listed here as well
+# as asked of `is_global`: older Pythons (3.11 before 3.11.10) miss some of them.
+_NOT_GLOBAL = tuple(
+    ipaddress.ip_network(net)
+    for net in (
+        "0.0.0.0/8",
+        "10.0.0.0/8",
+        "100.64.0.0/10",
+        "127.0.0.0/8",
+        "169.254.0.0/16",
+        "172.16.0.0/12",
+        "192.0.0.0/24",
+        "192.0.2.0/24",
+        "192.88.99.0/24",
+        "192.168.0.0/16",
+        "198.18.0.0/15",
+        "198.51.100.0/24",
+        "203.0.113.0/24",
+        "224.0.0.0/4",
+        "240.0.0.0/4",
+        "::/127",
+        "::ffff:0:0/96",
+        "64:ff9b:1::/48",
+        "100::/64",
+        "2001::/23",
+        "2001:db8::/32",
+        "3fff::/20",
+        "5f00::/16",
+        "fc00::/7",
+        "fe80::/10",
+        "ff00::/8",
+    )
+)
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+
+
 class RefusedAddress(OSError):
     """The host is, or resolves only to, addresses the fetcher must not reach."""
 
@@ -34,8 +70,12 @@ def is_public(address: IPAddress) -> bool:
         embedded = address.ipv4_mapped or address.sixtofour
         if embedded is None and address.teredo is not None:
             embedded = address.teredo[1]
+        if embedded is None and address in _NAT64:
+            embedded = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
         if embedded is not None and not is_public(embedded):
             return False
+    if any(address in network for network in _NOT_GLOBAL):
+        return False
     return address.is_global and not address.is_multicast
 
 
