@@ -12,9 +12,9 @@ from click.testing import CliRunner, Result
 
 from podsync.cli import cli
 from podsync.config import Config
-from podsync.db import Database
 from podsync.rules import Unsubscribe
 from podsync.services.sync import SyncService
+from podsync.storage.sqlite import Database
 from tests.conftest import PASSWORD
 
 

@@ -26,10 +26,10 @@ from click.testing import CliRunner, Result
 
 from podsync.cli import cli
 from podsync.config import Config, load_config
-from podsync.db import Database
-from podsync.engine import create_engine
 from podsync.services.accounts import AccountService
 from podsync.services.passwords import PasswordService
+from podsync.storage.engine import create_engine
+from podsync.storage.sqlite import Database
 from podsync.web.app import create_app
 from podsync.web.keys import USER
 from tests.pg_cluster import Cluster, start_cluster

@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 
 from podsync.config import Config
-from podsync.db import Database
 from podsync.errors import Unauthorized
 from podsync.services.accounts import AccountService
 from podsync.services.auth import AuthService
 from podsync.services.passwords import PasswordService
+from podsync.storage.sqlite import Database
 from tests.conftest import PASSWORD
 
 Revoke = Callable[[AccountService], Awaitable[Any]]

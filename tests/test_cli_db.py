@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from podsync.cli import cli
 from podsync.config import Config
-from podsync.migrations import MIGRATIONS
+from podsync.storage.migrations.sqlite import MIGRATIONS
 from tests.cli_support import add_user, run
 from tests.test_opml_parse import FIXTURES
 

@@ -22,14 +22,15 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-import podsync.db
+import podsync.storage.sqlite
+import podsync.storage.sqlite_connection
 from podsync.config import Config, load_config
-from podsync.db import Database
 from podsync.errors import Unavailable
 from podsync.opml import OutlineFeed
 from podsync.services.auth import load_secret_key
 from podsync.services.opml_io import IMPORT_CHUNK, OpmlService
 from podsync.services.sync import SyncService
+from podsync.storage.sqlite import Database
 from podsync.store import users
 from podsync.web.app import create_app
 from tests.conftest import MakeConfig, bearer, login, with_accounts
@@ -57,7 +58,8 @@ async def test_a_database_locked_past_the_busy_timeout_is_a_503_with_retry_after
     client: TestClient[Any, Any], alice: str, config: Config, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The writer's busy timeout is read when a connection opens: reopen with 0.2 s.
-    monkeypatch.setattr(podsync.db, "BUSY_TIMEOUT_MS", 200)
+    for module in (podsync.storage.sqlite, podsync.storage.sqlite_connection):
+        monkeypatch.setattr(module, "BUSY_TIMEOUT_MS", 200)
     async with Database(config.database.path) as db, write_lock_held(config.database.path):
         with pytest.raises(Unavailable) as raised:
             async with db.write() as conn:
@@ -66,7 +68,8 @@ async def test_a_database_locked_past_the_busy_timeout_is_a_503_with_retry_after
     assert "locked" in raised.value.reason
 
     # Through the API (whose writer opened with the 10 s default: wait it out once).
-    monkeypatch.setattr(podsync.db, "BUSY_TIMEOUT_MS", 200)
+    for module in (podsync.storage.sqlite, podsync.storage.sqlite_connection):
+        monkeypatch.setattr(module, "BUSY_TIMEOUT_MS", 200)
     sent = [action(feed_url="https://a.example/feed")]
     fresh = await TestClient(TestServer(create_app(config))).__aenter__()
     try:

@@ -15,8 +15,10 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from podsync.config import Config
-from podsync.db import BUSY_TIMEOUT_MS, Database, SchemaTooNew
-from podsync.migrations import MIGRATIONS
+from podsync.storage.errors import SchemaTooNew
+from podsync.storage.migrations.sqlite import MIGRATIONS
+from podsync.storage.sqlite import Database
+from podsync.storage.sqlite_connection import BUSY_TIMEOUT_MS
 from podsync.store import Connection, meta
 from tests.conftest import PASSWORD, config_file, login, run_cli
 

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from podsync.db import BUSY_TIMEOUT_MS, Database
+from podsync.storage.sqlite import Database
+from podsync.storage.sqlite_connection import BUSY_TIMEOUT_MS
 
 
 async def test_cancelling_a_write_during_commit_raises_cancelled_error(tmp_path: Path) -> None:

@@ -193,7 +193,7 @@ def test_the_bundle_holds_the_compiled_bindings_data_and_metadata(podsync_binary
         check=True,
     ).stdout
     names = {line.strip().strip("'") for line in listing.splitlines()}
-    assert "podsync/web/openapi.json" in names
+    assert "podsync/web/opa/openapi.json" in names
     assert f"podsync-{version('podsync')}.dist-info/METADATA" in names
     for module in (
         "listparser",

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from podsync.config import Config
-from podsync.db import Database
+from podsync.storage.sqlite import Database
 from tests.cli_support import add_user, run
 from tests.fs_conditions import fill, small_disk
 

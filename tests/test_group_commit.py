@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from podsync.db import CHECKPOINT_WAL_BYTES, MAX_GROUP, Database
+from podsync.storage.sqlite import CHECKPOINT_WAL_BYTES, MAX_GROUP, Database
 
 SCHEMA = "CREATE TABLE IF NOT EXISTS marks (name TEXT PRIMARY KEY) STRICT"
 

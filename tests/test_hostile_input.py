@@ -22,7 +22,7 @@ from itsdangerous import URLSafeSerializer, URLSafeTimedSerializer
 from podsync.config import Config
 from podsync.services.auth import ACCESS_SALT
 from podsync.services.listing import CURSOR_SALT
-from podsync.web.sync_wire import ECHO_DEPTH
+from podsync.web.opa.sync_wire import ECHO_DEPTH
 from tests.cli_support import PASSWORD, add_user
 from tests.conftest import bearer, login
 from tests.server_support import access_token, request, serving

@@ -15,9 +15,9 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from podsync.config import Config
-from podsync.db import Database
 from podsync.logs import LOG_FORMAT
 from podsync.services.auth import loggable_name
+from podsync.storage.sqlite import Database
 from podsync.store import login_failures
 from tests.conftest import PASSWORD, MakeConfig, app_with_test_routes, run_cli
 

@@ -10,10 +10,10 @@ from aiohttp.test_utils import TestClient
 
 from podsync import timestamps
 from podsync.config import Config
-from podsync.db import Database
 from podsync.opml import OutlineFeed, parse_opml
 from podsync.services.opml_io import OpmlService
 from podsync.services.sync import SyncService
+from podsync.storage.sqlite import Database
 from tests.cli_support import add_user, run, unsubscribe
 from tests.conftest import bearer
 from tests.sync_helpers import action, post_batch

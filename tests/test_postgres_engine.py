@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 
 from podsync.config import Config
-from podsync.db_postgres import PostgresDatabase, translate
-from podsync.engine import redact
 from podsync.errors import Unavailable
-from podsync.migrations import MIGRATIONS, POSTGRES_MIGRATIONS
+from podsync.storage.engine import redact
+from podsync.storage.migrations.postgres import MIGRATIONS as POSTGRES_MIGRATIONS
+from podsync.storage.migrations.sqlite import MIGRATIONS
+from podsync.storage.postgres import PostgresDatabase, translate
 from podsync.store import meta
 from tests.conftest import MakeConfig, run_cli
 from tests.pg_cluster import Cluster

@@ -26,7 +26,7 @@ from schemathesis.core.mutations import Mutation
 from schemathesis.core.parameters import ParameterLocation
 from schemathesis.specs.openapi.checks import negative_data_rejection, positive_data_acceptance
 
-from podsync.web.openapi import document_bytes
+from podsync.web.opa.openapi import document_bytes
 from tests.conftest import PASSWORD, with_accounts
 from tests.server_process import ServerProcess, free_port, write_server_config
 

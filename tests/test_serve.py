@@ -20,7 +20,7 @@ import pytest
 
 from podsync import __version__
 from podsync.config import Config
-from podsync.migrations import MIGRATIONS
+from podsync.storage.migrations.sqlite import MIGRATIONS
 from tests.conftest import PASSWORD, ServeProcess, config_file, run_cli
 
 

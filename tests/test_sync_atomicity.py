@@ -11,9 +11,9 @@ from aiohttp.test_utils import TestClient
 
 from podsync import timestamps
 from podsync.config import Config
-from podsync.db import Database
 from podsync.rules import Subscribe, Unsubscribe
 from podsync.services.sync import ActionKey, SyncService
+from podsync.storage.sqlite import Database
 from tests.conftest import bearer
 from tests.sync_helpers import action, all_subscriptions, post_batch
 

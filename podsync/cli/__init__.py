@@ -14,9 +14,9 @@ from podsync import __version__
 from podsync.cli import configuration, db, opml, users
 from podsync.cli.base import Context, database_exists, pass_context
 from podsync.config import ConfigError
-from podsync.db import SchemaTooNew
-from podsync.engine import DATABASE_ERRORS, describe
 from podsync.errors import PodsyncError
+from podsync.storage.engine import DATABASE_ERRORS, describe
+from podsync.storage.errors import SchemaTooNew
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -13,11 +13,11 @@ from typing import TypeVar
 import click
 
 from podsync.config import Config, ConfigError, ConfigOrigin, load_config_and_origin
-from podsync.db import SchemaTooNew
-from podsync.engine import DATABASE_ERRORS, Engine, create_engine, describe
 from podsync.errors import PodsyncError
 from podsync.services.accounts import AccountService
 from podsync.services.passwords import PasswordService
+from podsync.storage.engine import DATABASE_ERRORS, Engine, create_engine, describe
+from podsync.storage.errors import SchemaTooNew
 
 T = TypeVar("T")
 

@@ -8,12 +8,13 @@ from urllib.parse import urlsplit
 
 import click
 
-from podsync import maintenance
 from podsync.cli.base import Context, pass_context, require_database, run_with_db
 from podsync.config import DATABASE_URL_SCHEMES
-from podsync.engine import Engine, create_engine, redact
 from podsync.errors import PodsyncError
 from podsync.services import copying
+from podsync.storage import maintenance
+from podsync.storage.engine import Engine, create_engine
+from podsync.storage.errors import redact
 from podsync.store import meta
 
 

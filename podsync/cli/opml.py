@@ -12,12 +12,12 @@ import click
 
 from podsync import timestamps
 from podsync.cli.base import Context, pass_context, run_with_db
-from podsync.engine import Engine
 from podsync.errors import Unavailable
-from podsync.maintenance import create_owner_only
 from podsync.opml import OpmlError, parse_opml
 from podsync.services.opml_io import ImportReport, OpmlService
 from podsync.services.sync import SyncService
+from podsync.storage.engine import Engine
+from podsync.storage.maintenance import create_owner_only
 
 if TYPE_CHECKING:  # click's progress bar class is private; only its type is needed
     from click._termui_impl import ProgressBar

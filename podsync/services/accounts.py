@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 
 from podsync import timestamps
-from podsync.engine import Engine
 from podsync.errors import InvalidInput
 from podsync.model import User, UserSummary
 from podsync.services.passwords import PasswordService, check_password_rules
+from podsync.storage.engine import Engine
 from podsync.store import Connection, login_failures, tokens, users
 
 USERNAME = re.compile(r"[A-Za-z0-9._-]{1,64}", re.ASCII)

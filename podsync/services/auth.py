@@ -18,12 +18,12 @@ from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 
 from podsync import timestamps
 from podsync.config import AuthConfig
-from podsync.engine import Engine
 from podsync.errors import TooManyRequests, Unauthorized, Unavailable
 from podsync.model import User
 from podsync.services.accounts import USERNAME
 from podsync.services.passwords import PasswordService
 from podsync.services.throttle import LoginThrottle
+from podsync.storage.engine import Engine
 from podsync.store import meta, tokens, users
 
 ACCESS_SALT = "podsync.access-token"

@@ -3,8 +3,8 @@ into an empty target, in one transaction (all of it lands, or none)."""
 
 from __future__ import annotations
 
-from podsync.engine import Engine
 from podsync.errors import Conflict
+from podsync.storage.engine import Engine
 from podsync.store import copy
 
 

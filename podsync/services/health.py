@@ -11,9 +11,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from podsync.db import RETRY_AFTER_STORAGE
-from podsync.engine import Engine
 from podsync.errors import Unavailable
+from podsync.storage.engine import Engine
+from podsync.storage.errors import RETRY_AFTER_STORAGE
 from podsync.store import meta
 
 # After a "disk full", this much free space counts as room again. Less would let a

@@ -12,10 +12,10 @@ from typing import Any
 from itsdangerous import BadData, URLSafeSerializer
 
 from podsync import timestamps
-from podsync.engine import Engine
 from podsync.errors import InvalidInput, NotFound
 from podsync.model import Subscription
 from podsync.rules import canonical_uuid
+from podsync.storage.engine import Engine
 from podsync.store import meta
 from podsync.store import subscriptions as store
 

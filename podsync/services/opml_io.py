@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from podsync import timestamps
-from podsync.engine import Engine
 from podsync.feeds import InvalidFeedUrl, check_feed_url, has_bad_characters, url_key
 from podsync.model import User
 from podsync.opml import OPML_TAIL, OutlineFeed, opml_head, opml_outlines
 from podsync.rules import APPLIED, IGNORED, Subscribe
 from podsync.services.sync import CommandResult, SyncService
+from podsync.storage.engine import Engine
 from podsync.store import subscriptions, users
 
 MAX_TITLE = 1024

@@ -16,9 +16,9 @@ from typing import TypeVar
 
 from podsync import rules, timestamps
 from podsync.config import SyncConfig
-from podsync.engine import Engine
 from podsync.model import RecordedAction, Subscription
 from podsync.rules import APPLIED, IGNORED, REJECTED, REUSED_ACTION_ID, Command, Outcome
+from podsync.storage.engine import Engine
 from podsync.store import actions as action_log
 from podsync.store import meta
 from podsync.store import subscriptions as store

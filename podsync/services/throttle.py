@@ -14,7 +14,7 @@ import math
 
 from podsync import timestamps
 from podsync.config import AuthConfig
-from podsync.engine import Engine
+from podsync.storage.engine import Engine
 from podsync.store import login_failures
 
 _US = 1_000_000

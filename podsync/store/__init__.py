@@ -14,6 +14,6 @@ services and handlers never see an engine.
 
 from __future__ import annotations
 
-from podsync.engine import INTEGRITY_ERRORS, Connection
+from podsync.storage.engine import INTEGRITY_ERRORS, Connection
 
 __all__ = ["INTEGRITY_ERRORS", "Connection"]

@@ -11,16 +11,16 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from podsync.config import Config
-from podsync.engine import create_engine
 from podsync.services.auth import AuthService, load_secret_key
 from podsync.services.gpodder import build_gpodder
 from podsync.services.health import require_writable
 from podsync.services.listing import ListingService
 from podsync.services.passwords import PasswordService
 from podsync.services.sync import SyncService
+from podsync.storage.engine import create_engine
 from podsync.web.cors import cors_middleware
-from podsync.web.keys import AUTH, CONFIG, DB, GPODDER, LISTING, METRICS, SYNC
-from podsync.web.metrics import Metrics, metrics_middleware
+from podsync.web.keys import AUTH, CONFIG, DB, GPODDER, LISTING, SYNC
+from podsync.web.metrics import METRICS, Metrics, metrics_middleware
 from podsync.web.middleware import (
     auth_middleware,
     client_address_middleware,
@@ -74,7 +74,7 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
 def create_app(config: Config) -> web.Application:
     # Outermost first. CORS and metrics sit outside the error middleware so that they
     # see (and decorate) the final response of every error too. (The gpodder layer's
-    # transport and auth rules wrap its own routes' handlers: web/gpodder_http.py.)
+    # transport and auth rules wrap its own routes' handlers: web/gpodder/http.py.)
     middlewares: list[Middleware] = []
     if config.server.metrics:  # first: it times and counts CORS preflights too
         middlewares.append(metrics_middleware)

@@ -7,9 +7,9 @@ import logging
 from aiohttp import web
 
 from podsync import __version__
-from podsync.engine import DATABASE_ERRORS
 from podsync.errors import Unavailable
 from podsync.services.health import HealthService
+from podsync.storage.engine import DATABASE_ERRORS
 from podsync.web.http import json_ok
 from podsync.web.keys import DB
 

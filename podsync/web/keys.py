@@ -6,28 +6,28 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from podsync.config import Config
-from podsync.engine import Engine
-from podsync.model import User
-from podsync.services.auth import AuthService
-from podsync.services.gpodder import Gpodder
-from podsync.services.listing import ListingService
-from podsync.services.sync import SyncService
+# Keys are data: they name their types for the checker only and import nothing of
+# podsync at run time; the types come from layers below web/, which never import it
+# back. (The metrics key lives beside `Metrics` in web/metrics.py.)
+if TYPE_CHECKING:
+    from podsync.config import Config
+    from podsync.model import User
+    from podsync.services.auth import AuthService
+    from podsync.services.gpodder import Gpodder
+    from podsync.services.listing import ListingService
+    from podsync.services.sync import SyncService
+    from podsync.storage.engine import Engine
 
-if TYPE_CHECKING:  # for the type only: podsync.web.metrics imports these keys
-    from podsync.web.metrics import Metrics
-
-CONFIG = web.AppKey("config", Config)
-DB = web.AppKey("db", Engine)
-AUTH = web.AppKey("auth", AuthService)
-SYNC = web.AppKey("sync", SyncService)
-LISTING = web.AppKey("listing", ListingService)
-METRICS: web.AppKey[Metrics] = web.AppKey("metrics")
-GPODDER = web.AppKey("gpodder", Gpodder)
+CONFIG: web.AppKey[Config] = web.AppKey("config")
+DB: web.AppKey[Engine] = web.AppKey("db")
+AUTH: web.AppKey[AuthService] = web.AppKey("auth")
+SYNC: web.AppKey[SyncService] = web.AppKey("sync")
+LISTING: web.AppKey[ListingService] = web.AppKey("listing")
+GPODDER: web.AppKey[Gpodder] = web.AppKey("gpodder")
 
 REQUEST_ID = web.RequestKey("request_id", str)
 CLIENT_ADDRESS = web.RequestKey("client_address", str)
 # The peer is one of server.trusted_proxies: its X-Forwarded-* headers count.
 FROM_TRUSTED_PROXY = web.RequestKey("from_trusted_proxy", bool)
-USER = web.RequestKey("user", User)
+USER: web.RequestKey[User] = web.RequestKey("user")
 GPODDER_SESSION = web.RequestKey("gpodder_session", str)

@@ -28,7 +28,7 @@ from prometheus_client.registry import Collector
 
 from podsync.errors import NotFound
 from podsync.store import stats
-from podsync.web.keys import DB, METRICS
+from podsync.web.keys import DB
 from podsync.web.middleware import Handler
 
 
@@ -135,6 +135,10 @@ class Metrics:
         if total > self._commits_seen:
             self.commits.inc(total - self._commits_seen)
             self._commits_seen = total
+
+
+# The app's metrics, present only with `server.metrics = true`.
+METRICS: web.AppKey[Metrics] = web.AppKey("metrics")
 
 
 def route_template(request: web.Request) -> str:

@@ -4,20 +4,13 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from podsync.web import (
-    auth_handlers,
-    gpodder,
-    gpodder_subscriptions,
-    health,
-    home,
-    metrics,
-    openapi,
-    opml_export,
-    subscriptions,
-    sync,
-)
-from podsync.web.gpodder_http import gpodder_route
+from podsync.web import health, home, metrics
+from podsync.web.gpodder import handlers as gpodder
+from podsync.web.gpodder import subscriptions as gpodder_subscriptions
+from podsync.web.gpodder.http import gpodder_route
 from podsync.web.middleware import Handler
+from podsync.web.opa import auth as auth_handlers
+from podsync.web.opa import openapi, opml_export, subscriptions, sync
 
 
 def setup_routes(app: web.Application, gpodder_enabled: bool) -> None:

@@ -10,11 +10,11 @@ from aiohttp import web
 
 from podsync.errors import InvalidInput
 from podsync.opml import OutlineFeed, parse_opml, serialise_opml
-from podsync.services.gpodder_cursor import post_cursor
-from podsync.services.gpodder_devices import check_device_id
-from podsync.services.gpodder_subscriptions import parse_url_list
-from podsync.web.gpodder import empty_ok
-from podsync.web.gpodder_http import read_body
+from podsync.services.gpodder.cursor import post_cursor
+from podsync.services.gpodder.devices import check_device_id
+from podsync.services.gpodder.subscriptions import parse_url_list
+from podsync.web.gpodder.handlers import empty_ok
+from podsync.web.gpodder.http import read_body
 from podsync.web.http import json_ok
 from podsync.web.keys import GPODDER, GPODDER_SESSION, USER
 

@@ -19,7 +19,7 @@ from podsync.web.keys import CONFIG
 def document_bytes(page_size_max: int = SyncConfig().page_size_max, public_url: str = "") -> bytes:
     """The document as served when `sync.page_size_max` is `page_size_max` and
     `server.public_url` is `public_url`."""
-    text = resources.files("podsync.web").joinpath("openapi.json").read_text("utf-8")
+    text = resources.files("podsync.web.opa").joinpath("openapi.json").read_text("utf-8")
     document: dict[str, Any] = json.loads(text)
     document["info"]["version"] = __version__  # the package's, not the file's
     for operation in (op for path in document["paths"].values() for op in path.values()):

@@ -25,7 +25,7 @@ from aiohttp import web
 
 from podsync.errors import InvalidInput, Unauthorized
 from podsync.services.gpodder import Gpodder
-from podsync.services.gpodder_auth import Session
+from podsync.services.gpodder.auth import Session
 from podsync.web.http import json_error
 from podsync.web.keys import CLIENT_ADDRESS, CONFIG, GPODDER, GPODDER_SESSION, USER
 from podsync.web.middleware import Handler, is_trusted_proxy

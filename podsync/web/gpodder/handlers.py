@@ -2,7 +2,7 @@
 
 Success is exactly 200 (AntennaPod fails on 201 and 204), every documented key is
 always present, and an empty list is `[]`. Authentication happened in
-`gpodder_http.gpodder_auth`: request[USER] is the URL's user.
+`web/gpodder/http.py`: request[USER] is the URL's user.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any
 from aiohttp import web
 
 from podsync.errors import InvalidInput
-from podsync.services.gpodder_cursor import post_cursor
-from podsync.web.gpodder_http import COOKIE, read_body
+from podsync.services.gpodder.cursor import post_cursor
+from podsync.web.gpodder.http import COOKIE, read_body
 from podsync.web.http import json_ok
 from podsync.web.keys import GPODDER, GPODDER_SESSION, USER
 

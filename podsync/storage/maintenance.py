@@ -12,8 +12,8 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from podsync.db import BUSY_TIMEOUT_MS
 from podsync.errors import Conflict, NotFound
+from podsync.storage.sqlite_connection import BUSY_TIMEOUT_MS
 
 PROBLEMS_SHOWN = 20
 

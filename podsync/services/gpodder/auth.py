@@ -22,10 +22,10 @@ from typing import Any
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
 from podsync.config import GpodderConfig
-from podsync.engine import Engine
 from podsync.errors import Unauthorized
 from podsync.model import User
 from podsync.services.auth import AuthService
+from podsync.storage.engine import Engine
 from podsync.store import users
 
 SESSION_SALT = "podsync.gpodder-session"

@@ -1,8 +1,8 @@
 """What the services and the store see of a database engine, and the one factory
 that picks the engine from `database.url` (contract sections 11 and 13).
 
-SQLite (`podsync.db.Database`) is the default; a `postgresql://` URL selects
-`podsync.db_postgres.PostgresDatabase`. Both offer the same units of work
+SQLite (`storage.sqlite.Database`) is the default; a `postgresql://` URL selects
+`storage.postgres.PostgresDatabase`. Both offer the same units of work
 (`read()`, `snapshot()`, `write()`) yielding a `Connection` with the same calls;
 where their SQL differs, the store branches on `conn.dialect`.
 """
@@ -13,12 +13,12 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
-from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 
 from podsync.config import DatabaseConfig
 from podsync.errors import Unavailable
+from podsync.storage.errors import redact
 
 # Errors of either engine that mean "the database failed", for the CLI's messages.
 DATABASE_ERRORS: tuple[type[Exception], ...] = (
@@ -74,22 +74,12 @@ class Engine(Protocol):
 def create_engine(config: DatabaseConfig) -> Engine:
     """The engine `config` names: PostgreSQL when `url` is set, else the SQLite file."""
     if config.url:
-        from podsync.db_postgres import PostgresDatabase
+        from podsync.storage.postgres import PostgresDatabase
 
         return PostgresDatabase(config.url)
-    from podsync.db import Database
+    from podsync.storage.sqlite import Database
 
     return Database(config.path, config.durability)
-
-
-def redact(url: str) -> str:
-    """The URL without its password, for logs and messages."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.netloc.rsplit("@", 1)[1]
-    user = parts.username or ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
 
 
 def describe(config: DatabaseConfig) -> str:

@@ -5,14 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from podsync.config import GpodderConfig
-from podsync.engine import Engine
 from podsync.services.auth import AuthService
-from podsync.services.gpodder_auth import GpodderAuth
-from podsync.services.gpodder_cursor import ServedCursors
-from podsync.services.gpodder_devices import DeviceService
-from podsync.services.gpodder_episodes import EpisodeService
-from podsync.services.gpodder_subscriptions import GpodderSubscriptions
+from podsync.services.gpodder.auth import GpodderAuth
+from podsync.services.gpodder.cursor import ServedCursors
+from podsync.services.gpodder.devices import DeviceService
+from podsync.services.gpodder.episodes import EpisodeService
+from podsync.services.gpodder.subscriptions import GpodderSubscriptions
 from podsync.services.sync import SyncService
+from podsync.storage.engine import Engine
 
 
 @dataclass(frozen=True)

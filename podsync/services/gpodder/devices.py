@@ -8,9 +8,9 @@ import re
 from typing import Any
 
 from podsync import timestamps
-from podsync.engine import Engine
 from podsync.errors import InvalidInput
 from podsync.feeds import has_bad_characters
+from podsync.storage.engine import Engine
 from podsync.store import devices
 from podsync.store.devices import Device
 

@@ -26,17 +26,14 @@ from typing import Any
 
 import asyncpg
 
-from podsync.db import RETRY_AFTER_LOCKED, RETRY_AFTER_STORAGE, SchemaTooNew
-from podsync.engine import redact
 from podsync.errors import Unavailable
-from podsync.migrations import POSTGRES_MIGRATIONS
+from podsync.storage.errors import RETRY_AFTER_STORAGE, redact, unavailable_error
+from podsync.storage.migrations.postgres import migrate
 
 POOL_MIN = 1
 # Connections per process. Four processes of 10 stay well under PostgreSQL's default
 # max_connections (100); a block holds one only while its statements run.
 POOL_MAX = 10
-# Any constant: the key of the advisory lock that lets one process migrate at a time.
-MIGRATION_LOCK = 0x706F6473796E63  # "podsync"
 _COUNT = re.compile(r"(\d+)$")
 
 
@@ -61,26 +58,6 @@ def _changed(status: str) -> int:
     """Rows changed, from a command tag like 'UPDATE 3' or 'INSERT 0 1'."""
     match = _COUNT.search(status)
     return int(match.group(1)) if match else 0
-
-
-def unavailable_error(exc: BaseException) -> Unavailable | None:
-    """The Unavailable (503) a PostgreSQL error stands for (as `db.unavailable_error`
-    does for SQLite), or None: read-only (a standby, or read-only by setting), disk
-    full, a lock or connection limit, or a server that does not take connections."""
-    if isinstance(exc, asyncpg.ReadOnlySQLTransactionError):
-        return Unavailable("the database is read-only", RETRY_AFTER_STORAGE)
-    if isinstance(exc, asyncpg.DiskFullError):
-        return Unavailable("the disk holding the database is full", RETRY_AFTER_STORAGE)
-    if isinstance(
-        exc,
-        asyncpg.TooManyConnectionsError
-        | asyncpg.CannotConnectNowError
-        | asyncpg.LockNotAvailableError
-        | asyncpg.DeadlockDetectedError
-        | asyncpg.SerializationError,
-    ):
-        return Unavailable(f"the database is busy ({exc}); try again shortly", RETRY_AFTER_LOCKED)
-    return None
 
 
 class PgConnection:
@@ -179,38 +156,3 @@ class PostgresDatabase:
                 self.write_failure = unavailable
             raise unavailable from exc
         self.write_failure = None
-
-
-async def schema_version(raw: asyncpg.Connection) -> int:
-    exists = await raw.fetchval("SELECT to_regclass('schema_version') IS NOT NULL")
-    if not exists:
-        return 0
-    return int(await raw.fetchval("SELECT coalesce(max(version), 0) FROM schema_version"))
-
-
-async def migrate(raw: asyncpg.Connection) -> int:
-    """Run the steps this database lacks, each in its own transaction with its version."""
-    async with raw.transaction():
-        # Only the first process to start creates the table; the others wait here.
-        await raw.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK)
-        await raw.execute("CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL)")
-    current = await schema_version(raw)
-    if current > len(POSTGRES_MIGRATIONS):
-        raise SchemaTooNew(
-            f"database schema version {current} is newer than this podsync "
-            f"understands ({len(POSTGRES_MIGRATIONS)}); upgrade podsync"
-        )
-    for version in range(current + 1, len(POSTGRES_MIGRATIONS) + 1):
-        step = POSTGRES_MIGRATIONS[version - 1]
-        async with raw.transaction():
-            await raw.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK)
-            # Re-check under the lock: another process may have migrated meanwhile.
-            if await schema_version(raw) >= version:
-                continue
-            if isinstance(step, str):
-                await raw.execute(step)  # simple query protocol: many statements
-            else:
-                await step(PgConnection(raw))
-            await raw.execute("DELETE FROM schema_version")
-            await raw.execute("INSERT INTO schema_version (version) VALUES ($1)", version)
-    return len(POSTGRES_MIGRATIONS)

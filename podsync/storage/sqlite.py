@@ -1,4 +1,4 @@
-"""The SQLite engine: connections, pragmas, migrations, one writer with group commit.
+"""The SQLite engine: reader connections, one writer with group commit, checkpoints.
 
 Why statements run on the event loop: SQLite answers a keyed lookup or a page of
 50 rows in tens of microseconds, while a hop to a connection thread (aiosqlite)
@@ -8,10 +8,9 @@ two steps that can wait do not: a COMMIT (an fsync with durability "full") and a
 BEGIN IMMEDIATE that finds another process (the CLI) holding the write lock. Those
 run on one commit thread while the loop goes on serving.
 
-`Connection` is the engine-neutral face the store is written against (`fetch_all`,
-`fetch_one`, `execute`, `execute_many`, all awaitable), so a second engine with an
-async driver (PostgreSQL) offers the same calls; `Database.read()`, `.snapshot()`
-and `.write()` are the units of work both engines provide.
+`Database.read()`, `.snapshot()` and `.write()` are the units of work both engines
+provide (`podsync.storage.engine`); connections and pragmas are in
+`sqlite_connection`, the schema steps in `migrations.sqlite`.
 
 Group commit: a COMMIT costs as much as a whole batch's work, so writers that queue
 up behind one another share it. Each `write()` block runs inside its own SAVEPOINT
@@ -27,207 +26,34 @@ import contextlib
 import logging
 import os
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from podsync.errors import Unavailable
-from podsync.migrations import MIGRATIONS
+from podsync.storage.errors import RETRY_AFTER_STORAGE, unavailable_error
+from podsync.storage.migrations.sqlite import migrate
+from podsync.storage.sqlite_connection import (
+    BUSY_TIMEOUT_MS,
+    Connection,
+    connect,
+    owner_only,
+    through,
+)
 
 T = TypeVar("T")
 log = logging.getLogger("podsync.db")
 
-BUSY_TIMEOUT_MS = 10_000
 # At most this many write blocks share one COMMIT, so a steady stream of writers
 # cannot hold the first of them back for long.
 MAX_GROUP = 32
-SYNCHRONOUS = {"full": "FULL", "normal": "NORMAL"}
 # The writer does not checkpoint inside its COMMITs (a checkpoint copies the WAL
 # into the database file and syncs it: tens of ms added to one group's answer).
 # A checkpointer thread with its own connection runs a PASSIVE checkpoint, which
 # never blocks readers or the writer, once the WAL has grown past this size.
 CHECKPOINT_WAL_BYTES = 4 * 1024 * 1024
-# Prepared statements kept per connection (the default, 128, is enough today; the
-# gpodder layer and the PostgreSQL-shaped queries add more).
-STATEMENT_CACHE = 256
-
-
-RETRY_AFTER_LOCKED = 1  # another writer: seconds, at most
-RETRY_AFTER_STORAGE = 60  # an admin has to free space or remount: minutes
-
-
-class SchemaTooNew(Exception):
-    """The database was written by a newer podsync than this one."""
-
-
-def unavailable_error(exc: BaseException) -> Unavailable | None:
-    """The Unavailable (503) a SQLite error stands for, or None when it is not one of
-    the "not now" conditions: locked past the busy timeout, disk full, read-only.
-    The one place that reads SQLite's result codes, for every engine-facing layer."""
-    code = getattr(exc, "sqlite_errorcode", None)
-    if not isinstance(exc, sqlite3.Error) or not isinstance(code, int):
-        return None
-    primary = code & 0xFF  # extended codes keep the primary one in the low byte
-    if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
-        return Unavailable(
-            f"the database is locked by another writer (waited {BUSY_TIMEOUT_MS // 1000} s); "
-            f"try again shortly",
-            RETRY_AFTER_LOCKED,
-        )
-    if primary == sqlite3.SQLITE_FULL:
-        return Unavailable("the disk holding the database is full", RETRY_AFTER_STORAGE)
-    if primary == sqlite3.SQLITE_READONLY:
-        return Unavailable("the database is read-only", RETRY_AFTER_STORAGE)
-    return None
-
-
-def owner_only(path: str) -> None:
-    """Create the database file readable by its owner only (0600, whatever the umask),
-    or take group and other access away from an existing one and its -wal/-shm: they
-    hold password hashes and the token-signing secret. SQLite creates -wal and -shm
-    with the database file's mode, so they follow."""
-    # Exists already, or cannot be created (read-only, no such directory): the
-    # connection that follows reports what is wrong in SQLite's words.
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            os.fchmod(fd, 0o600)  # the umask may have taken bits from 0600 too
-        finally:
-            os.close(fd)
-    for name in (path, f"{path}-wal", f"{path}-shm"):
-        try:
-            mode = os.stat(name).st_mode & 0o777
-            if mode & 0o077:
-                os.chmod(name, mode & 0o700)
-                log.warning("%s was open to others (mode %o), now %o", name, mode, mode & 0o700)
-        except FileNotFoundError:
-            pass
-        except OSError as exc:  # a read-only file system: opening will say more
-            log.warning("cannot restrict the mode of %s: %s", name, exc.strerror)
-
-
-class Connection:
-    """One database connection as the store sees it: awaitable statements.
-
-    On SQLite a statement runs on the calling thread (`threaded=False`, the event
-    loop) or, for the few reads too big for the loop (an OPML export of 200k
-    feeds), on a worker thread (`threaded=True`)."""
-
-    dialect = "sqlite"
-    __slots__ = ("raw", "threaded")
-
-    def __init__(self, raw: sqlite3.Connection, threaded: bool = False) -> None:
-        self.raw = raw
-        self.threaded = threaded
-
-    async def _call(self, fn: Callable[[], T]) -> T:
-        if self.threaded:
-            # To its end even when cancelled: the connection goes back to the pool after.
-            return await _through(asyncio.to_thread(fn))
-        return fn()
-
-    async def fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        """Every row of one query."""
-        return await self._call(lambda: self.raw.execute(sql, params).fetchall())
-
-    async def fetch_one(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        """The first row of one query, or None."""
-        return await self._call(lambda: self.raw.execute(sql, params).fetchone())
-
-    async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        """Run one statement; the number of rows it changed."""
-        return await self._call(lambda: self.raw.execute(sql, params).rowcount)
-
-    async def execute_many(self, sql: str, rows: Iterable[Sequence[Any]]) -> int:
-        return await self._call(lambda: self.raw.executemany(sql, rows).rowcount)
-
-
-def _connect(path: str, durability: str, *, create: bool = True) -> sqlite3.Connection:
-    uri = Path(path).absolute().as_uri() + ("?mode=rwc" if create else "?mode=rw")
-    raw = sqlite3.connect(
-        uri,
-        uri=True,
-        isolation_level=None,  # autocommit: the only transactions are the ones we open
-        check_same_thread=False,  # the writer commits on the commit thread
-        cached_statements=STATEMENT_CACHE,
-        timeout=BUSY_TIMEOUT_MS / 1000,
-    )
-    try:
-        raw.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        raw.execute("PRAGMA foreign_keys = ON")
-        # The first statement that reads the file: fails on one that is not a database.
-        raw.execute(f"PRAGMA synchronous = {SYNCHRONOUS[durability]}")
-        # SAVEPOINTs and sorts spill to temp files otherwise (a sub-journal per batch).
-        raw.execute("PRAGMA temp_store = MEMORY")
-    except BaseException:
-        raw.close()
-        raise
-    return raw
-
-
-def migrate(raw: sqlite3.Connection) -> int:
-    """Run the migrations this database lacks; return the resulting version."""
-    current = int(raw.execute("PRAGMA user_version").fetchone()[0])
-    if current > len(MIGRATIONS):
-        raise SchemaTooNew(
-            f"database schema version {current} is newer than this podsync "
-            f"understands ({len(MIGRATIONS)}); upgrade podsync"
-        )
-    for version in range(current + 1, len(MIGRATIONS) + 1):
-        step = MIGRATIONS[version - 1]
-        raw.execute("BEGIN IMMEDIATE")
-        try:
-            # Re-check under the write lock: another process may have migrated.
-            if int(raw.execute("PRAGMA user_version").fetchone()[0]) >= version:
-                raw.execute("ROLLBACK")
-                continue
-            if isinstance(step, str):
-                for statement in _statements(step):
-                    raw.execute(statement)
-            else:
-                step(raw)
-            raw.execute(f"PRAGMA user_version = {version}")
-            raw.execute("COMMIT")
-        except BaseException:
-            if raw.in_transaction:
-                raw.execute("ROLLBACK")
-            raise
-    return len(MIGRATIONS)
-
-
-def _statements(script: str) -> list[str]:
-    """Split a migration script into complete statements (sqlite3.complete_statement)."""
-    statements: list[str] = []
-    buffer = ""
-    for line in script.splitlines(keepends=True):
-        buffer += line
-        if sqlite3.complete_statement(buffer):
-            if buffer.strip():
-                statements.append(buffer.strip())
-            buffer = ""
-    if buffer.strip():
-        statements.append(buffer.strip())
-    return statements
-
-
-async def _through(step: Awaitable[T]) -> T:
-    """Await `step` to its end even when the caller is cancelled meanwhile, however many
-    times, then let the cancellation through. A step that runs a statement on another
-    thread must be over before its connection is used again: sqlite3 connections are
-    not safe for two threads at once (a second cancel that let go early crashed the
-    interpreter in a COMMIT racing the next writer)."""
-    task = asyncio.ensure_future(step)
-    cancelled = False
-    while not task.done():
-        try:
-            await asyncio.wait([task])  # waiting is cancelled; the task is not
-        except asyncio.CancelledError:
-            cancelled = True
-    if cancelled:
-        raise asyncio.CancelledError
-    return task.result()
 
 
 class Database:
@@ -270,7 +96,7 @@ class Database:
             raise
 
     def _open_writer(self) -> sqlite3.Connection:
-        raw = _connect(self.path, self.durability)
+        raw = connect(self.path, self.durability)
         try:
             raw.execute("PRAGMA journal_mode = WAL").fetchone()
             migrate(raw)
@@ -284,7 +110,7 @@ class Database:
         return raw
 
     def _new_reader(self) -> sqlite3.Connection:
-        raw = _connect(self.path, self.durability, create=False)
+        raw = connect(self.path, self.durability, create=False)
         raw.execute("PRAGMA query_only = ON")
         self._all_readers.append(raw)
         return raw
@@ -302,9 +128,9 @@ class Database:
                 if writer is not None:
                     if self._group is not None:  # writers await this group's COMMIT
                         group, self._group = self._group, None
-                        await _through(self._commit(writer, group))
+                        await through(self._commit(writer, group))
                     self._writer = None
-                    await _through(self._in_commit_thread(writer.close))
+                    await through(self._in_commit_thread(writer.close))
         if self._committer is not None:
             self._committer.shutdown(wait=True)
             self._committer = None
@@ -389,7 +215,7 @@ class Database:
         committed: asyncio.Future[None] | None = None
         try:
             if self._group is None:
-                await _through(self._begin(raw))
+                await through(self._begin(raw))
             raw.execute("SAVEPOINT write_block")
             try:
                 yield Connection(raw)
@@ -410,7 +236,7 @@ class Database:
                     group, self._group = self._group, None
                     # A cancelled caller must not leave the others uncommitted, nor let
                     # the next writer in before the COMMIT is through.
-                    await _through(self._commit(raw, group))
+                    await through(self._commit(raw, group))
             finally:
                 self._write_lock.release()
         if committed is not None:
@@ -485,7 +311,7 @@ class Database:
 
     def _checkpoint(self) -> None:
         try:
-            raw = _connect(self.path, self.durability, create=False)
+            raw = connect(self.path, self.durability, create=False)
         except sqlite3.Error:
             return  # the next commit tries again
         try:
@@ -507,7 +333,7 @@ class Database:
         async with self._write_lock:
             if self._group is not None and self._writer is not None:
                 group, self._group = self._group, None
-                await _through(self._commit(self._writer, group))
+                await through(self._commit(self._writer, group))
 
 
 class _Reading:

@@ -17,13 +17,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from podsync.engine import Engine
 from podsync.errors import InvalidInput
 from podsync.feeds import has_bad_characters, url_key
 from podsync.rules import Subscribe, Unsubscribe
-from podsync.services import gpodder_cursor as cursor
-from podsync.services.gpodder_episodes import normalise_url
+from podsync.services.gpodder import cursor
+from podsync.services.gpodder.episodes import normalise_url
 from podsync.services.sync import SyncService
+from podsync.storage.engine import Engine
 from podsync.store import gpodder_feed, subscriptions
 
 # Client-IDs of gpodder devices: uuid5(this, "gpodder:{user id}:{device id}").

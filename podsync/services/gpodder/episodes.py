@@ -16,10 +16,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from podsync import timestamps
-from podsync.engine import Engine
 from podsync.feeds import MAX_GUID, InvalidFeedUrl, check_feed_url, has_bad_characters, url_key
-from podsync.services import gpodder_cursor as cursor
-from podsync.services.gpodder_devices import DEVICE_ID
+from podsync.services.gpodder import cursor
+from podsync.services.gpodder.devices import DEVICE_ID
+from podsync.storage.engine import Engine
 from podsync.store import devices, episodes, meta
 from podsync.store.episodes import EpisodeAction
 

@@ -1,0 +1,130 @@
+"""SQLite connections as the store sees them, and how one is opened.
+
+`Connection` is the engine-neutral face the store is written against (`fetch_all`,
+`fetch_one`, `execute`, `execute_many`, all awaitable), so a second engine with an
+async driver (PostgreSQL) offers the same calls. A statement runs on the calling
+thread (the event loop): SQLite answers a keyed lookup or a page of 50 rows in tens
+of microseconds, where a hop to a connection thread costs several times that.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import sqlite3
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+log = logging.getLogger("podsync.db")
+
+BUSY_TIMEOUT_MS = 10_000
+SYNCHRONOUS = {"full": "FULL", "normal": "NORMAL"}
+# Prepared statements kept per connection (the default, 128, is enough today; the
+# gpodder layer and the PostgreSQL-shaped queries add more).
+STATEMENT_CACHE = 256
+
+
+def owner_only(path: str) -> None:
+    """Create the database file readable by its owner only (0600, whatever the umask),
+    or take group and other access away from an existing one and its -wal/-shm: they
+    hold password hashes and the token-signing secret. SQLite creates -wal and -shm
+    with the database file's mode, so they follow."""
+    # Exists already, or cannot be created (read-only, no such directory): the
+    # connection that follows reports what is wrong in SQLite's words.
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.fchmod(fd, 0o600)  # the umask may have taken bits from 0600 too
+        finally:
+            os.close(fd)
+    for name in (path, f"{path}-wal", f"{path}-shm"):
+        try:
+            mode = os.stat(name).st_mode & 0o777
+            if mode & 0o077:
+                os.chmod(name, mode & 0o700)
+                log.warning("%s was open to others (mode %o), now %o", name, mode, mode & 0o700)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:  # a read-only file system: opening will say more
+            log.warning("cannot restrict the mode of %s: %s", name, exc.strerror)
+
+
+class Connection:
+    """One database connection as the store sees it: awaitable statements.
+
+    On SQLite a statement runs on the calling thread (`threaded=False`, the event
+    loop) or, for the few reads too big for the loop (an OPML export of 200k
+    feeds), on a worker thread (`threaded=True`)."""
+
+    dialect = "sqlite"
+    __slots__ = ("raw", "threaded")
+
+    def __init__(self, raw: sqlite3.Connection, threaded: bool = False) -> None:
+        self.raw = raw
+        self.threaded = threaded
+
+    async def _call(self, fn: Callable[[], T]) -> T:
+        if self.threaded:
+            # To its end even when cancelled: the connection goes back to the pool after.
+            return await through(asyncio.to_thread(fn))
+        return fn()
+
+    async def fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """Every row of one query."""
+        return await self._call(lambda: self.raw.execute(sql, params).fetchall())
+
+    async def fetch_one(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """The first row of one query, or None."""
+        return await self._call(lambda: self.raw.execute(sql, params).fetchone())
+
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run one statement; the number of rows it changed."""
+        return await self._call(lambda: self.raw.execute(sql, params).rowcount)
+
+    async def execute_many(self, sql: str, rows: Iterable[Sequence[Any]]) -> int:
+        return await self._call(lambda: self.raw.executemany(sql, rows).rowcount)
+
+
+def connect(path: str, durability: str, *, create: bool = True) -> sqlite3.Connection:
+    uri = Path(path).absolute().as_uri() + ("?mode=rwc" if create else "?mode=rw")
+    raw = sqlite3.connect(
+        uri,
+        uri=True,
+        isolation_level=None,  # autocommit: the only transactions are the ones we open
+        check_same_thread=False,  # the writer commits on the commit thread
+        cached_statements=STATEMENT_CACHE,
+        timeout=BUSY_TIMEOUT_MS / 1000,
+    )
+    try:
+        raw.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        raw.execute("PRAGMA foreign_keys = ON")
+        # The first statement that reads the file: fails on one that is not a database.
+        raw.execute(f"PRAGMA synchronous = {SYNCHRONOUS[durability]}")
+        # SAVEPOINTs and sorts spill to temp files otherwise (a sub-journal per batch).
+        raw.execute("PRAGMA temp_store = MEMORY")
+    except BaseException:
+        raw.close()
+        raise
+    return raw
+
+
+async def through(step: Awaitable[T]) -> T:
+    """Await `step` to its end even when the caller is cancelled meanwhile, however many
+    times, then let the cancellation through. A step that runs a statement on another
+    thread must be over before its connection is used again: sqlite3 connections are
+    not safe for two threads at once (a second cancel that let go early crashed the
+    interpreter in a COMMIT racing the next writer)."""
+    task = asyncio.ensure_future(step)
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.wait([task])  # waiting is cancelled; the task is not
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError
+    return task.result()

@@ -1,0 +1,1 @@
+"""The Open Podcast API: `/auth/*`, `/api/v1/*` and the OpenAPI description."""

@@ -1,0 +1,1 @@
+"""The web UI for people, under `/ui/` (server-rendered pages)."""
