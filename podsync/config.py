@@ -82,6 +82,13 @@ class GpodderConfig:
 
 
 @dataclass(frozen=True)
+class FeedsConfig:
+    fetch_metadata: bool = False  # off: podsync makes no outbound connection at all
+    refresh_hours: int = 24
+    allow_private: bool = False  # fetch from loopback and private networks too
+
+
+@dataclass(frozen=True)
 class Config:
     server: ServerConfig = ServerConfig()
     database: DatabaseConfig = DatabaseConfig()
@@ -89,6 +96,7 @@ class Config:
     sync: SyncConfig = SyncConfig()
     log: LogConfig = LogConfig()
     gpodder: GpodderConfig = GpodderConfig()
+    feeds: FeedsConfig = FeedsConfig()
 
     def replace(self, section: str, **values: Any) -> Config:
         """A copy with some keys of one section changed, validated like a loaded config."""
@@ -115,6 +123,7 @@ _SECTION_TYPES: dict[str, type[Any]] = {
     "sync": SyncConfig,
     "log": LogConfig,
     "gpodder": GpodderConfig,
+    "feeds": FeedsConfig,
 }
 _PATH_KEYS = {("database", "path"), ("server", "tls_cert"), ("server", "tls_key")}
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -394,4 +403,6 @@ def validate(config: Config) -> Config:
         g.basic_cache_seconds >= 0,
         f"gpodder.basic_cache_seconds must be >= 0, not {g.basic_cache_seconds}",
     )
+    hours = config.feeds.refresh_hours
+    _require(1 <= hours <= 8760, f"feeds.refresh_hours must be between 1 and 8760, not {hours}")
     return config

@@ -19,11 +19,11 @@ from aiohttp.test_utils import TestClient
 
 from podsync import timestamps
 from podsync.config import Config
-from podsync.engine import Engine, create_engine
 from podsync.services.feed_info import EpisodeRef, FeedInfo, FeedInfoService
 from podsync.services.feeds.addresses import IPAddress
 from podsync.services.feeds.fetcher import HOUR_US, FeedFetcher
 from podsync.services.feeds.http import FeedClient, Limits
+from podsync.storage.engine import Engine, create_engine
 from podsync.web.app import create_app
 from tests.conftest import login
 from tests.feed_site import FeedSite, rss

@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from podsync.engine import Engine
 from podsync.feeds import url_key
+from podsync.storage.engine import Engine
 from podsync.store import feed_info as store
 from podsync.store.feed_info import FeedInfo
 

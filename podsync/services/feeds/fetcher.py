@@ -20,9 +20,9 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from podsync import timestamps
-from podsync.engine import Engine
 from podsync.services.feeds.http import FeedClient, FetchError
 from podsync.services.feeds.parse import NotAFeed, parse_feed
+from podsync.storage.engine import Engine
 from podsync.store import feed_info as store
 
 log = logging.getLogger("podsync.feeds")
