@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from podsync.services.feeds.fetcher import shown
 from podsync.services.feeds.parse import NotAFeed, parse_feed, parse_forgiving
 from podsync.services.feeds.strict import NotStrict, parse_strict
 from podsync.services.feeds.text import MAX_TITLE
@@ -127,3 +128,16 @@ def test_nested_entities_are_refused_at_once(encoding: str) -> None:
 def test_what_is_not_a_feed_says_so(body: bytes) -> None:
     with pytest.raises(NotAFeed, match=r"not an RSS or Atom feed|empty"):
         parse_feed(body, BASE)
+
+
+@pytest.mark.parametrize(
+    ("url_key", "logged"),
+    [
+        ("feeds.example.org/show.xml", "feeds.example.org/show.xml"),
+        ("alice:s3cret@feeds.example.org/show.xml", "feeds.example.org/show.xml"),
+        ("www.patreon.com/rss/show?auth=T0KEN&show=1", "www.patreon.com/rss/show?..."),
+        ("host.example?token=T0KEN", "host.example?..."),
+    ],
+)
+def test_log_lines_name_a_feed_without_its_credentials(url_key: str, logged: str) -> None:
+    assert shown(url_key) == logged
