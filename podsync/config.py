@@ -89,6 +89,13 @@ class GpodderConfig:
 
 
 @dataclass(frozen=True)
+class FeedsConfig:
+    fetch_metadata: bool = False  # off: podsync makes no outbound connection at all
+    refresh_hours: int = 24
+    allow_private: bool = False  # fetch from loopback and private networks too
+
+
+@dataclass(frozen=True)
 class Config:
     server: ServerConfig = ServerConfig()
     database: DatabaseConfig = DatabaseConfig()
@@ -96,6 +103,7 @@ class Config:
     sync: SyncConfig = SyncConfig()
     log: LogConfig = LogConfig()
     gpodder: GpodderConfig = GpodderConfig()
+    feeds: FeedsConfig = FeedsConfig()
 
     def replace(self, section: str, **values: Any) -> Config:
         """A copy with some keys of one section changed, validated like a loaded config."""
@@ -124,6 +132,7 @@ _SECTION_TYPES: dict[str, type[Any]] = {
     "sync": SyncConfig,
     "log": LogConfig,
     "gpodder": GpodderConfig,
+    "feeds": FeedsConfig,
 }
 _PATH_KEYS = {("database", "path"), ("server", "tls_cert"), ("server", "tls_key")}
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -398,4 +407,6 @@ def validate(config: Config) -> Config:
     for key in ("max_devices_per_user", "max_episode_actions_per_user", "episode_history_days"):
         value = getattr(g, key)
         _require(value >= 1, f"gpodder.{key} must be at least 1, not {value}")
+    hours = config.feeds.refresh_hours
+    _require(1 <= hours <= 8760, f"feeds.refresh_hours must be between 1 and 8760, not {hours}")
     return config
