@@ -10,6 +10,7 @@ import dataclasses
 import ipaddress
 import os
 import tomllib
+import zoneinfo
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,6 +83,12 @@ class GpodderConfig:
 
 
 @dataclass(frozen=True)
+class UiConfig:
+    time_zone: str = "UTC"  # an IANA zone name: the web UI shows times in it
+    session_lifetime: int = 1209600  # seconds a web UI sign-in lasts (14 days)
+
+
+@dataclass(frozen=True)
 class Config:
     server: ServerConfig = ServerConfig()
     database: DatabaseConfig = DatabaseConfig()
@@ -89,6 +96,7 @@ class Config:
     sync: SyncConfig = SyncConfig()
     log: LogConfig = LogConfig()
     gpodder: GpodderConfig = GpodderConfig()
+    ui: UiConfig = UiConfig()
 
     def replace(self, section: str, **values: Any) -> Config:
         """A copy with some keys of one section changed, validated like a loaded config."""
@@ -115,6 +123,7 @@ _SECTION_TYPES: dict[str, type[Any]] = {
     "sync": SyncConfig,
     "log": LogConfig,
     "gpodder": GpodderConfig,
+    "ui": UiConfig,
 }
 _PATH_KEYS = {("database", "path"), ("server", "tls_cert"), ("server", "tls_key")}
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -394,4 +403,23 @@ def validate(config: Config) -> Config:
         g.basic_cache_seconds >= 0,
         f"gpodder.basic_cache_seconds must be >= 0, not {g.basic_cache_seconds}",
     )
+    _require(
+        config.ui.session_lifetime >= 60,
+        f"ui.session_lifetime must be at least 60, not {config.ui.session_lifetime}",
+    )
+    _require(
+        _known_zone(config.ui.time_zone),
+        f"ui.time_zone must be an IANA time zone name like Europe/Berlin, "
+        f"not {config.ui.time_zone!r}",
+    )
     return config
+
+
+def _known_zone(name: str) -> bool:
+    if name == "UTC":
+        return True
+    try:
+        zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return False
+    return True

@@ -156,6 +156,8 @@ code {{ background: var(--code); padding: 0.1rem 0.35rem; border-radius: 5px;
 a {{ color: var(--accent); overflow-wrap: anywhere; }}
 .note {{ color: var(--muted); font-size: 0.92rem; }}
 h3 {{ font-size: 1.05rem; margin: 2rem 0 0.8rem; }}
+.signin {{ margin-top: 0.6rem; }}
+.signin a {{ font-weight: 600; }}
 footer {{ margin-top: 2rem; color: var(--muted); font-size: 0.9rem; }}
 </style>
 </head>
@@ -164,6 +166,8 @@ footer {{ margin-top: 2rem; color: var(--muted); font-size: 0.9rem; }}
 <header>
   <h1>podsync <span class="version">{version}</span></h1>
   <p>Keeps your podcast subscriptions in sync between your apps.</p>
+  <p class="signin"><a href="/ui/">Sign in</a> to see and manage what your apps
+  synced.</p>
 </header>
 <div class="address">
   <span>Server address to type into your app</span>
