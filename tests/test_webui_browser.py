@@ -5,7 +5,9 @@ the admin pages, screenshots at 390 and 1280 px and axe-core on every page."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -16,8 +18,8 @@ import pytest
 from mygpoclient import api
 
 from podsync.config import Config
-from tests.conftest import PASSWORD, ServeProcess, run_cli
-from tests.server_support import access_token, request
+from tests.conftest import PASSWORD, ServeProcess
+from tests.server_support import access_token, podsync_command, request
 from tests.ui_browser import (
     DESKTOP,
     PHONE,
@@ -29,6 +31,30 @@ from tests.ui_browser import (
 )
 
 pytestmark = pytest.mark.slow
+
+
+def run_cli(config: Config, *args: str, input: str | None = None) -> Any:
+    """The real CLI in its own process (playwright's sync API holds this thread's
+    event loop, so the CLI's asyncio.run cannot run in it)."""
+
+    class Result:
+        def __init__(self, done: subprocess.CompletedProcess[str]) -> None:
+            self.exit_code = done.returncode
+            self.output = done.stdout + done.stderr
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PODSYNC_")}
+    done = subprocess.run(
+        podsync_command(config, *args),
+        input=input or "",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+    return Result(done)
+
+
 FEED_A = "https://feeds.example.com/alpha/rss"
 FEED_B = "https://podcasts.example.org/beta.xml"
 
@@ -69,7 +95,7 @@ def opa_feeds(base: str, name: str = "alice") -> dict[str, bool]:
     token = access_token(base, name, PASSWORD)
     status, body = request(base + "/api/v1/subscriptions?include_unsubscribed=true", token=token)
     assert status == 200, body
-    return {s["feed_url"]: "unsubscribed_at" not in s for s in body["subscriptions"]}
+    return {s["feed_url"]: "unsubscribed_at" not in s for s in body["results"]}
 
 
 def seed_history(base: str) -> None:
@@ -220,25 +246,8 @@ def test_subscribe_in_the_browser_reaches_opa_and_gpodder_clients(
 
 
 def test_search_the_unsubscribed_switch_and_pages(server: str, context: Any) -> None:
-    token = access_token(server, "alice", PASSWORD)
     feeds = [f"https://host{i:02d}.example.com/show/feed.xml" for i in range(60)]
-    status, body = request(
-        server + "/api/v1/sync",
-        {
-            "actions": [
-                {
-                    "action_id": f"00000000-0000-4000-8000-{i:012d}",
-                    "type": "subscription",
-                    "action": "subscribe",
-                    "occurred_at": "2026-11-01T00:00:00Z",
-                    "data": {"feed_url": url},
-                }
-                for i, url in enumerate(feeds)
-            ]
-        },
-        token=token,
-    )
-    assert status == 200, body
+    api.MygPodderClient("alice", PASSWORD, server).update_subscriptions("laptop", feeds, [])
     page = context.new_page()
     sign_in(page, server)
     page.goto(server + "/ui/subscriptions")
@@ -319,17 +328,17 @@ def test_opml_upload_and_download(server: str, context: Any, tmp_path: Path) -> 
     page.goto(server + "/ui/transfer")
     page.get_by_role("button", name="Import").click()
     assert page.locator("#e-opml").inner_text() == "Choose an OPML file to import."
-    page.get_by_label("OPML file").set_input_files(str(bad))
+    page.get_by_label("OPML file", exact=True).set_input_files(str(bad))
     page.get_by_role("button", name="Import").click()
     assert "This is not an OPML file" in page.locator("#e-opml").inner_text()
     assert opa_feeds(server) == {}
-    page.get_by_label("OPML file").set_input_files(str(good))
+    page.get_by_label("OPML file", exact=True).set_input_files(str(good))
     page.get_by_role("button", name="Import").click()
     report = page.locator(".report").inner_text()
     assert "2 added" in report and "1 skipped" in report and "ftp://nope.example.com/x" in report
     assert opa_feeds(server) == {FEED_A: True, FEED_B: True}
     page.get_by_role("button", name="Import").click()  # no file chosen this time
-    page.get_by_label("OPML file").set_input_files(str(good))
+    page.get_by_label("OPML file", exact=True).set_input_files(str(good))
     page.get_by_role("button", name="Import").click()
     assert "2 already there" in page.locator(".report").inner_text()
     with page.expect_download() as download:
