@@ -89,6 +89,13 @@ class UiConfig:
 
 
 @dataclass(frozen=True)
+class FeedsConfig:
+    fetch_metadata: bool = False  # off: podsync makes no outbound connection at all
+    refresh_hours: int = 24
+    allow_private: bool = False  # fetch from loopback and private networks too
+
+
+@dataclass(frozen=True)
 class Config:
     server: ServerConfig = ServerConfig()
     database: DatabaseConfig = DatabaseConfig()
@@ -97,6 +104,7 @@ class Config:
     log: LogConfig = LogConfig()
     gpodder: GpodderConfig = GpodderConfig()
     ui: UiConfig = UiConfig()
+    feeds: FeedsConfig = FeedsConfig()
 
     def replace(self, section: str, **values: Any) -> Config:
         """A copy with some keys of one section changed, validated like a loaded config."""
@@ -124,6 +132,7 @@ _SECTION_TYPES: dict[str, type[Any]] = {
     "log": LogConfig,
     "gpodder": GpodderConfig,
     "ui": UiConfig,
+    "feeds": FeedsConfig,
 }
 _PATH_KEYS = {("database", "path"), ("server", "tls_cert"), ("server", "tls_key")}
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -412,6 +421,8 @@ def validate(config: Config) -> Config:
         f"ui.time_zone must be an IANA time zone name like Europe/Berlin, "
         f"not {config.ui.time_zone!r}",
     )
+    hours = config.feeds.refresh_hours
+    _require(1 <= hours <= 8760, f"feeds.refresh_hours must be between 1 and 8760, not {hours}")
     return config
 
 

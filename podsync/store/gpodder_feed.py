@@ -27,10 +27,14 @@ async def subscribed_urls(conn: Connection, user_id: int) -> list[str]:
 
 
 async def subscribed_titles(conn: Connection, user_id: int) -> list[tuple[str, str | None]]:
+    """(feed_url, title): the title an OPML import kept, else the one the feed fetcher
+    learned, else None."""
+    pinned = " INDEXED BY subscriptions_active" if conn.dialect == "sqlite" else ""
     rows = await conn.fetch_all(
-        f"SELECT feed_url, title FROM {_active(conn)} "
-        "WHERE user_id = ? AND unsubscribed_at IS NULL "
-        "ORDER BY id",
+        f"SELECT s.feed_url, coalesce(s.title, f.title) FROM subscriptions AS s{pinned} "
+        "LEFT JOIN feed_info AS f ON f.url_key = s.url_key "
+        "WHERE s.user_id = ? AND s.unsubscribed_at IS NULL "
+        "ORDER BY s.id",
         (user_id,),
     )
     return [(str(u), None if t is None else str(t)) for u, t in rows]

@@ -75,11 +75,13 @@ async def feeds_after(
     conn: Connection, user_id: int, include_unsubscribed: bool, after: int, limit: int
 ) -> list[tuple[int, str, str | None]]:
     """(id, feed_url, title) of up to `limit` entities after id `after`, in creation
-    order: the OPML export in pages, without building an entity per row."""
-    filtered = "" if include_unsubscribed else " AND unsubscribed_at IS NULL"
+    order: the OPML export in pages, without building an entity per row. The title is
+    the one the user's OPML import kept, else the one the feed fetcher learned."""
+    filtered = "" if include_unsubscribed else " AND s.unsubscribed_at IS NULL"
     rows = await conn.fetch_all(
-        "SELECT id, feed_url, title FROM subscriptions "
-        f"WHERE user_id = ? AND id > ?{filtered} ORDER BY id LIMIT ?",
+        "SELECT s.id, s.feed_url, coalesce(s.title, f.title) FROM subscriptions AS s "
+        "LEFT JOIN feed_info AS f ON f.url_key = s.url_key "
+        f"WHERE s.user_id = ? AND s.id > ?{filtered} ORDER BY s.id LIMIT ?",
         (user_id, after, limit),
     )
     return [(int(i), str(u), None if t is None else str(t)) for i, u, t in rows]

@@ -12,6 +12,9 @@ from aiohttp.typedefs import Middleware
 
 from podsync.config import Config
 from podsync.services.auth import AuthService, load_secret_key
+from podsync.services.feed_info import FeedInfoService
+from podsync.services.feeds.fetcher import FeedFetcher
+from podsync.services.feeds.http import FeedClient
 from podsync.services.gpodder import build_gpodder
 from podsync.services.health import require_writable
 from podsync.services.listing import ListingService
@@ -19,7 +22,7 @@ from podsync.services.passwords import PasswordService
 from podsync.services.sync import SyncService
 from podsync.storage.engine import create_engine
 from podsync.web.cors import cors_middleware
-from podsync.web.keys import AUTH, CONFIG, DB, GPODDER, LISTING, SYNC
+from podsync.web.keys import AUTH, CONFIG, DB, FEED_INFO, GPODDER, LISTING, SYNC
 from podsync.web.metrics import METRICS, Metrics, metrics_middleware
 from podsync.web.middleware import (
     auth_middleware,
@@ -45,12 +48,21 @@ async def _prune_periodically(sync: SyncService) -> None:
         await asyncio.sleep(PRUNE_INTERVAL_S)
 
 
+async def _stop(task: asyncio.Task[None] | None) -> None:
+    if task is not None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
 async def _resources(app: web.Application) -> AsyncIterator[None]:
     config = app[CONFIG]
     db = create_engine(config.database)
     await db.open()
     passwords = PasswordService()
     pruner: asyncio.Task[None] | None = None
+    fetcher: FeedFetcher | None = None
+    fetching: asyncio.Task[None] | None = None
     try:
         # A server that cannot write would answer every sync with an error: refuse.
         await require_writable(db)
@@ -60,13 +72,25 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
         app[SYNC] = SyncService(db, config.sync)
         app[LISTING] = ListingService(db, secret)
         app[GPODDER] = build_gpodder(db, app[AUTH], app[SYNC], secret, config.gpodder)
+        app[FEED_INFO] = FeedInfoService(db, config.feeds.fetch_metadata)
         pruner = asyncio.create_task(_prune_periodically(app[SYNC]))
+        # Off by default: then nothing here, or anywhere, opens an outbound connection.
+        if config.feeds.fetch_metadata:
+            client = FeedClient(config.feeds.allow_private)
+            fetcher = FeedFetcher(db, client, config.feeds.refresh_hours)
+            await fetcher.open()
+            fetching = asyncio.create_task(fetcher.run_forever())
+            log.info(
+                "fetching subscribed feeds for titles and artwork, each at most every %d h%s",
+                config.feeds.refresh_hours,
+                " (private addresses allowed)" if config.feeds.allow_private else "",
+            )
         yield
     finally:
-        if pruner is not None:
-            pruner.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await pruner
+        await _stop(pruner)
+        await _stop(fetching)
+        if fetcher is not None:
+            await fetcher.close()
         await db.close()
         passwords.close()
 

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from podsync.config import Config
     from podsync.model import User
     from podsync.services.auth import AuthService
+    from podsync.services.feed_info import FeedInfoService
     from podsync.services.gpodder import Gpodder
     from podsync.services.listing import ListingService
     from podsync.services.sync import SyncService
@@ -24,6 +25,8 @@ AUTH: web.AppKey[AuthService] = web.AppKey("auth")
 SYNC: web.AppKey[SyncService] = web.AppKey("sync")
 LISTING: web.AppKey[ListingService] = web.AppKey("listing")
 GPODDER: web.AppKey[Gpodder] = web.AppKey("gpodder")
+# What the feed fetcher learned (titles, artwork, episode titles, fetch errors).
+FEED_INFO: web.AppKey[FeedInfoService] = web.AppKey("feed_info")
 
 REQUEST_ID = web.RequestKey("request_id", str)
 CLIENT_ADDRESS = web.RequestKey("client_address", str)

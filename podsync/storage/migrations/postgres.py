@@ -173,7 +173,43 @@ MIGRATIONS: tuple[Step, ...] = (
     FOR EACH ROW WHEN (OLD.feed_url IS DISTINCT FROM NEW.feed_url)
     EXECUTE FUNCTION subscriptions_keep_old_url();
     """,
-    # 6: the web UI's browser sessions and the admin flag (as SQLite's step 6).
+    # 6: the opt-in feed fetcher's tables (as SQLite's step 6).
+    """
+    CREATE TABLE feed_info (
+        url_key       TEXT PRIMARY KEY,        -- url key of the feed URL
+        feed_url      TEXT NOT NULL,           -- the spelling fetched (first seen)
+        title         TEXT,
+        link          TEXT,                    -- the feed's website
+        artwork_url   TEXT,
+        etag          TEXT,                    -- for the next conditional GET
+        last_modified TEXT,
+        fetched_at    BIGINT,                  -- last fetch that succeeded
+        checked_at    BIGINT,                  -- last fetch tried
+        last_error    TEXT,                    -- why the last fetch failed, if it did
+        failures      BIGINT NOT NULL DEFAULT 0,  -- failed fetches in a row
+        next_try_at   BIGINT NOT NULL          -- due then (a claim moves it past the fetch)
+    );
+    CREATE INDEX feed_info_due ON feed_info(next_try_at);
+
+    CREATE TABLE feed_episodes (
+        url_key     TEXT NOT NULL REFERENCES feed_info(url_key) ON DELETE CASCADE,
+        episode_url TEXT NOT NULL,             -- enclosure URL, '' when the item has none
+        guid        TEXT NOT NULL,             -- as the feed writes it, '' when none
+        title       TEXT NOT NULL
+    );
+    CREATE INDEX feed_episodes_url ON feed_episodes(url_key, episode_url);
+    CREATE INDEX feed_episodes_guid ON feed_episodes(url_key, guid);
+
+    CREATE TABLE feed_discovery (
+        id  INTEGER PRIMARY KEY CHECK (id = 1),
+        seq BIGINT NOT NULL                    -- subscriptions' change_seq read so far
+    );
+    INSERT INTO feed_discovery (id, seq) VALUES (1, 0);
+
+    -- Is anyone still subscribed to this feed? (the fetcher asks before each fetch)
+    CREATE INDEX subscriptions_feed ON subscriptions(url_key) WHERE unsubscribed_at IS NULL;
+    """,
+    # 7: the web UI's browser sessions and the admin flag (as SQLite's step 7).
     """
     ALTER TABLE users ADD COLUMN admin INTEGER NOT NULL DEFAULT 0;
     CREATE TABLE web_sessions (

@@ -170,7 +170,45 @@ MIGRATIONS: tuple[Step, ...] = (
         VALUES (old.id, old.user_id, old.feed_url, new.change_seq);
     END;
     """,
-    # 6: the web UI: browser sessions (a row per signed-in browser, the SHA-256 of its
+    # 6: what the opt-in feed fetcher learns of each distinct feed (shared by all its
+    # subscribers) and its fetch state; the titles of the episodes feeds list; how far
+    # the fetcher has read the change sequence for new feeds.
+    """
+    CREATE TABLE feed_info (
+        url_key       TEXT PRIMARY KEY,        -- url key of the feed URL
+        feed_url      TEXT NOT NULL,           -- the spelling fetched (first seen)
+        title         TEXT,
+        link          TEXT,                    -- the feed's website
+        artwork_url   TEXT,
+        etag          TEXT,                    -- for the next conditional GET
+        last_modified TEXT,
+        fetched_at    INTEGER,                 -- last fetch that succeeded
+        checked_at    INTEGER,                 -- last fetch tried
+        last_error    TEXT,                    -- why the last fetch failed, if it did
+        failures      INTEGER NOT NULL DEFAULT 0,  -- failed fetches in a row
+        next_try_at   INTEGER NOT NULL         -- due then (a claim moves it past the fetch)
+    ) STRICT;
+    CREATE INDEX feed_info_due ON feed_info(next_try_at);
+
+    CREATE TABLE feed_episodes (
+        url_key     TEXT NOT NULL REFERENCES feed_info(url_key) ON DELETE CASCADE,
+        episode_url TEXT NOT NULL,             -- enclosure URL, '' when the item has none
+        guid        TEXT NOT NULL,             -- as the feed writes it, '' when none
+        title       TEXT NOT NULL
+    ) STRICT;
+    CREATE INDEX feed_episodes_url ON feed_episodes(url_key, episode_url);
+    CREATE INDEX feed_episodes_guid ON feed_episodes(url_key, guid);
+
+    CREATE TABLE feed_discovery (
+        id  INTEGER PRIMARY KEY CHECK (id = 1),
+        seq INTEGER NOT NULL                   -- subscriptions' change_seq read so far
+    ) STRICT;
+    INSERT INTO feed_discovery (id, seq) VALUES (1, 0);
+
+    -- Is anyone still subscribed to this feed? (the fetcher asks before each fetch)
+    CREATE INDEX subscriptions_feed ON subscriptions(url_key) WHERE unsubscribed_at IS NULL;
+    """,
+    # 7: the web UI: browser sessions (a row per signed-in browser, the SHA-256 of its
     # cookie's token, its CSRF token) and the admin flag of a user.
     """
     ALTER TABLE users ADD COLUMN admin INTEGER NOT NULL DEFAULT 0;

@@ -1,0 +1,101 @@
+"""What the pages, the OPML export and the gpodder lists read of the feed fetcher's
+findings: titles, websites and artwork of feeds, titles of episodes, and each feed's
+fetch state (last error, next try).
+
+Everything here is a read of what the fetcher stored (`podsync.store.feed_info`);
+nothing here makes a connection. With `[feeds] fetch_metadata = false` nothing is
+ever fetched, so every lookup finds nothing, and callers fall back to what they had
+(the title an OPML import kept, or the URL).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from podsync.feeds import url_key
+from podsync.storage.engine import Engine
+from podsync.store import feed_info as store
+from podsync.store.feed_info import FeedInfo
+
+__all__ = ["EpisodeRef", "FeedInfo", "FeedInfoService", "FetchSummary"]
+
+
+class EpisodeRef(NamedTuple):
+    """One episode as an app named it in an episode action."""
+
+    feed_url: str  # the podcast URL of the action (any spelling of the feed)
+    episode_url: str  # the media URL of the action
+    guid: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FetchSummary:
+    enabled: bool  # [feeds] fetch_metadata
+    feeds: int  # feeds known to the fetcher
+    fetched: int  # feeds fetched at least once
+    failing: int  # feeds whose last fetch failed
+
+
+class FeedInfoService:
+    def __init__(self, db: Engine, enabled: bool) -> None:
+        self.db = db
+        # Whether the fetcher runs ([feeds] fetch_metadata): a page can say why it
+        # shows no titles.
+        self.enabled = enabled
+
+    async def for_feeds(self, feed_urls: Iterable[str]) -> dict[str, FeedInfo]:
+        """What is known of each of `feed_urls`, keyed by the URL as given (a feed
+        the fetcher has not come across yet is absent; one not fetched yet has no
+        title and no `fetched_at`). Two spellings of one feed (same url
+        key) get the same FeedInfo."""
+        keys = {url: url_key(url) for url in feed_urls}
+        if not keys:
+            return {}
+        async with self.db.read() as conn:
+            known = await store.infos(conn, keys.values())
+        return {url: known[key] for url, key in keys.items() if key in known}
+
+    async def titles(self, feed_urls: Iterable[str]) -> dict[str, str]:
+        """The learned title of each of `feed_urls` that has one, keyed by the URL
+        as given (OPML export, gpodder lists)."""
+        infos = await self.for_feeds(feed_urls)
+        return {url: info.title for url, info in infos.items() if info.title}
+
+    async def episode_titles(self, episodes: Iterable[EpisodeRef]) -> dict[EpisodeRef, str]:
+        """The title of each episode the fetcher saw in its feed: matched by guid
+        first, else by the enclosure URL, within the same feed (url key)."""
+        refs = list(dict.fromkeys(episodes))
+        if not refs:
+            return {}
+        keys = {ref.feed_url: url_key(ref.feed_url) for ref in refs}
+        async with self.db.read() as conn:
+            rows = await store.episode_titles(
+                conn,
+                keys.values(),
+                (ref.episode_url for ref in refs),
+                (ref.guid for ref in refs if ref.guid),
+            )
+        by_guid = {(r.url_key, r.guid): r.title for r in rows if r.guid}
+        by_url = {(r.url_key, r.episode_url): r.title for r in rows if r.episode_url}
+        found: dict[EpisodeRef, str] = {}
+        for ref in refs:
+            key = keys[ref.feed_url]
+            title = by_guid.get((key, ref.guid)) if ref.guid else None
+            if title is None:
+                title = by_url.get((key, ref.episode_url))
+            if title is not None:
+                found[ref] = title
+        return found
+
+    async def failing(self, limit: int = 100) -> list[FeedInfo]:
+        """Feeds whose last fetch failed (with the error and the next try), the
+        longest-failing first."""
+        async with self.db.read() as conn:
+            return await store.failing(conn, limit)
+
+    async def summary(self) -> FetchSummary:
+        async with self.db.read() as conn:
+            feeds, fetched, failing = await store.counts(conn)
+        return FetchSummary(self.enabled, feeds, fetched, failing)

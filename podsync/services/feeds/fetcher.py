@@ -1,0 +1,178 @@
+"""The background task that keeps feed titles, websites, artwork and episode titles
+fresh (`[feeds] fetch_metadata = true`).
+
+Each pass: notice the feeds of subscriptions changed since the last pass (any
+process's), claim the feeds that are due and still subscribed (a claim in the
+database, so several server processes on one database fetch each feed once), fetch
+a few at a time, parse in one worker thread, and record the outcome per feed. A feed
+is fetched at most once per `refresh_hours` whoever subscribes to it; a failure is
+recorded with its reason and tried again after a backoff that doubles per failure.
+
+Only the `feed_info` and `feed_episodes` tables are written: the subscriptions, the
+change feed and everything an app syncs stay as they are, whatever a feed holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+from podsync import timestamps
+from podsync.services.feeds.http import FeedClient, FetchError
+from podsync.services.feeds.parse import NotAFeed, parse_feed
+from podsync.storage.engine import Engine
+from podsync.store import feed_info as store
+
+log = logging.getLogger("podsync.feeds")
+
+HOUR_US = 3_600_000_000
+MAX_BACKOFF_US = 7 * 24 * HOUR_US
+# A claimed feed is not claimed again for this long: the fetch ends long before (its
+# time limit), unless the process died, and then another process picks it up.
+LEASE_US = 10 * 60_000_000
+DISCOVERY_BATCH = 1000
+CLAIM_BATCH = 16
+EPISODES_PER_WRITE = 500
+
+
+def shown(url_key: str) -> str:
+    """A url key for a log line: without the user name and password a feed URL can
+    carry (`user:secret@host/feed` -> `***@host/feed`)."""
+    cut = min((i for i in (url_key.find("/"), url_key.find("?")) if i >= 0), default=len(url_key))
+    _, at, host = url_key[:cut].rpartition("@")
+    return ("***@" if at else "") + host + url_key[cut:]
+
+
+def next_try_after_failure(now: int, failures: int, refresh_us: int) -> int:
+    """The refresh window, doubled per failure in a row after the first, up to a week
+    (or the window, when that is longer)."""
+    delay: int = refresh_us * 2 ** min(failures - 1, 16)
+    return now + min(delay, max(refresh_us, MAX_BACKOFF_US))
+
+
+class FeedFetcher:
+    def __init__(
+        self,
+        db: Engine,
+        client: FeedClient,
+        refresh_hours: int,
+        *,
+        concurrency: int = 4,
+        poll_interval_s: float = 60.0,
+        clock: Callable[[], int] = timestamps.now_us,
+    ) -> None:
+        self.db = db
+        self.refresh_us = refresh_hours * HOUR_US
+        self.client = client
+        self.concurrency = concurrency
+        self.poll_interval_s = poll_interval_s
+        self.clock = clock
+        # One parse at a time, off the event loop: a large feed costs the loop nothing
+        # but the GIL's switch interval, and never more than one core in all.
+        self._parser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="podsync-feed-parse")
+
+    async def open(self) -> None:
+        await self.client.open()
+
+    async def close(self) -> None:
+        await self.client.close()
+        self._parser.shutdown(wait=True, cancel_futures=True)
+
+    async def run_forever(self) -> None:
+        """Passes until cancelled; a pass that fails is logged and the next one runs."""
+        while True:
+            try:
+                await self.run_once()
+            except Exception:
+                log.exception("the feed fetcher's pass failed; trying again later")
+            await asyncio.sleep(self.poll_interval_s)
+
+    async def run_once(self) -> int:
+        """One pass: discover, then claim and fetch until nothing is due. Returns how
+        many feeds were fetched (successfully or not)."""
+        while True:
+            async with self.db.write() as conn:
+                seen = await store.discover(conn, self.clock(), DISCOVERY_BATCH)
+            if seen < DISCOVERY_BATCH:
+                break
+        done = 0
+        gate = asyncio.Semaphore(self.concurrency)
+        while True:
+            now = self.clock()
+            async with self.db.write() as conn:
+                due = await store.claim_due(conn, now, now + LEASE_US, CLAIM_BATCH)
+            if not due:
+                return done
+            await asyncio.gather(*(self._gated(gate, feed) for feed in due))
+            done += len(due)
+
+    async def _gated(self, gate: asyncio.Semaphore, feed: store.DueFeed) -> None:
+        async with gate:
+            await self.fetch_one(feed)
+
+    async def fetch_one(self, feed: store.DueFeed) -> None:
+        """Fetch, parse and record one claimed feed; never raises for the feed's
+        faults (they are recorded)."""
+        try:
+            fetched = await self.client.fetch(feed.feed_url, feed.etag, feed.last_modified)
+            learned = None
+            if not fetched.not_modified:
+                loop = asyncio.get_running_loop()
+                learned = await loop.run_in_executor(
+                    self._parser, parse_feed, fetched.body, fetched.url, fetched.content_type
+                )
+        except (FetchError, NotAFeed) as exc:
+            await self._failed(feed, str(exc))
+            return
+        except Exception as exc:  # a parser bug must not stop the other feeds
+            log.exception("reading the feed %s failed", shown(feed.url_key))
+            await self._failed(feed, f"the feed could not be read ({type(exc).__name__})")
+            return
+        if learned is not None:
+            await self._store_episodes(feed.url_key, learned)
+        now = self.clock()
+        async with self.db.write() as conn:
+            await store.record_fetched(
+                conn,
+                feed.url_key,
+                learned,
+                fetched.etag,
+                fetched.last_modified,
+                now,
+                now + self.refresh_us,
+            )
+
+    async def _store_episodes(self, url_key: str, learned: store.LearnedFeed) -> None:
+        """Write only what changed since the last fetch (usually an episode or two), a
+        few hundred rows per write, so that no write holds the lock for long; the
+        stored rows are read off the event loop."""
+        async with self.db.read(threaded=True) as conn:
+            stored = await store.stored_episodes(conn, url_key)
+        wanted = set(learned.episodes)
+        removed = sorted(stored - wanted)
+        added = sorted(wanted - stored)
+        for start in range(0, max(len(removed), len(added)), EPISODES_PER_WRITE):
+            async with self.db.write() as conn:
+                await store.change_episodes(
+                    conn,
+                    url_key,
+                    removed[start : start + EPISODES_PER_WRITE],
+                    added[start : start + EPISODES_PER_WRITE],
+                )
+
+    async def _failed(self, feed: store.DueFeed, error: str) -> None:
+        now = self.clock()
+        failures = feed.failures + 1
+        log.info(
+            "fetching the feed %s failed (%d in a row): %s", shown(feed.url_key), failures, error
+        )
+        async with self.db.write() as conn:
+            await store.record_failure(
+                conn,
+                feed.url_key,
+                error,
+                now,
+                next_try_after_failure(now, failures, self.refresh_us),
+            )

@@ -1,0 +1,257 @@
+"""What the feed fetcher learned about feeds: title, website, artwork, the titles of
+their episodes, and each feed's fetch state (tables `feed_info`, `feed_episodes`).
+
+One row per distinct feed (its url key), shared by every user subscribed to it. The
+fetcher writes here only; the sync tables are never touched, so nothing learned from
+a feed reaches an app's sync state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from podsync.store import Connection
+
+# Keep IN lists modest on both engines.
+_CHUNK = 500
+
+
+@dataclass(frozen=True, slots=True)
+class FeedInfo:
+    """One feed as the fetcher knows it. Times are microseconds since the epoch."""
+
+    url_key: str  # podsync.feeds.url_key of the feed URL: every spelling of one feed
+    feed_url: str  # the URL fetched (the first subscriber's spelling)
+    title: str | None
+    link: str | None  # the feed's website
+    artwork_url: str | None
+    fetched_at: int | None  # the last fetch that succeeded (200 or 304)
+    checked_at: int | None  # the last fetch tried, whatever its outcome
+    last_error: str | None  # why the last fetch failed; None once one succeeds
+    failures: int  # fetches failed in a row (the backoff's exponent)
+    next_try_at: int  # when the fetcher will try again
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeTitle:
+    url_key: str
+    episode_url: str  # the enclosure URL ("" when the item has none)
+    guid: str | None
+    title: str
+
+
+_INFO = (
+    "url_key, feed_url, title, link, artwork_url, fetched_at, checked_at, last_error, "
+    "failures, next_try_at"
+)
+
+
+def _info(row: Any) -> FeedInfo:
+    return FeedInfo(*row)
+
+
+def _chunks(values: Sequence[str]) -> Iterable[Sequence[str]]:
+    for start in range(0, len(values), _CHUNK):
+        yield values[start : start + _CHUNK]
+
+
+async def infos(conn: Connection, url_keys: Iterable[str]) -> dict[str, FeedInfo]:
+    """The known feeds among `url_keys`, by url key (a feed never fetched is absent)."""
+    found: dict[str, FeedInfo] = {}
+    for chunk in _chunks(sorted(set(url_keys))):
+        rows = await conn.fetch_all(
+            f"SELECT {_INFO} FROM feed_info WHERE url_key IN ({','.join('?' * len(chunk))})",
+            chunk,
+        )
+        for row in rows:
+            info = _info(row)
+            found[info.url_key] = info
+    return found
+
+
+async def failing(conn: Connection, limit: int) -> list[FeedInfo]:
+    """Feeds whose last fetch failed, the longest-failing first."""
+    rows = await conn.fetch_all(
+        f"SELECT {_INFO} FROM feed_info WHERE last_error IS NOT NULL "
+        "ORDER BY failures DESC, url_key LIMIT ?",
+        (limit,),
+    )
+    return [_info(r) for r in rows]
+
+
+async def counts(conn: Connection) -> tuple[int, int, int]:
+    """(feeds known, feeds fetched at least once, feeds whose last fetch failed)."""
+    row = await conn.fetch_one(
+        "SELECT count(*), count(fetched_at), count(last_error) FROM feed_info"
+    )
+    return (0, 0, 0) if row is None else (int(row[0]), int(row[1]), int(row[2]))
+
+
+async def episode_titles(
+    conn: Connection, url_keys: Iterable[str], episode_urls: Iterable[str], guids: Iterable[str]
+) -> list[EpisodeTitle]:
+    """Episode titles of the feeds `url_keys` whose enclosure URL is among
+    `episode_urls` or whose guid is among `guids` (the caller pairs them up)."""
+    keys = sorted(set(url_keys))
+    found: list[EpisodeTitle] = []
+    for column, values in (("episode_url", episode_urls), ("guid", guids)):
+        wanted = sorted(set(values) - {""})
+        for key_chunk in _chunks(keys):
+            for chunk in _chunks(wanted):
+                rows = await conn.fetch_all(
+                    "SELECT url_key, episode_url, guid, title FROM feed_episodes "
+                    f"WHERE url_key IN ({','.join('?' * len(key_chunk))}) "
+                    f"AND {column} IN ({','.join('?' * len(chunk))})",
+                    [*key_chunk, *chunk],
+                )
+                found += [EpisodeTitle(k, u, g or None, t) for k, u, g, t in rows]
+    return found
+
+
+# --- The fetcher's side: discovering feeds, claiming them, recording outcomes.
+
+
+@dataclass(frozen=True, slots=True)
+class DueFeed:
+    """A feed a process has claimed for one fetch."""
+
+    url_key: str
+    feed_url: str
+    etag: str | None
+    last_modified: str | None
+    failures: int
+
+
+@dataclass(frozen=True, slots=True)
+class LearnedFeed:
+    """What one successful fetch found (already cleaned and bounded)."""
+
+    title: str | None
+    link: str | None
+    artwork_url: str | None
+    # (episode_url, guid, title); "" for an item without an enclosure URL or a guid
+    episodes: Sequence[tuple[str, str, str]]
+
+
+async def discover(conn: Connection, now: int, limit: int) -> int:
+    """Add the feeds of subscriptions changed since the last call (any process's) to
+    `feed_info`, due at once; return how many subscriptions were looked at. Walks the
+    change sequence, so each pass costs what changed, not what exists. Call in a write."""
+    row = await conn.fetch_one("SELECT seq FROM feed_discovery WHERE id = 1")
+    after = 0 if row is None else int(row[0])
+    rows = await conn.fetch_all(
+        "SELECT change_seq, url_key, feed_url, unsubscribed_at FROM subscriptions "
+        "WHERE change_seq > ? ORDER BY change_seq LIMIT ?",
+        (after, limit),
+    )
+    if not rows:
+        return 0
+    first_spelling: dict[str, str] = {}
+    for _, key, url, unsubscribed_at in rows:
+        if unsubscribed_at is None:  # a feed subscribed again comes by again
+            first_spelling.setdefault(str(key), str(url))
+    if first_spelling:
+        await conn.execute_many(
+            "INSERT INTO feed_info (url_key, feed_url, next_try_at) VALUES (?, ?, ?) "
+            "ON CONFLICT (url_key) DO NOTHING",
+            [(key, url, now) for key, url in first_spelling.items()],
+        )
+    bigger = "max" if conn.dialect == "sqlite" else "greatest"
+    await conn.execute(
+        f"UPDATE feed_discovery SET seq = {bigger}(seq, ?) WHERE id = 1", (int(rows[-1][0]),)
+    )
+    return len(rows)
+
+
+async def claim_due(conn: Connection, now: int, lease_until: int, limit: int) -> list[DueFeed]:
+    """Claim up to `limit` feeds due at `now` that someone still subscribes to: each
+    claimed feed's next try moves to `lease_until`, so no other process (or pass)
+    fetches it meanwhile. The claim is a conditional UPDATE per feed: when two
+    processes race for one, the second updates no row and leaves it."""
+    candidates = await conn.fetch_all(
+        "SELECT url_key, feed_url, etag, last_modified, failures, next_try_at FROM feed_info f "
+        "WHERE next_try_at <= ? AND EXISTS (SELECT 1 FROM subscriptions s "
+        "WHERE s.url_key = f.url_key AND s.unsubscribed_at IS NULL) "
+        "ORDER BY next_try_at, url_key LIMIT ?",
+        (now, limit),
+    )
+    claimed = []
+    for key, url, etag, modified, failures, due in candidates:
+        won = await conn.execute(
+            "UPDATE feed_info SET next_try_at = ? WHERE url_key = ? AND next_try_at = ?",
+            (lease_until, key, due),
+        )
+        if won:
+            claimed.append(DueFeed(key, url, etag, modified, int(failures)))
+    return claimed
+
+
+async def stored_episodes(conn: Connection, url_key: str) -> set[tuple[str, str, str]]:
+    """The feed's stored (episode_url, guid, title) rows ("" for a missing URL or guid)."""
+    rows = await conn.fetch_all(
+        "SELECT episode_url, guid, title FROM feed_episodes WHERE url_key = ?", (url_key,)
+    )
+    return {(str(u), str(g), str(t)) for u, g, t in rows}
+
+
+async def change_episodes(
+    conn: Connection,
+    url_key: str,
+    removed: Sequence[tuple[str, str, str]],
+    added: Sequence[tuple[str, str, str]],
+) -> None:
+    """Delete and insert (episode_url, guid, title) rows of the feed. Call in a write;
+    the fetcher passes a few hundred at a time, so that no write holds the lock long."""
+    if removed:
+        await conn.execute_many(
+            "DELETE FROM feed_episodes "
+            "WHERE url_key = ? AND episode_url = ? AND guid = ? AND title = ?",
+            [(url_key, *row) for row in removed],
+        )
+    if added:
+        await conn.execute_many(
+            "INSERT INTO feed_episodes (url_key, episode_url, guid, title) VALUES (?, ?, ?, ?)",
+            [(url_key, *row) for row in added],
+        )
+
+
+async def record_fetched(
+    conn: Connection,
+    url_key: str,
+    learned: LearnedFeed | None,
+    etag: str | None,
+    last_modified: str | None,
+    now: int,
+    next_try_at: int,
+) -> None:
+    """A fetch succeeded: with `learned` (200) the feed's title, website and artwork
+    are replaced (its episodes go through `change_episodes`), without (304, not
+    modified) they stay. Call in a write."""
+    if learned is not None:
+        await conn.execute(
+            "UPDATE feed_info SET title = ?, link = ?, artwork_url = ? WHERE url_key = ?",
+            (learned.title, learned.link, learned.artwork_url, url_key),
+        )
+    await conn.execute(
+        "UPDATE feed_info SET etag = ?, last_modified = ?, fetched_at = ?, checked_at = ?, "
+        "last_error = NULL, failures = 0, next_try_at = ? WHERE url_key = ?",
+        (etag, last_modified, now, now, next_try_at, url_key),
+    )
+
+
+async def record_failure(
+    conn: Connection, url_key: str, error: str, now: int, next_try_at: int
+) -> None:
+    """A fetch failed: keep what was learned before, note why and when to try again."""
+    await conn.execute(
+        "UPDATE feed_info SET checked_at = ?, last_error = ?, failures = failures + 1, "
+        "next_try_at = ? WHERE url_key = ?",
+        (now, error, next_try_at, url_key),
+    )
+
+
+async def episode_count(conn: Connection, url_key: str) -> int:
+    row = await conn.fetch_one("SELECT count(*) FROM feed_episodes WHERE url_key = ?", (url_key,))
+    return 0 if row is None else int(row[0])
