@@ -5,9 +5,12 @@ the admin pages, screenshots at 390 and 1280 px and axe-core on every page."""
 
 from __future__ import annotations
 
+import http.server
 import os
 import re
 import subprocess
+import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -19,6 +22,7 @@ from mygpoclient import api
 
 from podsync.config import Config
 from tests.conftest import PASSWORD, ServeProcess
+from tests.feed_site import rss
 from tests.server_support import access_token, podsync_command, request
 from tests.ui_browser import (
     DESKTOP,
@@ -520,3 +524,87 @@ def test_admin_users_page_and_a_non_admin_refused(
     assert re.search(r"WARNING.*admin alice deleted user dave", text)
     ctx.close()
     other.close()
+
+
+class _Feeds(http.server.BaseHTTPRequestHandler):
+    """A podcast host on 127.0.0.1 for the feed fetcher: one feed, one missing."""
+
+    feed = rss("The Show", episodes=3, artwork="https://127.0.0.1:1/art.jpg")
+
+    def do_GET(self) -> None:
+        if self.path == "/show.xml":
+            self.send_response(200)
+            self.send_header("Content-Type", "application/rss+xml")
+            self.send_header("Content-Length", str(len(self.feed)))
+            self.end_headers()
+            self.wfile.write(self.feed)
+        else:
+            self.send_error(404)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def test_titles_artwork_and_episode_titles_from_the_feed_fetcher(
+    make_config: Any,
+    seeded_users: tuple[str, ...],
+    serve_process: Callable[..., ServeProcess],
+    context: Any,
+    tmp_path: Path,
+) -> None:
+    host = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Feeds)
+    threading.Thread(target=host.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{host.server_address[1]}"
+        config = make_config(feeds={"fetch_metadata": True, "allow_private": True})
+        opml = tmp_path / "feeds.opml"
+        opml.write_text(
+            '<opml version="2.0"><body>'
+            f'<outline type="rss" xmlUrl="{base}/show.xml"/>'
+            f'<outline type="rss" xmlUrl="{base}/gone.xml"/></body></opml>'
+        )
+        result = run_cli(config, "opml", "import", "alice", str(opml))
+        assert result.exit_code == 0, result.output
+        server = serve_process(config).url
+        client = api.MygPodderClient("alice", PASSWORD, server)
+        client.upload_episode_actions(
+            [
+                api.EpisodeAction(
+                    f"{base}/show.xml",
+                    "https://cdn.show.example/2.mp3",
+                    "play",
+                    "phone",
+                    "2026-11-01T10:00:00",
+                    started=0,
+                    position=60,
+                    total=120,
+                )
+            ]
+        )
+        page = context.new_page()
+        sign_in(page, server)
+        deadline = time.monotonic() + 60
+        while True:
+            page.goto(server + "/ui/subscriptions")
+            text = page.locator(".subs").inner_text()
+            if "The Show" in text and "feed not reachable" in text:
+                break
+            assert time.monotonic() < deadline, text
+            time.sleep(0.5)
+        shown = page.locator(".sub", has_text="The Show")
+        assert shown.locator("img").get_attribute("src") == "https://127.0.0.1:1/art.jpg"
+        assert shown.get_by_role("link", name="The Show").get_attribute("href") == (
+            "https://show.example/"
+        )
+        gone = page.locator(".sub", has_text="gone.xml")
+        assert "feed not reachable" in gone.inner_text()
+        page.get_by_label("Search by title or URL").fill("the show")
+        page.get_by_role("button", name="Search").click()
+        assert page.locator(".sub .title").all_inner_texts() == ["The Show"]
+        page.goto(server + "/ui/history")
+        item = page.locator(".history li").first.inner_text()
+        assert "Episode 2: a conversation about things" in item and "The Show" in item
+        screenshot(page, "history-with-titles-1280")
+    finally:
+        host.shutdown()
+        host.server_close()

@@ -25,6 +25,7 @@ class HistoryRow:
     podcast_url: str
     podcast_title: str | None  # the subscription's title, when the user has one
     episode_url: str
+    guid: str | None
     action: str
     occurred_at: int
     device_id: str | None
@@ -41,18 +42,23 @@ def like_pattern(text: str) -> str:
 def _subscription_filter(
     user_id: int, search: str | None, include_unsubscribed: bool
 ) -> tuple[str, list[Any]]:
-    where = "user_id = ?"
+    where = "s.user_id = ?"
     params: list[Any] = [user_id]
     if not include_unsubscribed:
-        where += " AND unsubscribed_at IS NULL"
+        where += " AND s.unsubscribed_at IS NULL"
     if search:
+        # The title the user's OPML import kept, or the one the feed fetcher learned.
         pattern = like_pattern(search)
         where += (
-            " AND (lower(feed_url) LIKE ? ESCAPE '\\' "
-            "OR lower(coalesce(title, '')) LIKE ? ESCAPE '\\')"
+            " AND (lower(s.feed_url) LIKE ? ESCAPE '\\' "
+            "OR lower(coalesce(s.title, '')) LIKE ? ESCAPE '\\' "
+            "OR lower(coalesce(f.title, '')) LIKE ? ESCAPE '\\')"
         )
-        params += [pattern, pattern]
+        params += [pattern, pattern, pattern]
     return where, params
+
+
+_SEARCHED = "subscriptions s LEFT JOIN feed_info f ON f.url_key = s.url_key"
 
 
 async def subscriptions_page(
@@ -65,12 +71,13 @@ async def subscriptions_page(
 ) -> tuple[list[SubscriptionRow], int]:
     """One page, newest first, and how many match in all."""
     where, params = _subscription_filter(user_id, search, include_unsubscribed)
+    source = _SEARCHED if search else "subscriptions s"
     rows = await conn.fetch_all(
-        "SELECT sync_id, feed_url, title, subscribed_at, unsubscribed_at FROM subscriptions "
-        f"WHERE {where} ORDER BY id DESC LIMIT ? OFFSET ?",
+        "SELECT s.sync_id, s.feed_url, s.title, s.subscribed_at, s.unsubscribed_at "
+        f"FROM {source} WHERE {where} ORDER BY s.id DESC LIMIT ? OFFSET ?",
         [*params, limit, offset],
     )
-    total = await conn.fetch_one(f"SELECT count(*) FROM subscriptions WHERE {where}", params)
+    total = await conn.fetch_one(f"SELECT count(*) FROM {source} WHERE {where}", params)
     return (
         [
             SubscriptionRow(
@@ -98,7 +105,7 @@ async def subscription_counts(conn: Connection, user_id: int) -> tuple[int, int]
 
 
 _HISTORY = (
-    "SELECT e.seq, e.podcast_url, s.title, e.episode_url, e.action, e.occurred_at, "
+    "SELECT e.seq, e.podcast_url, s.title, e.episode_url, e.guid, e.action, e.occurred_at, "
     "e.device_id, e.position, e.total FROM episode_actions e "
     "LEFT JOIN subscriptions s ON s.user_id = e.user_id AND s.url_key = e.podcast_key "
 )
@@ -141,11 +148,12 @@ async def history_page(
             str(r[1]),
             None if r[2] is None else str(r[2]),
             str(r[3]),
-            str(r[4]),
-            int(r[5]),
-            None if r[6] is None else str(r[6]),
-            None if r[7] is None else int(r[7]),
+            None if r[4] is None else str(r[4]),
+            str(r[5]),
+            int(r[6]),
+            None if r[7] is None else str(r[7]),
             None if r[8] is None else int(r[8]),
+            None if r[9] is None else int(r[9]),
         )
         for r in rows
     ]

@@ -8,8 +8,9 @@ from aiohttp import web
 
 from podsync.config import GpodderConfig
 from podsync.errors import InvalidInput
+from podsync.services.feed_info import EpisodeRef
 from podsync.web.home import server_address
-from podsync.web.keys import CONFIG
+from podsync.web.keys import CONFIG, FEED_INFO
 from podsync.web.ui.guard import form_text
 from podsync.web.ui.keys import BROWSE, SIGNED_IN
 from podsync.web.ui.render import Moment, duration, file_name, host_and_path, render, zone
@@ -88,18 +89,21 @@ async def _subscriptions_page(
             query["page"] = str(number)
         return "/ui/subscriptions" + ("?" + urlencode(query) if query else "")
 
+    infos = await request.app[FEED_INFO].for_feeds(s.feed_url for s in found.rows)
     rows = []
     for s in found.rows:
-        title = s.title or host_and_path(s.feed_url)
+        info = infos.get(s.feed_url)
+        # The user's own title (an OPML import) first, then the one the fetcher learned.
+        title = s.title or (info.title if info else None) or host_and_path(s.feed_url)
         rows.append(
             {
                 "sync_id": s.sync_id,
                 "feed_url": s.feed_url,
                 "title": title,
                 "initial": title[:1],
-                "artwork": None,
-                "link": None,
-                "fetch_error": None,
+                "artwork": _shown_url(info.artwork_url if info else None, images=True),
+                "link": _shown_url(info.link if info else None),
+                "fetch_error": info.last_error if info else None,
                 "subscribed": s.unsubscribed_at is None,
                 "since": Moment(s.unsubscribed_at or s.subscribed_at, tz),
             }
@@ -165,6 +169,15 @@ async def resubscribe(request: web.Request) -> web.Response:
     raise web.HTTPSeeOther(_with_notice(_back(request), "resubscribed"))
 
 
+def _shown_url(url: str | None, images: bool = False) -> str | None:
+    """A URL a page may link to or load: https (the CSP allows images from https: only),
+    or http for a plain link."""
+    if not url:
+        return None
+    scheme = url.split(":", 1)[0].lower()
+    return url if scheme == "https" or (scheme == "http" and not images) else None
+
+
 def _with_notice(path: str, code: str) -> str:
     return f"{path}{'&' if '?' in path else '?'}done={code}"
 
@@ -198,6 +211,12 @@ async def history(request: web.Request) -> web.Response:
         _int_param(request, "after"),
     )
     captions = {d.device_id: d.caption for d in device_list}
+    feed_info = request.app[FEED_INFO]
+    refs = {a.seq: EpisodeRef(a.podcast_url, a.episode_url, a.guid) for a in page.rows}
+    episode_titles = await feed_info.episode_titles(refs.values())
+    podcast_titles = await feed_info.titles(
+        {a.podcast_url for a in page.rows} | {url for _, url, _ in podcasts}
+    )
     rows = []
     for a in page.rows:
         progress = None
@@ -205,8 +224,10 @@ async def history(request: web.Request) -> web.Response:
             progress = min(100, round(a.position * 100 / a.total))
         rows.append(
             {
-                "episode": file_name(a.episode_url),
-                "podcast": a.podcast_title or host_and_path(a.podcast_url),
+                "episode": episode_titles.get(refs[a.seq]) or file_name(a.episode_url),
+                "podcast": a.podcast_title
+                or podcast_titles.get(a.podcast_url)
+                or host_and_path(a.podcast_url),
                 "action": a.action,
                 "action_label": ACTION_LABELS.get(a.action, a.action),
                 "progress": progress,
@@ -228,7 +249,10 @@ async def history(request: web.Request) -> web.Response:
         return "/ui/history" + ("?" + urlencode(query) if query else "")
 
     podcast_options = sorted(
-        ((key, title or host_and_path(url)) for key, url, title in podcasts),
+        (
+            (key, title or podcast_titles.get(url) or host_and_path(url))
+            for key, url, title in podcasts
+        ),
         key=lambda option: option[1].lower(),
     )
     return render(
