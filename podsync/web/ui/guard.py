@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from urllib.parse import quote, urlsplit
 
@@ -29,6 +30,10 @@ CSRF_REFUSED = (
     "This form was not sent from a page of this server, or it has expired. "
     "Nothing was changed. Go back, reload the page and try again."
 )
+
+# NUL and lone surrogates: no database stores them (PostgreSQL refuses NUL in text).
+_UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")
+UNSTORABLE = "The form contained a character no field can hold (NUL). Nothing was changed."
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 log = logging.getLogger("podsync.ui")
@@ -104,11 +109,15 @@ async def _run(
         raise redirect
     if admin and (signed_in is None or not signed_in.user.admin):
         return _error(request, 403, "Admins only", "This page is for the server's admins.")
+    if any(_UNSTORABLE.search(v) for v in request.query.values()):
+        raise InvalidInput(UNSTORABLE)
     if request.method == "POST" and not reads_own_body:
         form = await request.post()
         if signed_in is not None:
             value = form.get(CSRF_FIELD)
             check_csrf(request, value if isinstance(value, str) else None)
+        if any(isinstance(v, str) and _UNSTORABLE.search(v) for v in form.values()):
+            raise InvalidInput(UNSTORABLE)
         request[FORM] = form
     response = await handler(request)
     if token and signed_in is None:  # a cookie of an ended session: forget it
