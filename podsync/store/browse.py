@@ -182,12 +182,15 @@ async def history_exists(
 
 
 async def history_podcasts(conn: Connection, user_id: int) -> list[tuple[str, str, str | None]]:
-    """(podcast key, a feed URL, subscription title) of every podcast in the history."""
+    """(podcast key, a feed URL, subscription title) of every podcast in the history.
+    The keys come from the index alone; a URL is looked up only for a podcast the
+    user has no subscription to."""
     rows = await conn.fetch_all(
-        "SELECT h.podcast_key, h.podcast_url, s.title FROM ("
-        "  SELECT podcast_key, max(podcast_url) AS podcast_url FROM episode_actions "
-        "  WHERE user_id = ? GROUP BY podcast_key) h "
+        "SELECT h.podcast_key, coalesce(s.feed_url, ("
+        "    SELECT e.podcast_url FROM episode_actions e"
+        "    WHERE e.user_id = ? AND e.podcast_key = h.podcast_key LIMIT 1)), s.title "
+        "FROM (SELECT DISTINCT podcast_key FROM episode_actions WHERE user_id = ?) h "
         "LEFT JOIN subscriptions s ON s.user_id = ? AND s.url_key = h.podcast_key",
-        (user_id, user_id),
+        (user_id, user_id, user_id),
     )
     return [(str(k), str(u), None if t is None else str(t)) for k, u, t in rows]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from urllib.parse import urlencode
 
 from aiohttp import web
@@ -25,6 +26,35 @@ NOTICES = {
     "renamed": "Device renamed.",
     "removed": "Device removed. Its listening history stays.",
 }
+
+
+@dataclass(frozen=True, slots=True)
+class SubscriptionItem:
+    sync_id: str
+    feed_url: str
+    title: str
+    initial: str
+    artwork: str | None
+    link: str | None
+    fetch_error: str | None
+    subscribed: bool
+    since: Moment
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryItem:
+    episode: str
+    podcast: str
+    action: str
+    action_label: str
+    progress: int | None
+    position: int
+    total: int
+    progress_text: str
+    device: str | None
+    at: Moment
+
+
 ACTION_LABELS = {
     "play": "Played",
     "download": "Downloaded",
@@ -96,17 +126,17 @@ async def _subscriptions_page(
         # The user's own title (an OPML import) first, then the one the fetcher learned.
         title = s.title or (info.title if info else None) or host_and_path(s.feed_url)
         rows.append(
-            {
-                "sync_id": s.sync_id,
-                "feed_url": s.feed_url,
-                "title": title,
-                "initial": title[:1],
-                "artwork": _shown_url(info.artwork_url if info else None, images=True),
-                "link": _shown_url(info.link if info else None),
-                "fetch_error": info.last_error if info else None,
-                "subscribed": s.unsubscribed_at is None,
-                "since": Moment(s.unsubscribed_at or s.subscribed_at, tz),
-            }
+            SubscriptionItem(
+                sync_id=s.sync_id,
+                feed_url=s.feed_url,
+                title=title,
+                initial=title[:1],
+                artwork=_shown_url(info.artwork_url if info else None, images=True),
+                link=_shown_url(info.link if info else None),
+                fetch_error=info.last_error if info else None,
+                subscribed=s.unsubscribed_at is None,
+                since=Moment(s.unsubscribed_at or s.subscribed_at, tz),
+            )
         )
     noun = "subscription" if found.total == 1 else "subscriptions"
     kind = "" if show_all else "current "
@@ -223,24 +253,24 @@ async def history(request: web.Request) -> web.Response:
         if a.action == "play" and a.position is not None and a.total:
             progress = min(100, round(a.position * 100 / a.total))
         rows.append(
-            {
-                "episode": episode_titles.get(refs[a.seq]) or file_name(a.episode_url),
-                "podcast": a.podcast_title
+            HistoryItem(
+                episode=episode_titles.get(refs[a.seq]) or file_name(a.episode_url),
+                podcast=a.podcast_title
                 or podcast_titles.get(a.podcast_url)
                 or host_and_path(a.podcast_url),
-                "action": a.action,
-                "action_label": ACTION_LABELS.get(a.action, a.action),
-                "progress": progress,
-                "position": min(a.position or 0, a.total or 0),
-                "total": a.total,
-                "progress_text": (
+                action=a.action,
+                action_label=ACTION_LABELS.get(a.action, a.action),
+                progress=progress,
+                position=min(a.position or 0, a.total or 0),
+                total=a.total or 0,
+                progress_text=(
                     f"{duration(a.position or 0)} of {duration(a.total or 0)} ({progress}%)"
                     if progress is not None
                     else ""
                 ),
-                "device": captions.get(a.device_id or "", a.device_id),
-                "at": Moment(a.occurred_at, tz),
-            }
+                device=captions.get(a.device_id or "", a.device_id),
+                at=Moment(a.occurred_at, tz),
+            )
         )
     base = {k: v for k, v in (("podcast", podcast), ("device", device)) if v}
 

@@ -52,6 +52,9 @@ def setup_templates(app: web.Application) -> None:
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        # Templates are package data and never change under a running server: no
+        # stat() per render to check.
+        auto_reload=False,
     )
 
 
