@@ -7,8 +7,9 @@ Seeds through the real services (SyncService.apply for subscriptions, the episod
 store for the history, the device store for three devices), serves the real app on
 a loopback port with one extra outermost middleware that times each request inside
 the server (wall clock, and the CPU time of the event loop's thread, where the SQLite
-reads run too: the figure that a loaded machine inflates least), signs in through /ui/login like a browser, and GETs every page
-`--requests` times. Prints the median and 95th percentile per page, and the size.
+reads run too: the figure that a loaded machine inflates least), signs in through
+/ui/login like a browser, and GETs every page `--requests` times. Prints the median
+and 95th percentile per page, the median CPU time, and the page's size.
 """
 
 from __future__ import annotations
