@@ -182,14 +182,20 @@ def test_sign_in_with_bad_input_then_sign_out(server: str, context: Any) -> None
     page.get_by_role("button", name="Sign in").click()
     assert page.locator("#e-username").inner_text() == "Enter your username."
     assert page.locator("#e-password").inner_text() == "Enter your password."
-    page.get_by_label("Username").fill("alice")
-    page.get_by_label("Password").fill("not the password")
-    page.get_by_role("button", name="Sign in").click()
+    # By keyboard alone: the fields and the button are reachable with Tab, Enter sends.
+    page.get_by_label("Username").focus()
+    page.keyboard.type("alice")
+    page.keyboard.press("Tab")
+    assert page.evaluate("() => document.activeElement.id") == "f-password"
+    page.keyboard.type("not the password")
+    page.keyboard.press("Enter")
     assert page.get_by_role("alert").inner_text() == "Username or password is incorrect."
     assert page.get_by_label("Username").input_value() == "alice"
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Sign in").click()
     page.wait_for_url(server + "/ui/subscriptions")  # back where the person was going
+    page.keyboard.press("Tab")  # the first stop: the skip link, then the page's own
+    assert page.evaluate("() => document.activeElement.textContent") == "Skip to content"
     cookie = next(c for c in context.cookies() if c["name"] == "podsync_ui")
     assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and cookie["path"] == "/ui"
     page.get_by_role("button", name="Sign out", exact=True).click()
