@@ -242,3 +242,40 @@ async def test_hostile_form_input_never_gives_a_500(ui: TestClient[Any, Any]) ->
         "/ui/import", data=b"not multipart", headers={"Origin": own, "Content-Type": "text/plain"}
     )
     assert response.status < 500
+
+
+async def test_admin_actions_need_an_admin_and_an_admin_cannot_lock_themselves_out(
+    ui: TestClient[Any, Any], config: Config
+) -> None:
+    own = str(ui.make_url("")).rstrip("/")
+    csrf = await sign_in(ui, "bob")  # not an admin
+    for path in ("/ui/admin/users/disable", "/ui/admin/users/delete", "/ui/admin/users/password"):
+        response = await ui.post(
+            path,
+            data={"csrf": csrf, "name": "alice", "confirm": "alice", "password": "x" * 12},
+            headers={"Origin": own},
+        )
+        assert response.status == 403
+    assert (await ui.get("/ui/admin/users")).status == 403
+    alice = await with_accounts(config, lambda a: a.get_user("alice"))
+    assert alice.enabled
+    await with_accounts(config, lambda a: a.set_admin("alice", True))
+    csrf = await sign_in(ui, "alice")
+    for path, data in (
+        ("/ui/admin/users/disable", {"name": "alice"}),
+        ("/ui/admin/users/delete", {"name": "alice", "confirm": "alice"}),
+    ):
+        response = await ui.post(path, data={"csrf": csrf, **data}, headers={"Origin": own})
+        assert response.status == 400
+        assert "use the CLI" in await response.text()
+    assert (await with_accounts(config, lambda a: a.get_user("alice"))).enabled
+    response = await ui.post(
+        "/ui/admin/users/disable",
+        data={"csrf": csrf, "name": "bob"},
+        headers={"Origin": own},
+        allow_redirects=False,
+    )
+    assert response.status == 303
+    assert not (await with_accounts(config, lambda a: a.get_user("bob"))).enabled
+    response = await ui.get("/ui/admin/user?name=nobody")
+    assert response.status == 404

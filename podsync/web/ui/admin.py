@@ -145,7 +145,7 @@ async def _set_enabled(request: web.Request, enabled: bool) -> web.Response:
     name = form_text(request, "name", 256)
     if not enabled and name == admin.name:
         return await _user_page(
-            request, name, {"confirm": "You cannot disable yourself here; use the CLI."}, 400
+            request, name, {"state": "You cannot disable yourself here; use the CLI."}, 400
         )
     await request.app[ACCOUNTS].set_enabled(name, enabled)
     if enabled:

@@ -113,7 +113,7 @@ async def _run(
         raise InvalidInput(UNSTORABLE)
     if request.method == "POST" and not reads_own_body:
         form = await request.post()
-        if signed_in is not None:
+        if not public:  # sign-in has no session yet: its Origin was checked above
             value = form.get(CSRF_FIELD)
             check_csrf(request, value if isinstance(value, str) else None)
         if any(isinstance(v, str) and _UNSTORABLE.search(v) for v in form.values()):
