@@ -118,7 +118,9 @@ def run_size(n: int, database_url: str) -> dict[str, Any]:
             )
         first = [f"https://a.example/{i}/feed.xml" for i in range(n)]
         second = [f"https://b.example/{i}/feed.xml" for i in range(n)]
-        with Server([*podsync_argv(config), "--port", str(port)], port, "/healthz", workdir / "log"):
+        with Server(
+            [*podsync_argv(config), "--port", str(port)], port, "/healthz", workdir / "log"
+        ):
             status, put_s, text = _put(port, "big", first)
             assert status == 200, text
             ticker = Ticker(port, "other")

@@ -10,6 +10,7 @@ import dataclasses
 import ipaddress
 import os
 import tomllib
+import zoneinfo
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -89,6 +90,12 @@ class GpodderConfig:
 
 
 @dataclass(frozen=True)
+class UiConfig:
+    time_zone: str = "UTC"  # an IANA zone name: the web UI shows times in it
+    session_lifetime: int = 1209600  # seconds a web UI sign-in lasts (14 days)
+
+
+@dataclass(frozen=True)
 class FeedsConfig:
     fetch_metadata: bool = False  # off: podsync makes no outbound connection at all
     refresh_hours: int = 24
@@ -103,6 +110,7 @@ class Config:
     sync: SyncConfig = SyncConfig()
     log: LogConfig = LogConfig()
     gpodder: GpodderConfig = GpodderConfig()
+    ui: UiConfig = UiConfig()
     feeds: FeedsConfig = FeedsConfig()
 
     def replace(self, section: str, **values: Any) -> Config:
@@ -132,6 +140,7 @@ _SECTION_TYPES: dict[str, type[Any]] = {
     "sync": SyncConfig,
     "log": LogConfig,
     "gpodder": GpodderConfig,
+    "ui": UiConfig,
     "feeds": FeedsConfig,
 }
 _PATH_KEYS = {("database", "path"), ("server", "tls_cert"), ("server", "tls_key")}
@@ -407,6 +416,25 @@ def validate(config: Config) -> Config:
     for key in ("max_devices_per_user", "max_episode_actions_per_user", "episode_history_days"):
         value = getattr(g, key)
         _require(value >= 1, f"gpodder.{key} must be at least 1, not {value}")
+    _require(
+        config.ui.session_lifetime >= 60,
+        f"ui.session_lifetime must be at least 60, not {config.ui.session_lifetime}",
+    )
+    _require(
+        _known_zone(config.ui.time_zone),
+        f"ui.time_zone must be an IANA time zone name like Europe/Berlin, "
+        f"not {config.ui.time_zone!r}",
+    )
     hours = config.feeds.refresh_hours
     _require(1 <= hours <= 8760, f"feeds.refresh_hours must be between 1 and 8760, not {hours}")
     return config
+
+
+def _known_zone(name: str) -> bool:
+    if name == "UTC":
+        return True
+    try:
+        zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return False
+    return True

@@ -20,6 +20,7 @@ class User:
     enabled: bool
     token_generation: int
     created_at: int
+    admin: bool = False  # may use the web UI's admin pages
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +30,19 @@ class UserSummary:
     subscriptions: int
     created_at: int
     devices: int = 0  # gpodder devices
+
+
+@dataclass(frozen=True, slots=True)
+class UserOverview:
+    """One row of the admin's Users page."""
+
+    name: str
+    enabled: bool
+    admin: bool
+    subscriptions: int  # subscribed feeds
+    devices: int  # gpodder devices
+    created_at: int
+    last_activity: int | None  # the latest device sync, sign-in or subscription change
 
 
 @dataclass(slots=True)

@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import urllib.request
 import uuid
 from importlib.metadata import version
 from pathlib import Path
@@ -124,6 +125,8 @@ def test_the_bundle_holds_the_compiled_bindings_data_and_metadata(podsync_binary
     ).stdout
     names = {line.strip().strip("'") for line in listing.splitlines()}
     assert "podsync/web/opa/openapi.json" in names
+    assert "podsync/web/ui/templates/subscriptions.html" in names
+    assert "podsync/web/ui/static/ui.css" in names
     assert f"podsync-{version('podsync')}.dist-info/METADATA" in names
     for module in (
         "listparser",
@@ -159,6 +162,13 @@ def test_the_binary_alone_serves_syncs_exports_and_stops_on_sigterm(
         base = server.wait_for(LISTENING).group(1)
         health = {"status": "ok", "version": version("podsync")}
         assert call("GET", f"{base}/healthz") == (200, health)
+
+        # The web UI's templates and style sheet came along: its sign-in page renders.
+        with urllib.request.urlopen(f"{base}/ui/login", timeout=10) as response:  # noqa: S310
+            assert response.status == 200
+            assert '<button type="submit">Sign in</button>' in response.read().decode()
+        with urllib.request.urlopen(f"{base}/ui/static/ui.css", timeout=10) as response:  # noqa: S310
+            assert b"prefers-color-scheme" in response.read()
 
         status, document = call("GET", f"{base}/api/v1/openapi.json")
         assert status == 200

@@ -15,8 +15,8 @@ from podsync.envvars import COPY_TO_URL_ENV
 from podsync.errors import PodsyncError
 from podsync.services import copying
 from podsync.storage import maintenance
-from podsync.storage.engine import DATABASE_ERRORS, Engine, create_engine
-from podsync.storage.errors import redact
+from podsync.storage.engine import Engine, create_engine
+from podsync.storage.errors import database_errors, redact
 from podsync.store import meta
 
 
@@ -115,7 +115,7 @@ def db_copy_to(ctx: Context, url: str | None) -> None:
         target = create_engine(target_config)
         try:
             await target.open()
-        except DATABASE_ERRORS as exc:  # else the message would name the SQLite source
+        except database_errors() as exc:  # else the message would name the SQLite source
             raise PodsyncError(f"target database {redact(url)}: {exc}") from None
         try:
             return await copying.copy_database(source, target)

@@ -16,7 +16,7 @@ from podsync.services.passwords import check_password_rules
 
 @click.group(short_help="Manage user accounts.")
 def user() -> None:
-    """Manage user accounts: add, passwd, list, disable, enable, logout, unlock, delete.
+    """Manage user accounts: add, passwd, list, disable, enable, admin, logout, unlock, delete.
 
     \b
     Example:
@@ -34,13 +34,14 @@ _password_stdin = click.option(
 @user.command("add")
 @click.argument("name")
 @_password_stdin
+@click.option("--admin", is_flag=True, help="Make the user an admin of the web UI.")
 @pass_context
-def user_add(ctx: Context, name: str, password_stdin: bool) -> None:
-    """Create a user.
+def user_add(ctx: Context, name: str, password_stdin: bool, admin: bool) -> None:
+    """Create a user (an admin of the web UI with --admin).
 
     \b
     Example:
-      podsync user add alice
+      podsync user add alice --admin
       printf '%s\\n' "$PASSWORD" | podsync user add alice --password-stdin
     """
     try:
@@ -52,8 +53,10 @@ def user_add(ctx: Context, name: str, password_stdin: bool) -> None:
         check_password_rules(password)  # before a new database is made for nothing
     except InvalidInput as exc:
         raise click.ClickException(str(exc)) from None
-    run_with_accounts(ctx.config, lambda accounts: accounts.add_user(name, password), create=True)
-    click.echo(f"user {name} created")
+    run_with_accounts(
+        ctx.config, lambda accounts: accounts.add_user(name, password, admin), create=True
+    )
+    click.echo(f"user {name} created" + (" (an admin)" if admin else ""))
 
 
 @user.command("passwd")
@@ -143,11 +146,27 @@ def user_enable(ctx: Context, name: str) -> None:
     click.echo(f"user {name} enabled")
 
 
+@user.command("admin")
+@click.argument("name")
+@click.option("--revoke", is_flag=True, help="Take the admin role away instead.")
+@pass_context
+def user_admin(ctx: Context, name: str, revoke: bool) -> None:
+    """Make a user an admin of the web UI (its Users page), or no longer one.
+
+    \b
+    Example:
+      podsync user admin alice
+      podsync user admin alice --revoke
+    """
+    run_with_accounts(ctx.config, lambda accounts: accounts.set_admin(name, not revoke))
+    click.echo(f"user {name} is no longer an admin" if revoke else f"user {name} is an admin")
+
+
 @user.command("logout")
 @click.argument("name")
 @pass_context
 def user_logout(ctx: Context, name: str) -> None:
-    """Revoke every access and refresh token of a user.
+    """End every app login and web UI session of a user.
 
     \b
     Example:

@@ -7,10 +7,10 @@ import re
 
 from podsync import timestamps
 from podsync.errors import InvalidInput
-from podsync.model import User, UserSummary
+from podsync.model import User, UserOverview, UserSummary
 from podsync.services.passwords import PasswordService, check_password_rules
 from podsync.storage.engine import Engine
-from podsync.store import Connection, login_failures, tokens, users
+from podsync.store import Connection, login_failures, tokens, users, web_sessions
 
 USERNAME = re.compile(r"[A-Za-z0-9._-]{1,64}", re.ASCII)
 
@@ -27,12 +27,18 @@ class AccountService:
         self.db = db
         self.passwords = passwords
 
-    async def add_user(self, name: str, password: str) -> User:
+    async def add_user(self, name: str, password: str, admin: bool = False) -> User:
         check_username(name)
         check_password_rules(password)
         password_hash = await self.passwords.hash(password)
         async with self.db.write() as conn:
-            return await users.create(conn, name, password_hash, timestamps.now_us())
+            return await users.create(conn, name, password_hash, timestamps.now_us(), admin)
+
+    async def set_admin(self, name: str, admin: bool) -> None:
+        """Make the user an admin of the web UI, or no longer one."""
+        async with self.db.write() as conn:
+            user = await users.require_by_name(conn, name)
+            await users.set_admin(conn, user.id, admin)
 
     async def set_password(self, name: str, password: str) -> None:
         check_password_rules(password)
@@ -74,8 +80,15 @@ class AccountService:
         async with self.db.read() as conn:
             return await users.list_summaries(conn)
 
+    async def admin_rows(self) -> list[UserOverview]:
+        """Every user with counts and last activity (the admin's Users page)."""
+        async with self.db.read() as conn:
+            return await users.overview(conn)
+
 
 async def _revoke(conn: Connection, user_id: int) -> None:
-    """Every access token (generation) and refresh token of the user stops working."""
+    """Every access token (generation), refresh token and web UI session of the user
+    stops working."""
     await users.bump_generation(conn, user_id)
     await tokens.delete_for_user(conn, user_id)
+    await web_sessions.delete_for_user(conn, user_id)

@@ -101,3 +101,20 @@ async def existing(conn: Connection, user_id: int, device_ids: Sequence[str]) ->
 async def count_for_user(conn: Connection, user_id: int) -> int:
     row = await conn.fetch_one("SELECT count(*) FROM gpodder_devices WHERE user_id = ?", (user_id,))
     return int(row[0])
+
+
+async def rename(conn: Connection, user_id: int, device_id: str, caption: str) -> bool:
+    """Set a device's caption (not its last-seen time); False when there is none."""
+    changed = await conn.execute(
+        "UPDATE gpodder_devices SET caption = ? WHERE user_id = ? AND device_id = ?",
+        (caption, user_id, device_id),
+    )
+    return changed > 0
+
+
+async def remove(conn: Connection, user_id: int, device_id: str) -> bool:
+    """Forget a device (its episode actions stay); False when there is none."""
+    removed = await conn.execute(
+        "DELETE FROM gpodder_devices WHERE user_id = ? AND device_id = ?", (user_id, device_id)
+    )
+    return removed > 0

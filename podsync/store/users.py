@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from podsync.errors import Conflict, NotFound
-from podsync.model import User, UserSummary
+from podsync.model import User, UserOverview, UserSummary
 from podsync.store import Connection, integrity_errors
 
 __all__ = ["User", "UserSummary"]
@@ -13,11 +13,13 @@ __all__ = ["User", "UserSummary"]
 # Names sort by code point on both engines (PostgreSQL would otherwise use the
 # database's locale).
 _BINARY = {"sqlite": "", "postgresql": ' COLLATE "C"'}
-_COLUMNS = "id, name, password_hash, enabled, token_generation, created_at"
+USER_COLUMNS = "id, name, password_hash, enabled, token_generation, created_at, admin"
+_COLUMNS = USER_COLUMNS
 
 
-def _user(row: Any) -> User:
-    uid, name, password_hash, enabled, generation, created_at = row
+def user_from_row(row: Any) -> User:
+    """A User from the USER_COLUMNS of a row, in that order."""
+    uid, name, password_hash, enabled, generation, created_at, admin = row
     return User(
         id=int(uid),
         name=str(name),
@@ -25,7 +27,11 @@ def _user(row: Any) -> User:
         enabled=bool(enabled),
         token_generation=int(generation),
         created_at=int(created_at),
+        admin=bool(admin),
     )
+
+
+_user = user_from_row
 
 
 async def get_by_name(conn: Connection, name: str) -> User | None:
@@ -45,7 +51,9 @@ async def require_by_name(conn: Connection, name: str) -> User:
     return user
 
 
-async def create(conn: Connection, name: str, password_hash: str, now: int) -> User:
+async def create(
+    conn: Connection, name: str, password_hash: str, now: int, admin: bool = False
+) -> User:
     """Create a user; Conflict when the name exists in any letter case. Call inside a
     write: the check and the insert are one transaction, so two cannot both pass."""
     if conn.dialect == "postgresql":
@@ -62,9 +70,9 @@ async def create(conn: Connection, name: str, password_hash: str, now: int) -> U
         raise Conflict(f"a user named {existing!r} already exists{hint}")
     try:
         row = await conn.fetch_one(
-            f"INSERT INTO users (name, password_hash, created_at) VALUES (?, ?, ?) "
+            f"INSERT INTO users (name, password_hash, created_at, admin) VALUES (?, ?, ?, ?) "
             f"RETURNING {_COLUMNS}",
-            (name, password_hash, now),
+            (name, password_hash, now, int(admin)),
         )
     except integrity_errors():
         raise Conflict(f"a user named {name!r} already exists") from None
@@ -78,6 +86,10 @@ async def set_password_hash(conn: Connection, user_id: int, password_hash: str) 
 
 async def set_enabled(conn: Connection, user_id: int, enabled: bool) -> None:
     await conn.execute("UPDATE users SET enabled = ? WHERE id = ?", (int(enabled), user_id))
+
+
+async def set_admin(conn: Connection, user_id: int, admin: bool) -> None:
+    await conn.execute("UPDATE users SET admin = ? WHERE id = ?", (int(admin), user_id))
 
 
 async def bump_generation(conn: Connection, user_id: int) -> None:
@@ -107,4 +119,33 @@ async def list_summaries(conn: Connection) -> list[UserSummary]:
             name=str(n), enabled=bool(e), subscriptions=int(c), created_at=int(t), devices=int(d)
         )
         for n, e, c, t, d in rows
+    ]
+
+
+async def overview(conn: Connection) -> list[UserOverview]:
+    """Every user with counts and the last activity: the admin's Users page."""
+    rows = await conn.fetch_all(
+        "SELECT u.name, u.enabled, u.admin, "
+        "  (SELECT count(*) FROM subscriptions s "
+        "   WHERE s.user_id = u.id AND s.unsubscribed_at IS NULL), "
+        "  (SELECT count(*) FROM gpodder_devices d WHERE d.user_id = u.id), "
+        "  u.created_at, "
+        "  (SELECT max(d.last_seen_at) FROM gpodder_devices d WHERE d.user_id = u.id), "
+        "  (SELECT max(w.created_at) FROM web_sessions w WHERE w.user_id = u.id), "
+        "  (SELECT max(s.changed_at) FROM subscriptions s WHERE s.user_id = u.id) "
+        f"FROM users u ORDER BY u.name{_BINARY[conn.dialect]}"
+    )
+    return [
+        UserOverview(
+            name=str(n),
+            enabled=bool(e),
+            admin=bool(a),
+            subscriptions=int(c),
+            devices=int(d),
+            created_at=int(t),
+            last_activity=max(
+                (int(x) for x in (seen, signed, changed) if x is not None), default=None
+            ),
+        )
+        for n, e, a, c, d, t, seen, signed, changed in rows
     ]

@@ -201,6 +201,8 @@ a {{ color: var(--accent); overflow-wrap: anywhere; }}
 .warn {{ padding: 0.7rem 1rem; border-radius: 10px; border: 1px solid #d9a400;
   background: color-mix(in srgb, #ffd24d 18%, var(--card)); }}
 h3 {{ font-size: 1.05rem; margin: 2rem 0 0.8rem; }}
+.signin {{ margin-top: 0.6rem; }}
+.signin a {{ font-weight: 600; }}
 footer {{ margin-top: 2rem; color: var(--muted); font-size: 0.9rem; }}
 </style>
 </head>
@@ -209,6 +211,8 @@ footer {{ margin-top: 2rem; color: var(--muted); font-size: 0.9rem; }}
 <header>
   <h1>podsync <span class="version">{version}</span></h1>
   <p>Keeps your podcast subscriptions in sync between your apps.</p>
+  <p class="signin"><a href="/ui/">Sign in</a> to see and manage what your apps
+  synced.</p>
 </header>
 <div class="address">
   <span>Server address to type into your app</span>

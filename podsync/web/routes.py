@@ -11,6 +11,7 @@ from podsync.web.gpodder.http import gpodder_route
 from podsync.web.middleware import Handler
 from podsync.web.opa import auth as auth_handlers
 from podsync.web.opa import openapi, opml_export, subscriptions, sync
+from podsync.web.ui.routes import setup_ui
 
 
 def setup_routes(
@@ -47,6 +48,7 @@ def setup_routes(
     if gpodder_enabled:
         app.router.register_resource(slashes.RepeatedSlashes(app.router, GPODDER_PREFIXES))
         app.router.add_routes(GPODDER_ROUTES)
+    setup_ui(app)
 
 
 # The gpodder v2 API and the simple API v1 (the README's endpoint table): (method,

@@ -241,6 +241,19 @@ MIGRATIONS: tuple[Step, ...] = (
     -- Is anyone still subscribed to this feed? (the fetcher asks before each fetch)
     CREATE INDEX subscriptions_feed ON subscriptions(url_key) WHERE unsubscribed_at IS NULL;
     """,
+    # 7: the web UI's browser sessions and the admin flag (as SQLite's step 7).
+    """
+    ALTER TABLE users ADD COLUMN admin INTEGER NOT NULL DEFAULT 0;
+    CREATE TABLE web_sessions (
+        token_hash BYTEA PRIMARY KEY,
+        user_id    BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        csrf_token TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL
+    );
+    CREATE INDEX web_sessions_user ON web_sessions(user_id);
+    CREATE INDEX web_sessions_expiry ON web_sessions(expires_at);
+    """,
 )
 
 

@@ -240,6 +240,20 @@ MIGRATIONS: tuple[Step, ...] = (
     -- Is anyone still subscribed to this feed? (the fetcher asks before each fetch)
     CREATE INDEX subscriptions_feed ON subscriptions(url_key) WHERE unsubscribed_at IS NULL;
     """,
+    # 7: the web UI: browser sessions (a row per signed-in browser, the SHA-256 of its
+    # cookie's token, its CSRF token) and the admin flag of a user.
+    """
+    ALTER TABLE users ADD COLUMN admin INTEGER NOT NULL DEFAULT 0;
+    CREATE TABLE web_sessions (
+        token_hash BLOB PRIMARY KEY,           -- SHA-256 of the cookie's token
+        user_id    INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        csrf_token TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL
+    ) STRICT, WITHOUT ROWID;
+    CREATE INDEX web_sessions_user ON web_sessions(user_id);
+    CREATE INDEX web_sessions_expiry ON web_sessions(expires_at);
+    """,
 )
 
 

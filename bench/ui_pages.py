@@ -1,0 +1,193 @@
+"""Server time per web UI page for one user with 1,000 subscriptions and 10,000
+episode actions (the history), on SQLite.
+
+    python bench/ui_pages.py [--subscriptions 1000] [--history 10000] [--requests 100]
+
+Seeds through the real services (SyncService.apply for subscriptions, the episode
+store for the history, the device store for three devices), serves the real app on
+a loopback port with one extra outermost middleware that times each request inside
+the server (wall clock, and the CPU time of the event loop's thread, where the SQLite
+reads run too: the figure that a loaded machine inflates least), signs in through
+/ui/login like a browser, and GETs every page `--requests` times. Prints the median
+and 95th percentile per page, the median CPU time, and the page's size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import re
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import aiohttp
+from aiohttp import web
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from podsync import timestamps
+from podsync.config import Config, load_config
+from podsync.feeds import url_key
+from podsync.rules import Subscribe
+from podsync.services.accounts import AccountService
+from podsync.services.passwords import PasswordService
+from podsync.services.sync import SyncService
+from podsync.storage.sqlite import Database
+from podsync.store import devices, episodes
+from podsync.store.episodes import EpisodeAction
+from podsync.web.app import create_app
+
+PASSWORD = "benchmark-password"
+ACTIONS = ("play", "download", "play", "delete", "play")
+
+
+async def seed(config: Config, subscriptions: int, history: int) -> None:
+    async with Database(config.database.path, config.database.durability) as db:
+        passwords = PasswordService()
+        try:
+            user = await AccountService(db, passwords).add_user("bench", PASSWORD, admin=True)
+        finally:
+            passwords.close()
+        sync = SyncService(db, config.sync)
+        moment = timestamps.now_us() - 86_400_000_000
+        feeds = [f"https://feeds{i}.example.org/podcast/rss" for i in range(subscriptions)]
+        for start_at in range(0, subscriptions, 1000):
+            chunk = feeds[start_at : start_at + 1000]
+            await sync.apply(user.id, None, [Subscribe(url, moment) for url in chunk])
+        now = timestamps.now_us()
+        async with db.write() as conn:
+            for n in range(3):
+                await devices.upsert(conn, user.id, f"device-{n}", f"Device {n}", "mobile", now)
+            rows = []
+            for i in range(history):
+                feed = feeds[i % min(50, subscriptions)]
+                action = ACTIONS[i % len(ACTIONS)]
+                play = action == "play"
+                rows.append(
+                    (
+                        EpisodeAction(
+                            seq=0,
+                            podcast_url=feed,
+                            podcast_key=url_key(feed),
+                            episode_url=f"{feed.rsplit('/', 1)[0]}/episode-{i}.mp3",
+                            action=action,
+                            occurred_at=moment + i * 1_000_000,
+                            device_id=f"device-{i % 3}",
+                            guid=None,
+                            started=0 if play else None,
+                            position=(i * 7) % 3600 if play else None,
+                            total=3600 if play else None,
+                        ),
+                        hashlib.sha256(f"bench-{i}".encode()).digest(),
+                    )
+                )
+            await episodes.insert_many(conn, user.id, rows, now)
+
+
+Timings = dict[str, list[tuple[float, float]]]  # (wall ms, CPU ms of the loop's thread)
+
+
+def timing_middleware(timings: Timings) -> Callable[..., Awaitable[web.StreamResponse]]:
+    @web.middleware
+    async def middleware(
+        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        began, cpu = time.perf_counter(), time.thread_time()
+        response = await handler(request)
+        wall = (time.perf_counter() - began) * 1000
+        timings[request.rel_url.path_qs].append((wall, (time.thread_time() - cpu) * 1000))
+        return response
+
+    return middleware
+
+
+async def run(subscriptions: int, history: int, requests: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "podsync.toml"
+        path.write_text(
+            f'[server]\nhost = "127.0.0.1"\nport = 0\n[database]\npath = "{tmp}/podsync.db"\n'
+            '[log]\nlevel = "warning"\naccess_log = false\n'
+        )
+        config = load_config(path, environ={})
+        began = time.perf_counter()
+        await seed(config, subscriptions, history)
+        print(
+            f"seeded {subscriptions} subscriptions, {history} episode actions "
+            f"in {time.perf_counter() - began:.1f} s"
+        )
+        timings: Timings = defaultdict(list)
+        app = create_app(config)
+        app.middlewares.insert(0, timing_middleware(timings))
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = runner.addresses[0][1]
+        base = f"http://127.0.0.1:{port}"
+        try:
+            jar = aiohttp.CookieJar(unsafe=True)
+            async with aiohttp.ClientSession(base, cookie_jar=jar) as session:
+                async with session.post(
+                    "/ui/login",
+                    data={"username": "bench", "password": PASSWORD},
+                    headers={"Origin": base},
+                ) as response:
+                    assert response.status == 200, await response.text()
+                async with session.get("/ui/history") as response:
+                    text = await response.text()
+                    older = re.search(r"before=(\d+)", text)
+                    assert older is not None
+                key = url_key("https://feeds3.example.org/podcast/rss")
+                pages = [
+                    "/ui/",
+                    "/ui/subscriptions",
+                    "/ui/subscriptions?page=20",
+                    "/ui/subscriptions?q=feeds77",
+                    "/ui/subscriptions?all=1&q=example.org",
+                    "/ui/history",
+                    f"/ui/history?before={older.group(1)}",
+                    f"/ui/history?podcast={key}",
+                    "/ui/history?device=device-1",
+                    "/ui/devices",
+                    "/ui/transfer",
+                    "/ui/account",
+                    "/ui/admin/users",
+                ]
+                sizes = {}
+                timings.clear()
+                for page in pages:
+                    for _ in range(requests):
+                        async with session.get(page) as response:
+                            body = await response.read()
+                            assert response.status == 200, (page, response.status)
+                        sizes[page] = len(body)
+            print(f"{'page':42} {'wall ms':>8} {'p95':>7} {'CPU ms':>7} {'KiB':>6}")
+            for page in pages:
+                walls = sorted(w for w, _ in timings[page])
+                cpus = [c for _, c in timings[page]]
+                p95 = walls[int(len(walls) * 0.95) - 1]
+                print(
+                    f"{page[:42]:42} {statistics.median(walls):8.2f} {p95:7.2f} "
+                    f"{statistics.median(cpus):7.2f} {sizes[page] / 1024:6.1f}"
+                )
+        finally:
+            await runner.cleanup()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--subscriptions", type=int, default=1000)
+    parser.add_argument("--history", type=int, default=10000)
+    parser.add_argument("--requests", type=int, default=100)
+    args = parser.parse_args()
+    asyncio.run(run(args.subscriptions, args.history, args.requests))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,297 @@
+"""Sign-in and sign-out, the account page, OPML import and export."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from aiohttp import BodyPartReader, web
+
+from podsync.errors import InvalidInput, TooManyRequests, Unauthorized, Unavailable
+from podsync.opml import OpmlError, parse_opml
+from podsync.services.auth import loggable_name
+from podsync.services.passwords import MIN_PASSWORD_LENGTH
+from podsync.timestamps import now_us
+from podsync.web.keys import CLIENT_ADDRESS, CONFIG
+from podsync.web.ui.guard import (
+    COOKIE,
+    COOKIE_PATH,
+    CSRF_FIELD,
+    check_csrf,
+    cookie_is_secure,
+    form_text,
+)
+from podsync.web.ui.keys import OPML, SIGNED_IN, WEB_SESSIONS
+from podsync.web.ui.render import render
+
+UPLOAD_MAX_MIB = 10  # an OPML of 20,000 feeds is ~3 MiB
+UPLOAD_MAX = UPLOAD_MAX_MIB * 1024 * 1024
+# Past the cap the rest of an upload is read and dropped (so the browser gets the
+# page, not a reset connection), but only up to here; beyond it the answer is 413.
+DRAIN_MAX = 128 * 1024 * 1024
+PASSWORD_RULE = f"At least {MIN_PASSWORD_LENGTH} characters."
+
+LOGIN_NOTICES = {
+    "signed_out": "You are signed out.",
+    "changed": "Password changed. Sign in with the new one; your apps need it too.",
+    "everywhere": "Signed out everywhere: every browser and app must sign in again.",
+}
+
+log = logging.getLogger("podsync.ui")
+
+
+def _safe_next(value: str) -> str:
+    ok = value.startswith("/ui/") and not value.startswith("//") and "\\" not in value
+    return value if ok and len(value) < 2048 else "/ui/"
+
+
+async def login_form(request: web.Request) -> web.Response:
+    if SIGNED_IN in request:
+        raise web.HTTPSeeOther("/ui/")
+    said = next((text for key, text in LOGIN_NOTICES.items() if key in request.query), None)
+    return _login_page(request, {}, "", _safe_next(request.query.get("next", "")), notice=said)
+
+
+def _login_page(
+    request: web.Request,
+    errors: dict[str, str],
+    username: str,
+    next_path: str,
+    form_error: str | None = None,
+    status: int = 200,
+    notice: str | None = None,
+) -> web.Response:
+    return render(
+        request,
+        "login.html",
+        "Sign in",
+        status=status,
+        errors=errors,
+        username=username,
+        next=next_path if next_path != "/ui/" else "",
+        form_error=form_error,
+        notice=notice,
+    )
+
+
+async def login(request: web.Request) -> web.Response:
+    username = form_text(request, "username", 256)
+    password = form_text(request, "password", 4096)
+    next_path = _safe_next(form_text(request, "next", 2048))
+    errors = {}
+    if not username:
+        errors["username"] = "Enter your username."
+    if not password:
+        errors["password"] = "Enter your password."  # noqa: S105 - a message
+    if errors:
+        return _login_page(request, errors, username, next_path, status=400)
+    try:
+        token = await request.app[WEB_SESSIONS].sign_in(username, password, request[CLIENT_ADDRESS])
+    except Unauthorized:
+        return _login_page(
+            request, {}, username, next_path, "Username or password is incorrect.", 401
+        )
+    except TooManyRequests as exc:
+        response = _login_page(
+            request,
+            {},
+            username,
+            next_path,
+            f"Too many failed sign-ins for this user or from this address. "
+            f"Try again in {exc.retry_after} seconds.",
+            429,
+        )
+        response.headers["Retry-After"] = str(exc.retry_after)
+        return response
+    except Unavailable as exc:
+        return _login_page(request, {}, username, next_path, exc.reason, 503)
+    response = web.HTTPSeeOther(next_path)
+    response.set_cookie(
+        COOKIE,
+        token,
+        path=COOKIE_PATH,
+        httponly=True,
+        samesite="Strict",
+        secure=cookie_is_secure(request),
+        max_age=request.app[CONFIG].ui.session_lifetime,
+    )
+    raise response
+
+
+async def logout(request: web.Request) -> web.Response:
+    await request.app[WEB_SESSIONS].sign_out(request[SIGNED_IN].session)
+    response = web.HTTPSeeOther("/ui/login?signed_out=1")
+    response.del_cookie(COOKIE, path=COOKIE_PATH)
+    raise response
+
+
+async def account(request: web.Request) -> web.Response:
+    return _account_page(request, {})
+
+
+def _account_page(request: web.Request, errors: dict[str, str], status: int = 200) -> web.Response:
+    return render(
+        request,
+        "account.html",
+        "Account",
+        status=status,
+        errors=errors,
+        password_rule=PASSWORD_RULE,
+    )
+
+
+async def change_password(request: web.Request) -> web.Response:
+    signed_in = request[SIGNED_IN]
+    current = form_text(request, "current", 4096)
+    new = form_text(request, "new", 4096)
+    again = form_text(request, "again", 4096)
+    errors = {}
+    if not current:
+        errors["current"] = "Enter your current password."
+    if len(new) < MIN_PASSWORD_LENGTH:
+        errors["new"] = f"Use at least {MIN_PASSWORD_LENGTH} characters."
+    elif new != again:
+        errors["again"] = "The two new passwords differ."
+    if errors:
+        return _account_page(request, errors, 400)
+    try:
+        await request.app[WEB_SESSIONS].change_password(
+            signed_in.user, current, new, request[CLIENT_ADDRESS]
+        )
+    except Unauthorized:
+        return _account_page(request, {"current": "This is not your current password."}, 400)
+    except InvalidInput as exc:
+        return _account_page(request, {"new": str(exc)}, 400)
+    log.info("user %s changed their password in the web UI", loggable_name(signed_in.user.name))
+    response = web.HTTPSeeOther("/ui/login?changed=1")
+    response.del_cookie(COOKIE, path=COOKIE_PATH)
+    raise response
+
+
+async def logout_everywhere(request: web.Request) -> web.Response:
+    user = request[SIGNED_IN].user
+    await request.app[WEB_SESSIONS].sign_out_everywhere(user)
+    log.info("user %s signed out everywhere from the web UI", loggable_name(user.name))
+    response = web.HTTPSeeOther("/ui/login?everywhere=1")
+    response.del_cookie(COOKIE, path=COOKIE_PATH)
+    raise response
+
+
+async def transfer(request: web.Request) -> web.Response:
+    return _transfer_page(request, {})
+
+
+def _transfer_page(
+    request: web.Request, errors: dict[str, str], report: object = None, status: int = 200
+) -> web.Response:
+    return render(
+        request,
+        "transfer.html",
+        "Import and export",
+        status=status,
+        errors=errors,
+        report=report,
+        max_mib=UPLOAD_MAX_MIB,
+    )
+
+
+class UploadTooLarge(Exception):
+    pass
+
+
+async def _read_upload(request: web.Request) -> tuple[str | None, bytes | None]:
+    """(csrf field, file bytes) of the multipart form, reading at most UPLOAD_MAX of
+    the file; UploadTooLarge past it (after reading the rest, up to DRAIN_MAX)."""
+    if not request.content_type.startswith("multipart/form-data"):
+        raise InvalidInput("send the form as multipart/form-data")
+    try:
+        reader = await request.multipart()
+    except (ValueError, AssertionError):
+        raise InvalidInput("the form could not be read") from None
+    csrf: str | None = None
+    data: bytes | None = None
+    too_large = False
+    seen = 0
+    while True:
+        part = await reader.next()
+        if part is None:
+            break
+        if not isinstance(part, BodyPartReader):
+            raise InvalidInput("the form could not be read")
+        buffer = bytearray()
+        cap = 4096 if part.name == CSRF_FIELD else UPLOAD_MAX
+        while chunk := await part.read_chunk(65536):
+            seen += len(chunk)
+            if seen > DRAIN_MAX:
+                raise web.HTTPRequestEntityTooLarge(max_size=UPLOAD_MAX, actual_size=seen)
+            if len(buffer) + len(chunk) > cap:
+                too_large = too_large or part.name == "opml"
+                continue
+            buffer += chunk
+        if part.name == CSRF_FIELD:
+            csrf = buffer.decode("utf-8", "replace")
+        elif part.name == "opml" and not too_large:
+            data = bytes(buffer)
+    if too_large:
+        check_csrf(request, csrf)
+        raise UploadTooLarge
+    return csrf, data
+
+
+async def import_opml(request: web.Request) -> web.Response:
+    user = request[SIGNED_IN].user
+    try:
+        csrf, data = await _read_upload(request)
+    except UploadTooLarge:
+        return _transfer_page(
+            request,
+            {"opml": f"The file is larger than {UPLOAD_MAX_MIB} MiB; nothing imported."},
+            status=413,
+        )
+    check_csrf(request, csrf)
+    if not data:
+        return _transfer_page(request, {"opml": "Choose an OPML file to import."}, status=400)
+    service = request.app[OPML]
+    now = now_us()
+
+    def parse_and_plan() -> object:
+        return service.plan(parse_opml(data), now)
+
+    try:
+        # Parsing and checking a big file takes a while: not on the event loop.
+        plan = await asyncio.to_thread(parse_and_plan)
+    except OpmlError as exc:
+        return _transfer_page(
+            request, {"opml": f"This is not an OPML file ({exc}); nothing imported."}, status=400
+        )
+    report = await service.apply(user, plan, now)  # type: ignore[arg-type]
+    log.info(
+        "user %s imported OPML in the web UI: %d added, %d subscribed again, "
+        "%d already there, %d skipped",
+        loggable_name(user.name),
+        report.added,
+        report.resubscribed,
+        report.already_subscribed,
+        len(report.skipped),
+    )
+    return _transfer_page(request, {}, report=report)
+
+
+async def export_opml(request: web.Request) -> web.StreamResponse:
+    user = request[SIGNED_IN].user
+    include_unsubscribed = request.query.get("all") == "1"
+    response = web.StreamResponse(
+        headers={
+            "Content-Disposition": 'attachment; filename="podsync-subscriptions.opml"',
+            "Cache-Control": "no-store",
+            "X-Content-Type-Options": "nosniff",
+        }
+    )
+    response.content_type = "text/x-opml"
+    response.charset = "utf-8"
+    await response.prepare(request)
+    async for chunk in request.app[OPML].export_chunks(user, include_unsubscribed):
+        await response.write(chunk)
+        await asyncio.sleep(0)
+    await response.write_eof()
+    return response

@@ -1,0 +1,187 @@
+"""The UI's rules around every handler: the session cookie, the CSRF token and the
+Origin of every POST, and errors as HTML pages (the rest of podsync answers JSON).
+
+A POST whose Origin is another site's, or whose form lacks the session's CSRF
+token, is refused with 403 before its handler runs: nothing changes.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import re
+from collections.abc import Awaitable, Callable
+from urllib.parse import quote, urlsplit
+
+from aiohttp import web
+from multidict import MultiDictProxy
+
+from podsync.errors import InvalidInput, NotFound, TooManyRequests, Unavailable
+from podsync.web.home import server_address
+from podsync.web.keys import CLIENT_ADDRESS, CONFIG
+from podsync.web.ui.keys import SIGNED_IN, WEB_SESSIONS
+from podsync.web.ui.render import render
+
+COOKIE = "podsync_ui"
+COOKIE_PATH = "/ui"
+CSRF_FIELD = "csrf"
+FORM = web.RequestKey("ui_form", MultiDictProxy[str | bytes | bytearray | web.FileField])
+CSRF_REFUSED = (
+    "This form was not sent from a page of this server, or it has expired. "
+    "Nothing was changed. Go back, reload the page and try again."
+)
+
+# NUL and lone surrogates: no database stores them (PostgreSQL refuses NUL in text).
+_UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")
+UNSTORABLE = "The form contained a character no field can hold (NUL). Nothing was changed."
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+log = logging.getLogger("podsync.ui")
+
+
+class Refused(Exception):
+    """A request the UI refuses with 403 before anything runs."""
+
+
+def ui_route(
+    handler: Handler,
+    *,
+    public: bool = False,
+    admin: bool = False,
+    reads_own_body: bool = False,
+) -> Handler:
+    """Wrap a UI handler. `public`: no session needed (sign-in). `admin`: admins only.
+    `reads_own_body`: a streamed upload that checks the CSRF token itself
+    (`check_csrf`); every other POST has its form read and checked here."""
+
+    async def wrapped(request: web.Request) -> web.StreamResponse:
+        try:
+            return await _run(request, handler, public, admin, reads_own_body)
+        except Refused as exc:
+            return render(
+                request,
+                "error.html",
+                "Refused",
+                status=403,
+                message=str(exc),
+                back_href="/ui/",
+                back_label="Back to the overview",
+            )
+        except NotFound as exc:
+            return _error(request, 404, "Not found", str(exc))
+        except TooManyRequests as exc:
+            response = _error(request, 429, "Too many attempts", str(exc))
+            response.headers["Retry-After"] = str(exc.retry_after)
+            return response
+        except Unavailable as exc:
+            response = _error(request, 503, "Try again in a moment", exc.reason)
+            response.headers["Retry-After"] = str(exc.retry_after)
+            return response
+        except InvalidInput as exc:
+            return _error(request, 400, "Not accepted", str(exc))
+        except web.HTTPRequestEntityTooLarge:
+            limit = request.app[CONFIG].server.max_body_bytes
+            return _error(request, 413, "Too large", f"The form was larger than {limit} bytes.")
+
+    wrapped.__name__ = handler.__name__
+    wrapped.__doc__ = handler.__doc__
+    return wrapped
+
+
+async def _run(
+    request: web.Request, handler: Handler, public: bool, admin: bool, reads_own_body: bool
+) -> web.StreamResponse:
+    token = request.cookies.get(COOKIE, "")
+    signed_in = await request.app[WEB_SESSIONS].find(token) if token else None
+    if signed_in is not None:
+        request[SIGNED_IN] = signed_in
+    if request.method == "POST":
+        check_origin(request)
+    if signed_in is None and not public:
+        if request.method == "POST":
+            raise Refused("Your session has ended; sign in again. Nothing was changed.")
+        target = request.rel_url.path_qs
+        redirect = web.HTTPSeeOther(
+            "/ui/login" if target in ("/ui", "/ui/") else f"/ui/login?next={quote(target)}"
+        )
+        if token:  # a cookie of an ended session: forget it
+            redirect.del_cookie(COOKIE, path=COOKIE_PATH)
+        raise redirect
+    if admin and (signed_in is None or not signed_in.user.admin):
+        return _error(request, 403, "Admins only", "This page is for the server's admins.")
+    if any(_UNSTORABLE.search(v) for v in request.query.values()):
+        raise InvalidInput(UNSTORABLE)
+    if request.method == "POST" and not reads_own_body:
+        form = await request.post()
+        if not public:  # sign-in has no session yet: its Origin was checked above
+            value = form.get(CSRF_FIELD)
+            check_csrf(request, value if isinstance(value, str) else None)
+        if any(isinstance(v, str) and _UNSTORABLE.search(v) for v in form.values()):
+            raise InvalidInput(UNSTORABLE)
+        request[FORM] = form
+    response = await handler(request)
+    if token and signed_in is None:  # a cookie of an ended session: forget it
+        response.del_cookie(COOKIE, path=COOKIE_PATH)
+    return response
+
+
+def check_origin(request: web.Request) -> None:
+    """A POST must come from a page of this server: its Origin (when the browser
+    sends one, as every current browser does on a form POST) is this server's."""
+    origin = request.headers.get("Origin")
+    # A sibling subdomain ("same-site") is another site's page too.
+    if request.headers.get("Sec-Fetch-Site", "") in ("cross-site", "same-site"):
+        raise Refused(CSRF_REFUSED)
+    if origin is None:
+        return
+    own = {_origin_of(server_address(request)), f"{request.scheme}://{request.host}".lower()}
+    if origin.lower() not in own:
+        log.warning(
+            "refused a form sent from another origin to %s from %s",
+            request.path,
+            request[CLIENT_ADDRESS],
+        )
+        raise Refused(CSRF_REFUSED)
+
+
+def check_csrf(request: web.Request, value: str | None) -> None:
+    signed_in = request.get(SIGNED_IN)
+    expected = signed_in.session.csrf_token if signed_in is not None else None
+    if (
+        expected is None
+        or value is None
+        or not hmac.compare_digest(value.encode("utf-8", "replace"), expected.encode())
+    ):
+        raise Refused(CSRF_REFUSED)
+
+
+def form_text(request: web.Request, name: str, limit: int = 4096) -> str:
+    """A text field of the checked form ("" when absent or a file)."""
+    value = request[FORM].get(name)
+    return value[:limit] if isinstance(value, str) else ""
+
+
+def _origin_of(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}".lower()
+
+
+def cookie_is_secure(request: web.Request) -> bool:
+    """Secure over HTTPS, or behind a trusted proxy that says it speaks HTTPS."""
+    return request.secure or server_address(request).startswith("https://")
+
+
+def _error(request: web.Request, status: int, heading: str, message: str) -> web.Response:
+    return render(
+        request,
+        "error.html",
+        heading,
+        status=status,
+        message=message,
+        back_href="/ui/",
+        back_label="Back to the overview",
+    )
+
+
+def error_page(request: web.Request, status: int, heading: str, message: str) -> web.Response:
+    return _error(request, status, heading, message)

@@ -1,0 +1,17 @@
+"""Application and request keys of the web UI."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from podsync.services.accounts import AccountService
+from podsync.services.browsing import BrowseService
+from podsync.services.opml_io import OpmlService
+from podsync.services.web_sessions import SignedIn, WebSessionService
+
+WEB_SESSIONS = web.AppKey("web_sessions", WebSessionService)
+BROWSE = web.AppKey("browse", BrowseService)
+ACCOUNTS = web.AppKey("ui_accounts", AccountService)
+OPML = web.AppKey("ui_opml", OpmlService)
+STYLESHEET = web.AppKey("ui_stylesheet", bytes)
+SIGNED_IN = web.RequestKey("ui_signed_in", SignedIn)

@@ -1,0 +1,138 @@
+"""Rendering the UI's pages: the template environment, the headers every page
+carries, and how times, titles and progress read for a person."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, tzinfo
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import aiohttp_jinja2
+import jinja2
+from aiohttp import web
+
+from podsync import __version__
+from podsync.web.ui.keys import SIGNED_IN
+
+# Nothing from other origins but images (podcast artwork), no script at all.
+CSP = (
+    "default-src 'none'; style-src 'self'; img-src 'self' https: data:; "
+    "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
+PAGE_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    # Not no-referrer: with it a browser sends `Origin: null` on a form POST, and
+    # the Origin is what the CSRF check compares.
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+STATIC_CSS = "ui.css"
+NAV = (
+    ("/ui/", "Overview"),
+    ("/ui/subscriptions", "Subscriptions"),
+    ("/ui/history", "Listening history"),
+    ("/ui/devices", "Devices"),
+    ("/ui/transfer", "Import and export"),
+    ("/ui/account", "Account"),
+)
+ADMIN_NAV = (("/ui/admin/users", "Users"),)
+
+
+def setup_templates(app: web.Application) -> None:
+    aiohttp_jinja2.setup(
+        app,
+        # A directory, not PackageLoader: the frozen binary's importer has no
+        # package resources API, but its files are on disk all the same.
+        loader=jinja2.FileSystemLoader(str(_package_dir() / "templates")),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        # Templates are package data and never change under a running server: no
+        # stat() per render to check.
+        auto_reload=False,
+    )
+
+
+def _package_dir() -> Path:
+    return Path(__file__).resolve().parent
+
+
+def stylesheet() -> bytes:
+    return (_package_dir() / "static" / STATIC_CSS).read_bytes()
+
+
+def render(
+    request: web.Request,
+    template: str,
+    heading: str,
+    status: int = 200,
+    **context: Any,
+) -> web.Response:
+    signed_in = request.get(SIGNED_IN)
+    user = signed_in.user if signed_in is not None else None
+    nav = NAV + ADMIN_NAV if user is not None and user.admin else NAV
+    current = request.path if request.path != "/ui" else "/ui/"
+    response = aiohttp_jinja2.render_template(
+        template,
+        request,
+        {
+            "heading": heading,
+            "user": user,
+            "csrf": signed_in.session.csrf_token if signed_in is not None else "",
+            "nav": nav,
+            "current": current,
+            "version": __version__,
+            "static_css": f"/ui/static/{STATIC_CSS}?v={__version__}",
+            "notice": context.pop("notice", None),
+            "errors": context.pop("errors", {}),
+            **context,
+        },
+        status=status,
+    )
+    response.headers.update(PAGE_HEADERS)
+    return response
+
+
+def zone(name: str) -> tzinfo:
+    if name.upper() == "UTC":
+        return UTC
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        return UTC
+
+
+class Moment:
+    """A time as a page shows it: machine-readable and in the configured zone."""
+
+    __slots__ = ("iso", "text")
+
+    def __init__(self, us: int, tz: tzinfo) -> None:
+        at = datetime.fromtimestamp(us / 1_000_000, tz)
+        self.iso = at.isoformat(timespec="seconds")
+        self.text = f"{at:%Y-%m-%d %H:%M} {at.tzname()}"
+
+
+def host_and_path(url: str) -> str:
+    """What to call a feed with no known title: its host and path."""
+    parts = urlsplit(url)
+    path = unquote(parts.path).rstrip("/")
+    return f"{parts.hostname or ''}{path}" or url
+
+
+def file_name(url: str) -> str:
+    """What to call an episode with no known title: its file name."""
+    path = unquote(urlsplit(url).path).rstrip("/")
+    name = path.rsplit("/", 1)[-1]
+    return name or host_and_path(url)
+
+
+def duration(seconds: int) -> str:
+    hours, rest = divmod(max(0, seconds), 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"

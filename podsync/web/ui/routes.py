@@ -1,0 +1,94 @@
+"""The web UI's routes, all under /ui/, in one table."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from aiohttp import web
+
+from podsync.services.accounts import AccountService
+from podsync.services.browsing import BrowseService
+from podsync.services.opml_io import OpmlService
+from podsync.services.web_sessions import WebSessionService
+from podsync.web.keys import AUTH, CONFIG, DB, SYNC
+from podsync.web.ui import account, admin, pages
+from podsync.web.ui.guard import Handler, error_page, ui_route
+from podsync.web.ui.keys import ACCOUNTS, BROWSE, OPML, STYLESHEET, WEB_SESSIONS
+from podsync.web.ui.render import STATIC_CSS, setup_templates, stylesheet
+
+# (method, path, handler, options). Route names start "ui.": the bearer middleware
+# leaves these to the UI's own session rules (web/ui/guard.py).
+_UI: list[tuple[str, str, Handler, dict[str, bool]]] = [
+    ("GET", "/ui/login", account.login_form, {"public": True}),
+    ("POST", "/ui/login", account.login, {"public": True}),
+    ("POST", "/ui/logout", account.logout, {}),
+    ("GET", "/ui/", pages.overview, {}),
+    ("GET", "/ui", pages.overview, {}),
+    ("GET", "/ui/subscriptions", pages.subscriptions, {}),
+    ("POST", "/ui/subscriptions", pages.subscribe, {}),
+    ("POST", "/ui/subscriptions/unsubscribe", pages.unsubscribe, {}),
+    ("POST", "/ui/subscriptions/resubscribe", pages.resubscribe, {}),
+    ("GET", "/ui/history", pages.history, {}),
+    ("GET", "/ui/devices", pages.devices, {}),
+    ("POST", "/ui/devices/rename", pages.rename_device, {}),
+    ("POST", "/ui/devices/remove", pages.remove_device, {}),
+    ("GET", "/ui/transfer", account.transfer, {}),
+    ("POST", "/ui/import", account.import_opml, {"reads_own_body": True}),
+    ("GET", "/ui/export.opml", account.export_opml, {}),
+    ("GET", "/ui/account", account.account, {}),
+    ("POST", "/ui/account/password", account.change_password, {}),
+    ("POST", "/ui/account/logout-everywhere", account.logout_everywhere, {}),
+    ("GET", "/ui/admin/users", admin.users, {"admin": True}),
+    ("POST", "/ui/admin/users", admin.add_user, {"admin": True}),
+    ("GET", "/ui/admin/user", admin.user_page, {"admin": True}),
+    ("POST", "/ui/admin/users/disable", admin.disable_user, {"admin": True}),
+    ("POST", "/ui/admin/users/enable", admin.enable_user, {"admin": True}),
+    ("POST", "/ui/admin/users/unlock", admin.unlock_user, {"admin": True}),
+    ("POST", "/ui/admin/users/password", admin.reset_password, {"admin": True}),
+    ("POST", "/ui/admin/users/delete", admin.delete_user, {"admin": True}),
+]
+
+
+async def _stylesheet(request: web.Request) -> web.Response:
+    return web.Response(
+        body=request.app[STYLESHEET],
+        content_type="text/css",
+        charset="utf-8",
+        headers={
+            "Cache-Control": "public, max-age=86400",
+            "X-Content-Type-Options": "nosniff",
+        },
+    )
+
+
+async def _not_found(request: web.Request) -> web.Response:
+    return error_page(request, 404, "Not found", "There is no such page.")
+
+
+async def _services(app: web.Application) -> AsyncIterator[None]:
+    """The UI's services, on the app's database and auth (opened before this runs)."""
+    db, auth = app[DB], app[AUTH]
+    app[ACCOUNTS] = AccountService(db, auth.passwords)
+    app[WEB_SESSIONS] = WebSessionService(db, auth, app[ACCOUNTS], app[CONFIG].ui.session_lifetime)
+    app[BROWSE] = BrowseService(db, app[SYNC])
+    app[OPML] = OpmlService(db, app[SYNC])
+    yield
+
+
+def setup_ui(app: web.Application) -> None:
+    """Templates, the style sheet, the services and the routes of /ui/. Call after the
+    app's own resources are in its cleanup_ctx (the services need them)."""
+    app.cleanup_ctx.append(_services)
+    setup_templates(app)
+    app[STYLESHEET] = stylesheet()
+    routes = [
+        web.route(method, path, ui_route(handler, **options), name=f"ui.r{n}_{handler.__name__}")
+        for n, (method, path, handler, options) in enumerate(_UI)
+    ]
+    routes.append(
+        web.get(f"/ui/static/{STATIC_CSS}", _stylesheet, name="ui.static", allow_head=False)
+    )
+    routes.append(
+        web.get("/ui/{tail:.*}", ui_route(_not_found), name="ui.not_found", allow_head=False)
+    )
+    app.router.add_routes(routes)
