@@ -60,6 +60,7 @@ class Ticker(threading.Thread):
         self.recording = False
         self.stopping = False
         self.failures = 0
+        self.answered = threading.Event()
 
     def run(self) -> None:
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=600)
@@ -76,6 +77,7 @@ class Ticker(threading.Thread):
             # server answers the one in flight only after the replace).
             if recording or self.recording:
                 self.latencies.append(time.perf_counter() - started)
+            self.answered.set()
             time.sleep(0.002)
         conn.close()
 
@@ -132,7 +134,8 @@ def run_size(n: int, database_url: str) -> dict[str, Any]:
             assert status == 200, text
             ticker = Ticker(port, "other")
             ticker.start()
-            time.sleep(0.3)
+            ticker.answered.wait(60)  # the first call verifies the password (argon2)
+            time.sleep(0.1)
             ticker.recording = True
             cpu = _cpu_seconds(server.pid)
             status, replace_s, text = _put(port, "big", second)

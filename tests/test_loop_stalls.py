@@ -61,6 +61,7 @@ def assert_not_stalled(ticker: Ticker, what: str) -> None:
     assert not ticker.failures, ticker.failures
     assert len(ticker.latencies) >= 5, f"bob got {len(ticker.latencies)} answers during {what}"
     worst = ticker.worst()
+    print(f"{what}: bob's slowest answer {worst:.3f} s, alone {baseline:.3f} s")
     assert worst < bound, (
         f"during {what} bob waited {worst:.2f} s for one answer "
         f"(alone: {baseline:.3f} s at worst; bound {bound:.2f} s)"
