@@ -12,7 +12,7 @@ from podsync.errors import InvalidInput
 from podsync.feeds import has_bad_characters
 from podsync.services.gpodder.bounds import check_new_device
 from podsync.storage.engine import Engine
-from podsync.store import devices
+from podsync.store import devices, meta
 from podsync.store.devices import Device
 
 DEVICE_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}", re.ASCII)
@@ -64,6 +64,7 @@ class DeviceService:
     async def update(self, user_id: int, device_id: str, body: Any) -> None:
         caption, kind = parse_settings(body)
         async with self.db.write() as conn:
+            await meta.lock_user(conn, user_id)
             await check_new_device(conn, user_id, check_device_id(device_id), self.max_devices)
             await devices.upsert(
                 conn, user_id, check_device_id(device_id), caption, kind, timestamps.now_us()
@@ -76,6 +77,7 @@ class DeviceService:
             if await devices.exists(conn, user_id, device_id):
                 return
         async with self.db.write() as conn:
+            await meta.lock_user(conn, user_id)
             await check_new_device(conn, user_id, device_id, self.max_devices)
             await devices.ensure(conn, user_id, [device_id], timestamps.now_us())
 
