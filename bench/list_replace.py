@@ -6,7 +6,8 @@ For each size n, on a real `podsync serve` with a fresh database: user `big` PUT
 list of n feeds to `/subscriptions/big/phone.json`, then PUTs n different feeds
 (every old one removed, every new one added: the worst replace). Meanwhile user
 `other` polls `GET /api/2/subscriptions/other/phone.json` back to back on its own
-connection. Printed per size: the first PUT and the replace, in seconds, and the
+connection. Printed per size: the first PUT and the replace, in seconds, the server's CPU
+seconds for the replace (what a loaded machine does not inflate much), and the
 slowest and median answer `other` got while the replace ran (what a stalled event
 loop shows as). `--database-url` names an empty PostgreSQL database (one schema
 per size is made in it).
@@ -18,6 +19,7 @@ import argparse
 import base64
 import http.client
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -58,6 +60,7 @@ class Ticker(threading.Thread):
         self.recording = False
         self.stopping = False
         self.failures = 0
+        self.answered = threading.Event()
 
     def run(self) -> None:
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=600)
@@ -74,8 +77,15 @@ class Ticker(threading.Thread):
             # server answers the one in flight only after the replace).
             if recording or self.recording:
                 self.latencies.append(time.perf_counter() - started)
+            self.answered.set()
             time.sleep(0.002)
         conn.close()
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (its threads included)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _schema_url(base_url: str, name: str) -> str:
@@ -118,16 +128,18 @@ def run_size(n: int, database_url: str) -> dict[str, Any]:
             )
         first = [f"https://a.example/{i}/feed.xml" for i in range(n)]
         second = [f"https://b.example/{i}/feed.xml" for i in range(n)]
-        with Server(
-            [*podsync_argv(config), "--port", str(port)], port, "/healthz", workdir / "log"
-        ):
+        argv = [*podsync_argv(config), "--port", str(port)]
+        with Server(argv, port, "/healthz", workdir / "log") as server:
             status, put_s, text = _put(port, "big", first)
             assert status == 200, text
             ticker = Ticker(port, "other")
             ticker.start()
-            time.sleep(0.3)
+            ticker.answered.wait(60)  # the first call verifies the password (argon2)
+            time.sleep(0.1)
             ticker.recording = True
+            cpu = _cpu_seconds(server.pid)
             status, replace_s, text = _put(port, "big", second)
+            replace_cpu = _cpu_seconds(server.pid) - cpu
             ticker.recording = False
             ticker.stopping = True
             ticker.join()
@@ -137,6 +149,7 @@ def run_size(n: int, database_url: str) -> dict[str, Any]:
                 "n": n,
                 "put_s": put_s,
                 "replace_s": replace_s,
+                "replace_cpu_s": replace_cpu,
                 "other_max_ms": max(latencies) * 1000,
                 "other_median_ms": statistics.median(latencies) * 1000,
                 "other_calls": len(ticker.latencies),
@@ -151,12 +164,17 @@ def main() -> None:
     args = parser.parse_args()
     engine = "postgresql" if args.database_url else "sqlite"
     print(f"engine: {engine}")
-    print(f"{'n':>7} {'PUT s':>8} {'replace s':>10} {'other max ms':>13} {'other p50 ms':>13}")
+    print(f"load average: {os.getloadavg()[0]:.1f}")
+    print(
+        f"{'n':>7} {'PUT s':>8} {'replace s':>10} {'server CPU s':>13} "
+        f"{'other max ms':>13} {'other p50 ms':>13}"
+    )
     with quiet_env():
         for n in (int(s) for s in args.sizes.split(",")):
             r = run_size(n, args.database_url)
             print(
                 f"{r['n']:>7} {r['put_s']:>8.2f} {r['replace_s']:>10.2f} "
+                f"{r['replace_cpu_s']:>13.2f} "
                 f"{r['other_max_ms']:>13.1f} {r['other_median_ms']:>13.1f}",
                 flush=True,
             )

@@ -381,18 +381,9 @@ def validate(config: Config) -> Config:
         f"sync.page_size_default must be between 1 and sync.page_size_max "
         f"({y.page_size_max}), not {y.page_size_default}",
     )
-    _require(
-        y.action_id_retention_days >= 1,
-        f"sync.action_id_retention_days must be at least 1, not {y.action_id_retention_days}",
-    )
-    _require(
-        y.max_subscriptions_per_user >= 1,
-        f"sync.max_subscriptions_per_user must be at least 1, not {y.max_subscriptions_per_user}",
-    )
-    _require(
-        y.max_entities_per_user >= 1,
-        f"sync.max_entities_per_user must be at least 1, not {y.max_entities_per_user}",
-    )
+    for key in ("action_id_retention_days", "max_subscriptions_per_user", "max_entities_per_user"):
+        value = getattr(y, key)
+        _require(value >= 1, f"sync.{key} must be at least 1, not {value}")
     _require(
         lg.level in LOG_LEVELS,
         f"log.level must be one of {', '.join(LOG_LEVELS)}, not {lg.level!r}",

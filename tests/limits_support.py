@@ -67,9 +67,11 @@ class Ticker(threading.Thread):
         self.host, self.port = parts.hostname or "", parts.port
         self.name_, self.path = name, path
         self.latencies: list[float] = []
+        self.baseline = 0.0  # the slowest answer with nothing else running
         self.failures: list[int] = []
         self.recording = False
         self.stopping = threading.Event()
+        self.answered = threading.Event()  # set once the first call is answered
 
     def run(self) -> None:
         conn = http.client.HTTPConnection(self.host, self.port, timeout=600)
@@ -85,6 +87,7 @@ class Ticker(threading.Thread):
                     self.failures.append(response.status)
                 if began or self.recording:
                     self.latencies.append(elapsed)
+                self.answered.set()
                 time.sleep(0.005)
         finally:
             conn.close()

@@ -74,7 +74,8 @@ class UploadBounds:
         named = list(dict.fromkeys(a.device_id for a, _ in parsed if a.device_id is not None))
         refused: set[str] = set()
         if named:
-            missing = [d for d in named if d not in await devices.existing(conn, user_id, named)]
+            have = await devices.existing(conn, user_id, named)
+            missing = [d for d in named if d not in have]
             if missing:
                 room = self.max_devices - await devices.count_for_user(conn, user_id)
                 refused = set(missing[max(room, 0) :])

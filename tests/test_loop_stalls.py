@@ -1,0 +1,117 @@
+"""One request never stalls the others (contract 14), at the sizes the limits allow,
+through a real `podsync serve` on each engine.
+
+While alice's big request runs, bob sends a small request back to back on his own
+connection. Each answer bob waits for shows how long the server's event loop was
+held: before, a 20,000-feed list replace held it for the whole replace (18 s on a
+quiet machine) and an aggregated pull over 200,000 actions for over a second. The
+target is ~50 ms of loop time; the bound asserted here is STALL_BOUND_S, or a few
+times the slowest answer bob got with nothing else running, whichever is larger, so
+that a loaded machine's scheduling does not fail the test while a stall still does.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from tests.conftest import MakeConfig, ServeProcess
+from tests.limits_support import Ticker, call, feeds, subscribed
+
+pytestmark = [pytest.mark.both_engines, pytest.mark.slow]
+
+Serve = Callable[..., ServeProcess]
+LIST_SIZE = 20_000  # sync.max_subscriptions_per_user's default
+ACTIONS = 200_000  # gpodder.max_episode_actions_per_user's default
+UPLOAD_BATCH = 5_000
+STALL_BOUND_S = 1.0
+BASELINE_FACTOR = 4
+
+
+@contextmanager
+def bob_ticking(base: str) -> Iterator[Ticker]:
+    """bob's `GET devices` back to back; yields once his baseline is measured, with
+    `recording` on for the block."""
+    ticker = Ticker(base, "bob", "/api/2/devices/bob.json")
+    ticker.start()
+    try:
+        # His first call verifies the password (argon2); later ones hit the cache.
+        assert ticker.answered.wait(60), "bob got no answer"
+        time.sleep(0.1)
+        ticker.recording = True
+        time.sleep(1.5)
+        ticker.recording = False
+        ticker.baseline = ticker.worst()
+        ticker.latencies.clear()
+        ticker.recording = True
+        yield ticker
+    finally:
+        ticker.recording = False
+        ticker.stop()
+
+
+def assert_not_stalled(ticker: Ticker, what: str) -> None:
+    baseline = ticker.baseline
+    bound = max(STALL_BOUND_S, BASELINE_FACTOR * baseline)
+    assert not ticker.failures, ticker.failures
+    assert len(ticker.latencies) >= 5, f"bob got {len(ticker.latencies)} answers during {what}"
+    worst = ticker.worst()
+    print(f"{what}: bob's slowest answer {worst:.3f} s, alone {baseline:.3f} s")
+    assert worst < bound, (
+        f"during {what} bob waited {worst:.2f} s for one answer "
+        f"(alone: {baseline:.3f} s at worst; bound {bound:.2f} s)"
+    )
+
+
+@pytest.fixture
+def base(make_config: MakeConfig, seeded_users: tuple[str, ...], serve_process: Serve) -> str:
+    return serve_process(make_config(server={"max_body_bytes": 4 * 1024 * 1024})).url
+
+
+def test_a_list_replace_at_the_limit_does_not_stall_other_users(base: str) -> None:
+    first, second = feeds("a", LIST_SIZE), feeds("b", LIST_SIZE)
+    assert call(base, "PUT", "/subscriptions/alice/phone.json", body=first)[0] == 200
+    with bob_ticking(base) as ticker, ThreadPoolExecutor(1) as pool:
+        started = time.perf_counter()
+        replace = pool.submit(call, base, "PUT", "/subscriptions/alice/phone.json", body=second)
+        status, body = replace.result()
+        took = time.perf_counter() - started
+    assert status == 200, body
+    assert_not_stalled(ticker, f"a {LIST_SIZE}-feed list replace ({took:.1f} s)")
+    assert subscribed(base) == sorted(second)
+
+
+def _actions(start: int, count: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "podcast": f"https://p{n % 50}.example/feed.xml",
+            "episode": f"https://p{n % 50}.example/{n}.mp3",
+            "action": "play",
+            "timestamp": "2026-01-01T00:00:00",
+            "started": 0,
+            "position": n % 3600,
+            "total": 3600,
+        }
+        for n in range(start, start + count)
+    ]
+
+
+def test_an_aggregated_pull_over_the_action_bound_does_not_stall_other_users(base: str) -> None:
+    for start in range(0, ACTIONS, UPLOAD_BATCH):
+        status, body = call(
+            base, "POST", "/api/2/episodes/alice.json", body=_actions(start, UPLOAD_BATCH)
+        )
+        assert status == 200, body
+    with bob_ticking(base) as ticker, ThreadPoolExecutor(1) as pool:
+        started = time.perf_counter()
+        pull = pool.submit(call, base, "GET", "/api/2/episodes/alice.json?since=0&aggregated=true")
+        status, body = pull.result()
+        took = time.perf_counter() - started
+    assert status == 200, body
+    assert len(body["actions"]) == 1000  # one page (gpodder.episode_page_size) of 200,000
+    assert_not_stalled(ticker, f"an aggregated pull over {ACTIONS} actions ({took:.1f} s)")
