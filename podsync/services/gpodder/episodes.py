@@ -211,9 +211,9 @@ class EpisodeService:
         async with self.db.snapshot() as conn:
             high = await episodes.max_seq(conn, user_id)
             threshold = cursor.decode(since, high)
-            rows = await episodes.page(
+            views, last_seq = await episodes.page(
                 conn, user_id, threshold, high, podcast_key, device_id, aggregated, self.page_size
             )
         # A full page ends at its last row, so the next call resumes right after it.
-        last = rows[-1][0] if len(rows) == self.page_size else high
-        return Pull([view for _, view in rows], cursor.encode(last))
+        last = last_seq if len(views) == self.page_size else high
+        return Pull(views, cursor.encode(last))
