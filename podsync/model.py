@@ -116,10 +116,9 @@ def episode_action_view(
 
     The store keeps these bytes with every action it writes, so that a pull is a join
     of stored bytes (a first sync reads thousands), as a subscription list page is."""
-    whole_second = occurred_at - occurred_at % 1_000_000
     text = (
         f'{{"podcast":{_string(podcast_url)},"episode":{_string(episode_url)},'
-        f'"action":{_string(action)},"timestamp":"{timestamps.format(whole_second)[:19]}"'
+        f'"action":{_string(action)},"timestamp":"{timestamps.format_seconds(occurred_at)}"'
     )
     if guid is not None:
         text += f',"guid":{_string(guid)}'

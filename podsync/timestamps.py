@@ -65,5 +65,11 @@ def format(value: int) -> str:
     return text + "Z"
 
 
+def format_seconds(value: int) -> str:
+    """Microseconds since the epoch -> `YYYY-MM-DDTHH:MM:SS`, the whole second it is in
+    (UTC, no zone, no fraction)."""
+    return (_NAIVE_EPOCH + timedelta(seconds=value // _US)).isoformat()
+
+
 def now_us() -> int:
     return time.time_ns() // 1000

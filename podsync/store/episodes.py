@@ -105,10 +105,11 @@ async def page(
     device_id: str | None,
     aggregated: bool,
     limit: int,
-) -> list[tuple[int, bytes]]:
-    """(seq, view) of the actions with seq in (after_seq, upto_seq], in seq order,
-    optionally only one podcast's or one device's; `aggregated` keeps the latest per
-    (podcast, episode, action) by (client time, seq)."""
+) -> tuple[list[bytes], int]:
+    """The views of the actions with seq in (after_seq, upto_seq], in seq order, and
+    the seq of the last of them (0 when none); optionally only one podcast's or one
+    device's; `aggregated` keeps the latest per (podcast, episode, action) by (client
+    time, seq)."""
     where = "user_id = ? AND seq > ? AND seq <= ?"
     params: list[Any] = [user_id, after_seq, upto_seq]
     if podcast_key is not None:
@@ -127,22 +128,25 @@ async def page(
     else:
         sql = f"SELECT seq, view FROM episode_actions WHERE {where} ORDER BY seq LIMIT ?"
     rows = await conn.fetch_all(sql, [*params, limit])
-    if any(not r[1] for r in rows):
-        return await _with_missing_views(conn, rows)
-    return [(r[0], r[1]) for r in rows]
+    if not rows:
+        return [], 0
+    views = [r[1] for r in rows]
+    if not all(views):
+        views = await _with_missing_views(conn, rows)
+    return views, int(rows[-1][0])
 
 
-async def _with_missing_views(conn: Connection, rows: Sequence[Any]) -> list[tuple[int, bytes]]:
-    """The page with any empty view rendered from its row: a podsync older than the
+async def _with_missing_views(conn: Connection, rows: Sequence[Any]) -> list[bytes]:
+    """The page's views, any empty one rendered from its row: a podsync older than the
     view column, still running beside a migrated one, stores actions without it."""
-    out: list[tuple[int, bytes]] = []
+    out: list[bytes] = []
     for seq, view in rows:
         if not view:
             row = await conn.fetch_one(
                 f"SELECT {_VIEW_FIELDS} FROM episode_actions WHERE seq = ?", (seq,)
             )
             view = episode_action_view(*row)
-        out.append((seq, bytes(view)))
+        out.append(bytes(view))
     return out
 
 

@@ -221,8 +221,8 @@ class EpisodeService:
         async with self.db.snapshot(threaded=aggregated) as conn:
             high = await episodes.max_seq(conn, user_id)
             threshold = cursor.decode(since, high)
-            rows = (
-                []
+            views, last_seq = (
+                ([], high)
                 if matches_nothing
                 else await episodes.page(
                     conn,
@@ -236,5 +236,5 @@ class EpisodeService:
                 )
             )
         # A full page ends at its last row, so the next call resumes right after it.
-        last = rows[-1][0] if len(rows) == self.page_size else high
-        return Pull([view for _, view in rows], cursor.encode(last))
+        last = last_seq if len(views) == self.page_size else high
+        return Pull(views, cursor.encode(last))
