@@ -48,7 +48,7 @@ def test_show_prints_every_value_with_its_source_and_redacts_the_secrets(tmp_pat
     )
     # Valid TOML with every section and key.
     shown = tomllib.loads(out)
-    assert set(shown) == {"server", "database", "auth", "sync", "log", "gpodder"}
+    assert set(shown) == {"server", "database", "auth", "sync", "log", "gpodder", "ui", "feeds"}
     assert shown["server"]["trusted_proxies"] == []
     assert shown["gpodder"]["enabled"] is True
 
