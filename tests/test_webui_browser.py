@@ -602,6 +602,7 @@ def test_titles_artwork_and_episode_titles_from_the_feed_fetcher(
         assert shown.get_by_role("link", name="The Show").get_attribute("href") == (
             "https://show.example/"
         )
+        screenshot(page, "subscriptions-with-titles-1280")
         gone = page.locator(".sub", has_text="gone.xml")
         assert "feed not reachable" in gone.inner_text()
         page.get_by_label("Search by title or URL").fill("the show")

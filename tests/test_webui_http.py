@@ -279,3 +279,59 @@ async def test_admin_actions_need_an_admin_and_an_admin_cannot_lock_themselves_o
     assert not (await with_accounts(config, lambda a: a.get_user("bob"))).enabled
     response = await ui.get("/ui/admin/user?name=nobody")
     assert response.status == 404
+
+
+async def test_history_pages_walk_both_ways(ui: TestClient[Any, Any], config: Config) -> None:
+    import hashlib
+
+    from podsync.feeds import url_key
+    from podsync.store import episodes
+    from podsync.store.episodes import EpisodeAction
+
+    feed = "https://feeds.example.com/show.xml"
+
+    async def seed(accounts: Any) -> None:
+        user = await accounts.get_user("alice")
+        rows = [
+            (
+                EpisodeAction(
+                    0,
+                    feed,
+                    url_key(feed),
+                    f"https://cdn.example.com/ep-{i:03d}.mp3",
+                    "download",
+                    1_700_000_000_000_000 + i,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                ),
+                hashlib.sha256(str(i).encode()).digest(),
+            )
+            for i in range(120)
+        ]
+        async with accounts.db.write() as conn:
+            await episodes.insert_many(conn, user.id, rows, 1_700_000_000_000_000)
+
+    await with_accounts(config, seed)
+    await sign_in(ui)
+    names = re.compile(r"ep-(\d{3})\.mp3")
+    link = re.compile(r'href="(/ui/history\?[^"]+)" rel="(prev|next)"')
+
+    async def page(path: str) -> tuple[list[int], dict[str, str]]:
+        text = await (await ui.get(path.replace("&amp;", "&"))).text()
+        return [int(n) for n in names.findall(text)], {
+            rel: href for href, rel in link.findall(text)
+        }
+
+    first, links = await page("/ui/history")
+    assert first == list(range(119, 69, -1)) and set(links) == {"next"}
+    second, links2 = await page(links["next"])
+    assert second == list(range(69, 19, -1)) and set(links2) == {"prev", "next"}
+    third, links3 = await page(links2["next"])
+    assert third == list(range(19, -1, -1)) and set(links3) == {"prev"}
+    back, links4 = await page(links3["prev"])
+    assert back == second and set(links4) == {"prev", "next"}
+    front, links5 = await page(links4["prev"])
+    assert front == first and set(links5) == {"next"}

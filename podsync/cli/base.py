@@ -14,8 +14,8 @@ from typing import TypeVar
 import click
 
 from podsync.config import Config, ConfigError, ConfigOrigin, load_config_and_origin
+from podsync.config.locations import default_data_directory
 from podsync.errors import PodsyncError
-from podsync.locations import default_data_directory
 from podsync.services.accounts import AccountService
 from podsync.services.passwords import PasswordService
 from podsync.storage.engine import Engine, create_engine, database_errors, describe

@@ -13,8 +13,8 @@ import click
 
 from podsync.cli.base import Context, pass_context
 from podsync.config import Config, ConfigOrigin
+from podsync.config.locations import default_data_directory
 from podsync.errors import METRICS_EXTRA, POSTGRES_EXTRA
-from podsync.locations import default_data_directory
 from podsync.storage.errors import REDACTED, redact
 
 

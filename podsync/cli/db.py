@@ -10,8 +10,8 @@ from dataclasses import replace
 import click
 
 from podsync.cli.base import Context, pass_context, require_database, run_with_db
-from podsync.database_url import is_database_url
-from podsync.envvars import COPY_TO_URL_ENV
+from podsync.config.database_url import is_database_url
+from podsync.config.envvars import COPY_TO_URL_ENV
 from podsync.errors import PodsyncError
 from podsync.services import copying
 from podsync.storage import maintenance

@@ -151,7 +151,7 @@ def user_enable(ctx: Context, name: str) -> None:
 @click.option("--revoke", is_flag=True, help="Take the admin role away instead.")
 @pass_context
 def user_admin(ctx: Context, name: str, revoke: bool) -> None:
-    """Make a user an admin of the web UI (its Users page), or no longer one.
+    """Make a user a web UI admin (its Users page), or not.
 
     \b
     Example:

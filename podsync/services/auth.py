@@ -24,7 +24,7 @@ from podsync.services.accounts import USERNAME
 from podsync.services.passwords import PasswordService
 from podsync.services.throttle import LoginThrottle
 from podsync.storage.engine import Engine
-from podsync.store import meta, tokens, users
+from podsync.store import Connection, meta, tokens, users
 
 ACCESS_SALT = "podsync.access-token"
 SECRET_META_KEY = "secret_key"
@@ -85,6 +85,23 @@ async def load_secret_key(db: Engine, configured: str) -> str:
         return await meta.put_if_absent(conn, SECRET_META_KEY, secrets.token_urlsafe(48))
 
 
+async def require_unchanged(conn: Connection, user: User) -> None:
+    """Unauthorized unless `user` is still enabled with the same password and token
+    generation. Call inside the write that issues a credential: the password was
+    checked against a row read before hashing (~0.1 s), and if an admin changed the
+    password, disabled, logged out or deleted the user since, a credential written
+    now would outlive that revocation. Takes the user's lock first, so a `user
+    delete` running meanwhile either comes before (then Unauthorized) or waits."""
+    await meta.lock_user(conn, user.id)
+    current = await users.get_by_id(conn, user.id)
+    if current is None or (
+        not current.enabled
+        or current.token_generation != user.token_generation
+        or current.password_hash != user.password_hash
+    ):
+        raise Unauthorized(BAD_CREDENTIALS)
+
+
 class AuthService:
     def __init__(
         self,
@@ -116,17 +133,7 @@ class AuthService:
             else None
         )
         async with self.db.write() as conn:
-            # The password was checked against a row read before hashing (~0.1 s). If an
-            # admin changed the password, disabled, logged out or deleted the user since,
-            # a refresh token written now would outlive that revocation.
-            await meta.lock_user(conn, user.id)
-            current = await users.get_by_id(conn, user.id)
-            if current is None or (
-                not current.enabled
-                or current.token_generation != user.token_generation
-                or current.password_hash != user.password_hash
-            ):
-                raise Unauthorized(BAD_CREDENTIALS)
+            await require_unchanged(conn, user)
             await tokens.add(conn, hash_refresh_token(refresh), user.id, expires, now)
             await tokens.delete_expired(conn, now)
             if new_hash is not None:

@@ -110,19 +110,30 @@ class BrowseService:
         limit: int = HISTORY_PAGE,
     ) -> HistoryPage:
         async with self.db.read() as conn:
+            # One row past the page tells whether there is more in its direction.
             rows = await browse.history_page(
-                conn, user.id, podcast_key, device_id, before, after, limit
+                conn, user.id, podcast_key, device_id, before, after, limit + 1
             )
+            backwards = after is not None
+            more = len(rows) > limit
+            if more:
+                rows = rows[1:] if backwards else rows[:limit]
             older = newer = None
             if rows:
-                if await browse.history_exists(
-                    conn, user.id, podcast_key, device_id, rows[-1].seq, newer=False
-                ):
-                    older = rows[-1].seq
-                if await browse.history_exists(
-                    conn, user.id, podcast_key, device_id, rows[0].seq, newer=True
-                ):
-                    newer = rows[0].seq
+                if backwards:
+                    newer = rows[0].seq if more else None
+                else:
+                    older = rows[-1].seq if more else None
+                # The other direction: nothing newer than the first page.
+                if backwards or before is not None:
+                    pivot, newer_side = (rows[-1].seq, False) if backwards else (rows[0].seq, True)
+                    if await browse.history_exists(
+                        conn, user.id, podcast_key, device_id, pivot, newer=newer_side
+                    ):
+                        if backwards:
+                            older = pivot
+                        else:
+                            newer = pivot
         return HistoryPage(rows, older, newer)
 
     async def history_filters(

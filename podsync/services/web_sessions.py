@@ -15,12 +15,11 @@ import secrets
 from dataclasses import dataclass
 
 from podsync import timestamps
-from podsync.errors import Unauthorized
 from podsync.model import User
 from podsync.services.accounts import AccountService
-from podsync.services.auth import BAD_CREDENTIALS, AuthService
+from podsync.services.auth import AuthService, require_unchanged
 from podsync.storage.engine import Engine
-from podsync.store import users, web_sessions
+from podsync.store import web_sessions
 from podsync.store.web_sessions import WebSession
 
 # A token we issue: 43 URL-safe characters; anything far longer is not one.
@@ -53,14 +52,7 @@ class WebSessionService:
         token = secrets.token_urlsafe(32)
         now = timestamps.now_us()
         async with self.db.write() as conn:
-            # As in AuthService.login: a revocation between the check and now wins.
-            current = await users.get_by_id(conn, user.id)
-            if current is None or (
-                not current.enabled
-                or current.token_generation != user.token_generation
-                or current.password_hash != user.password_hash
-            ):
-                raise Unauthorized(BAD_CREDENTIALS)
+            await require_unchanged(conn, user)  # a revocation since the check wins
             await web_sessions.delete_expired(conn, now)
             await web_sessions.add(
                 conn,

@@ -17,12 +17,38 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from podsync import database_url
-from podsync.envvars import CONFIG_ENV, screen_variable
-from podsync.locations import DATABASE_FILE, default_database_path
+from podsync.config import database_url
+from podsync.config.envvars import CONFIG_ENV, screen_variable
+from podsync.config.locations import default_database_path
+from podsync.config.sections import (
+    AuthConfig,
+    DatabaseConfig,
+    FeedsConfig,
+    GpodderConfig,
+    LogConfig,
+    ServerConfig,
+    SyncConfig,
+    UiConfig,
+)
 
 ENV_PREFIX = "PODSYNC_"
 DEFAULT_CONFIG_FILE = "podsync.toml"
+__all__ = [
+    "AuthConfig",
+    "Config",
+    "ConfigError",
+    "ConfigOrigin",
+    "DatabaseConfig",
+    "FeedsConfig",
+    "GpodderConfig",
+    "LogConfig",
+    "ServerConfig",
+    "SyncConfig",
+    "UiConfig",
+    "load_config",
+    "load_config_and_origin",
+    "validate",
+]
 
 
 class ConfigError(Exception):
@@ -30,88 +56,15 @@ class ConfigError(Exception):
 
 
 @dataclass(frozen=True)
-class ServerConfig:
-    host: str = "127.0.0.1"
-    port: int = 8080
-    public_url: str = ""
-    trusted_proxies: tuple[str, ...] = ()
-    max_body_bytes: int = 1048576
-    tls_cert: str = ""
-    tls_key: str = ""
-    shutdown_timeout: int = 10
-    cors_origins: tuple[str, ...] = ()
-    metrics: bool = False
-
-
-@dataclass(frozen=True)
-class DatabaseConfig:
-    path: str = DATABASE_FILE  # a loaded config has it absolute: `default_database_path`
-    durability: str = "full"
-    url: str = field(default="", repr=False)  # may hold a password
-
-
-@dataclass(frozen=True)
-class AuthConfig:
-    secret_key: str = field(default="", repr=False)
-    access_token_lifetime: int = 3600
-    refresh_token_lifetime: int = 2592000
-    login_max_failures: int = 5
-    login_lockout_seconds: int = 900
-    login_max_failures_per_address: int = 50
-    max_pending_logins: int = 16
-
-
-@dataclass(frozen=True)
-class SyncConfig:
-    max_clock_skew: int = 300
-    page_size_default: int = 50
-    page_size_max: int = 500
-    action_id_retention_days: int = 90
-    max_subscriptions_per_user: int = 20000  # subscribed feeds
-    max_entities_per_user: int = 100000  # subscribed or not (unsubscribed ones are kept)
-
-
-@dataclass(frozen=True)
-class LogConfig:
-    level: str = "info"
-    access_log: bool = True
-    format: str = "text"
-
-
-@dataclass(frozen=True)
-class GpodderConfig:
-    enabled: bool = True
-    session_lifetime: int = 2592000
-    episode_page_size: int = 1000
-    basic_cache_seconds: int = 300
-    max_devices_per_user: int = 100
-    max_episode_actions_per_user: int = 200000
-    episode_history_days: int = 365  # superseded episode actions older than this are pruned
-
-
-@dataclass(frozen=True)
-class UiConfig:
-    time_zone: str = "UTC"  # an IANA zone name: the web UI shows times in it
-    session_lifetime: int = 1209600  # seconds a web UI sign-in lasts (14 days)
-
-
-@dataclass(frozen=True)
-class FeedsConfig:
-    fetch_metadata: bool = False  # off: podsync makes no outbound connection at all
-    refresh_hours: int = 24
-    allow_private: bool = False  # fetch from loopback and private networks too
-
-
-@dataclass(frozen=True)
 class Config:
-    server: ServerConfig = ServerConfig()
-    database: DatabaseConfig = DatabaseConfig()
-    auth: AuthConfig = AuthConfig()
-    sync: SyncConfig = SyncConfig()
-    log: LogConfig = LogConfig()
-    gpodder: GpodderConfig = GpodderConfig()
-    ui: UiConfig = UiConfig()
-    feeds: FeedsConfig = FeedsConfig()
+    server: ServerConfig = field(default_factory=ServerConfig)
+    database: DatabaseConfig = field(default_factory=DatabaseConfig)
+    auth: AuthConfig = field(default_factory=AuthConfig)
+    sync: SyncConfig = field(default_factory=SyncConfig)
+    log: LogConfig = field(default_factory=LogConfig)
+    gpodder: GpodderConfig = field(default_factory=GpodderConfig)
+    ui: UiConfig = field(default_factory=UiConfig)
+    feeds: FeedsConfig = field(default_factory=FeedsConfig)
 
     def replace(self, section: str, **values: Any) -> Config:
         """A copy with some keys of one section changed, validated like a loaded config."""
