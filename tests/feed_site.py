@@ -5,6 +5,7 @@ feeds, and counts every request it gets."""
 from __future__ import annotations
 
 import asyncio
+import gzip
 from collections import Counter
 from email.utils import formatdate
 from xml.sax.saxutils import escape, quoteattr
@@ -93,6 +94,7 @@ class FeedSite:
         app.router.add_get("/slow.xml", self._slow)
         app.router.add_get("/huge.xml", self._huge)
         app.router.add_get("/huge-declared.xml", self._huge_declared)
+        app.router.add_get("/gzip-bomb.xml", self._gzip_bomb)
         app.router.add_get("/page.html", self._page)
         app.router.add_get("/missing.xml", self._missing)
         app.router.add_get("/hop/{n}", self._hop)
@@ -142,6 +144,13 @@ class FeedSite:
 
     async def _huge_declared(self, request: web.Request) -> web.Response:
         return web.Response(body=b" " * (6 << 20), content_type="application/rss+xml")
+
+    async def _gzip_bomb(self, request: web.Request) -> web.Response:
+        """6 KiB on the wire, 6 MiB once decompressed."""
+        body = gzip.compress(b'<?xml version="1.0"?><rss version="2.0">' + b" " * (6 << 20))
+        return web.Response(
+            body=body, content_type="application/rss+xml", headers={"Content-Encoding": "gzip"}
+        )
 
     async def _page(self, request: web.Request) -> web.Response:
         return web.Response(

@@ -264,7 +264,7 @@ async def test_a_feed_that_does_not_answer_in_time_is_recorded(
     assert [f.url_key for f in await FeedInfoService(db, True).failing()] == [failed.url_key]
 
 
-@pytest.mark.parametrize("path", ["/huge.xml", "/huge-declared.xml"])
+@pytest.mark.parametrize("path", ["/huge.xml", "/huge-declared.xml", "/gzip-bomb.xml"])
 async def test_a_feed_over_5_mib_is_refused(
     client: Client,
     alice: str,
