@@ -188,7 +188,8 @@ def test_every_route_answers_503_while_postgresql_is_down_and_recovers(
         stop.set()
         for thread in threads:
             thread.join(60)
-        assert not errors, errors[0]
+        log = (tmp_path / "serve.log").read_text()
+        assert not errors, f"{errors[0]}\n{log[log.find('unhandled error') :][:8000]}"
         assert any(a.status == 503 for a in seen) and any(a.status == 200 for a in seen)
         said = Counter(re.sub(r"\d+", "N", a.description) for a in seen if a.status == 503)
         print("503s while stopped and started:", dict(said))  # a figure, shown with -s
