@@ -146,7 +146,10 @@ def _postgres_fault(exc: BaseException) -> Unavailable | None:
             f"the database server is shutting down or restarting ({exc}); try again shortly",
             RETRY_AFTER_DOWN,
         )
-    if isinstance(exc, asyncpg.PostgresConnectionError) or (
+    # InternalClientError ("another operation is in progress"): a pooled connection
+    # that the server ended mid-operation, used again or reset before the pool
+    # noticed; the pool discards it after this error.
+    if isinstance(exc, asyncpg.PostgresConnectionError | asyncpg.InternalClientError) or (
         isinstance(exc, asyncpg.InterfaceError) and str(exc).endswith("connection is closed")
     ):
         return Unavailable(

@@ -10,6 +10,7 @@ from podsync import __version__
 from podsync.errors import Unavailable
 from podsync.services.health import HealthService
 from podsync.storage.engine import database_errors
+from podsync.storage.errors import RETRY_AFTER_DOWN
 from podsync.web.http import json_ok
 from podsync.web.keys import DB
 
@@ -20,11 +21,14 @@ async def healthz(request: web.Request) -> web.Response:
     try:
         await HealthService(request.app[DB]).check()
     except Unavailable as exc:
-        reason = exc.reason
+        reason, retry_after = exc.reason, exc.retry_after
     except database_errors() as exc:
         log.error("health check failed: %s", exc)
-        reason = "the database does not answer"
+        reason, retry_after = "the database does not answer", RETRY_AFTER_DOWN
     else:
         return json_ok({"status": "ok", "version": __version__})
     log.warning("health check: %s", reason)
-    return json_ok({"status": "unavailable", "version": __version__, "reason": reason}, 503)
+    body = {"status": "unavailable", "version": __version__, "reason": reason}
+    response = json_ok(body, 503)
+    response.headers["Retry-After"] = str(retry_after)  # as every other 503
+    return response
