@@ -214,20 +214,23 @@ class GpodderSubscriptions:
         """Unsubscribes first, then subscribes, in transactions of at most PIECE
         commands, each refused whole if it would pass a limit (a write of one piece,
         the common case, is checked there and only there)."""
-        async with self.db.read() as conn:
+        # Many removals: their old-URL lookups (one query per 500) off the loop.
+        async with self.db.read(threaded=len(plan.remove) > PIECE) as conn:
             aliases = await gpodder_feed.alias_targets(conn, user_id, plan.remove)
-        # No occurred_at: the rules stamp each command max(server now, the entity's
-        # last change + 1 us), so a gpodder write wins by arrival (gpodder spec 6.2).
-        commands: list[Subscribe | Unsubscribe] = [
-            Unsubscribe(feed_url=u, sync_id=aliases.get(u)) for u in plan.remove
-        ]
-        commands += [Subscribe(feed_url=u) for u in plan.add]
+        urls = [*plan.remove, *plan.add]
         client_id = device_client_id(user_id, device_id)
         update_urls = dict(plan.rewrites)
         before = after = None
         chained = True
-        for start in range(0, max(len(commands), 1), PIECE):
-            piece = commands[start : start + PIECE]
+        for start in range(0, max(len(urls), 1), PIECE):
+            # No occurred_at: the rules stamp each command max(server now, the entity's
+            # last change + 1 us), so a gpodder write wins by arrival (gpodder spec 6.2).
+            piece: list[Subscribe | Unsubscribe] = [
+                Unsubscribe(feed_url=u, sync_id=aliases.get(u))
+                if i < len(plan.remove)
+                else Subscribe(feed_url=u)
+                for i, u in enumerate(urls[start : start + PIECE], start)
+            ]
             outcome = await self.sync.apply(user_id, client_id, piece, strict=True)
             for command, result in zip(piece, outcome.results, strict=True):
                 stored = result.entity.feed_url if result.entity is not None else None
