@@ -310,31 +310,16 @@ def validate(config: Config) -> Config:
         a.secret_key == "" or len(a.secret_key) >= 16,
         "auth.secret_key must be empty (generated) or at least 16 characters",
     )
-    _require(
-        a.access_token_lifetime >= 1,
-        f"auth.access_token_lifetime must be at least 1, not {a.access_token_lifetime}",
-    )
-    _require(
-        a.refresh_token_lifetime >= 1,
-        f"auth.refresh_token_lifetime must be at least 1, not {a.refresh_token_lifetime}",
-    )
-    _require(
-        a.login_max_failures >= 1,
-        f"auth.login_max_failures must be at least 1, not {a.login_max_failures}",
-    )
-    _require(
-        a.login_lockout_seconds >= 1,
-        f"auth.login_lockout_seconds must be at least 1, not {a.login_lockout_seconds}",
-    )
-    _require(
-        a.login_max_failures_per_address >= 1,
-        f"auth.login_max_failures_per_address must be at least 1, "
-        f"not {a.login_max_failures_per_address}",
-    )
-    _require(
-        a.max_pending_logins >= 1,
-        f"auth.max_pending_logins must be at least 1, not {a.max_pending_logins}",
-    )
+    for key in (
+        "access_token_lifetime",
+        "refresh_token_lifetime",
+        "login_max_failures",
+        "login_lockout_seconds",
+        "login_max_failures_per_address",
+        "max_pending_logins",
+    ):
+        value = getattr(a, key)
+        _require(value >= 1, f"auth.{key} must be at least 1, not {value}")
     _require(y.max_clock_skew >= 0, f"sync.max_clock_skew must be >= 0, not {y.max_clock_skew}")
     _require(y.page_size_max >= 1, f"sync.page_size_max must be at least 1, not {y.page_size_max}")
     _require(

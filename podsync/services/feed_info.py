@@ -91,7 +91,8 @@ class FeedInfoService:
 
     async def failing(self, limit: int = 100) -> list[FeedInfo]:
         """Feeds whose last fetch failed (with the error and the next try), the
-        longest-failing first."""
+        longest-failing first. Every user's feeds: for an admin's eyes only, and even
+        there a feed URL can hold a private feed's token (show the host, say)."""
         async with self.db.read() as conn:
             return await store.failing(conn, limit)
 

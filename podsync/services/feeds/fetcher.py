@@ -38,11 +38,13 @@ EPISODES_PER_WRITE = 500
 
 
 def shown(url_key: str) -> str:
-    """A url key for a log line: without the user name and password a feed URL can
-    carry (`user:secret@host/feed` -> `***@host/feed`)."""
+    """A url key for a log line: host and path only. A feed URL can carry a user name
+    and password (`user:secret@host/feed`) or a token in its query (private feeds:
+    `?auth=...`), and neither belongs in a log."""
     cut = min((i for i in (url_key.find("/"), url_key.find("?")) if i >= 0), default=len(url_key))
-    _, at, host = url_key[:cut].rpartition("@")
-    return ("***@" if at else "") + host + url_key[cut:]
+    host = url_key[:cut].rpartition("@")[2]
+    path = url_key[cut:].split("?", 1)[0]
+    return host + path + ("?..." if "?" in url_key[cut:] else "")
 
 
 def next_try_after_failure(now: int, failures: int, refresh_us: int) -> int:
@@ -78,7 +80,9 @@ class FeedFetcher:
 
     async def close(self) -> None:
         await self.client.close()
-        self._parser.shutdown(wait=True, cancel_futures=True)
+        # A parse under way finishes on its thread (it touches no database); the
+        # server's shutdown does not wait for it here.
+        self._parser.shutdown(wait=False, cancel_futures=True)
 
     async def run_forever(self) -> None:
         """Passes until cancelled; a pass that fails is logged and the next one runs."""
@@ -105,8 +109,16 @@ class FeedFetcher:
                 due = await store.claim_due(conn, now, now + LEASE_US, CLAIM_BATCH)
             if not due:
                 return done
-            await asyncio.gather(*(self._gated(gate, feed) for feed in due))
+            outcomes = await asyncio.gather(
+                *(self._gated(gate, feed) for feed in due), return_exceptions=True
+            )
             done += len(due)
+            # A feed's own faults are recorded; what is left is the database failing
+            # (locked, full): stop the pass, and the unrecorded feeds come back when
+            # their claim runs out.
+            for outcome in outcomes:
+                if isinstance(outcome, BaseException):
+                    raise outcome
 
     async def _gated(self, gate: asyncio.Semaphore, feed: store.DueFeed) -> None:
         async with gate:
