@@ -53,8 +53,11 @@ def axe_source() -> str:
     return AXE.read_text()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """One Chromium per test module. Not per session: playwright's sync API holds an
+    event loop on this thread while it runs, and the async tests of later modules
+    need the thread's loop free."""
     if not os.path.exists(CHROMIUM):
         pytest.skip("chromium is not installed (apt-get install chromium)")
     sync_api = pytest.importorskip("playwright.sync_api")
