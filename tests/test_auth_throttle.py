@@ -69,14 +69,17 @@ async def test_successful_logins_never_count(
 async def test_window_slides_over_failures_only(
     aiohttp_client: Any, make_config: MakeConfig, seeded_users: Any
 ) -> None:
-    client = await _client(aiohttp_client, make_config, login_lockout_seconds=3)
+    # A 6 s window with B 3 s after A: after A leaves, B stays in the window for 3 s
+    # more, room for the three logins that follow on a loaded machine (each is an
+    # argon2 verification: 0.1 s idle, a second or more under load).
+    client = await _client(aiohttp_client, make_config, login_lockout_seconds=6)
     assert await _login(client, "alice", WRONG) == 401  # failure A
     a_recorded = time.monotonic()  # A was recorded before this
-    await asyncio.sleep(1.5)
-    assert await _login(client, "alice", WRONG) == 401  # failure B, >= 1.5 s after A
+    await asyncio.sleep(3)
+    assert await _login(client, "alice", WRONG) == 401  # failure B, >= 3 s after A
     # Refused attempts while locked do not count (nor move the window).
     assert [await _login(client, "alice", PASSWORD) for _ in range(3)] == [429, 429, 429]
-    await asyncio.sleep(a_recorded + 3.05 - time.monotonic())
+    await asyncio.sleep(a_recorded + 6.05 - time.monotonic())
     # A left the window: one failure remains, so the right password works...
     assert await _login(client, "alice", PASSWORD) == 200
     # ...and the window slides: B and a new failure C lock the pair again at once.
