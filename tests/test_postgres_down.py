@@ -88,7 +88,7 @@ def _covers_every_route(routes: list[Route], make_config: MakeConfig) -> None:
         and not r.resource.canonical.startswith("//")
         # The web UI's pages answer people, with a page rather than the error shape:
         # they are not part of this API-level check.
-        and not r.resource.canonical.startswith("/ui/")
+        and not (r.resource.canonical + "/").startswith("/ui/")
     }
     sent = {(m, p.split("?")[0]) for m, p, _, _ in routes}
     for method, pattern in served:
