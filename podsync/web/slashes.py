@@ -51,10 +51,10 @@ class RepeatedSlashes(AbstractResource):
         return "/"
 
     def url_for(self, **kwargs: str) -> URL:
-        raise NotImplementedError("routes only; it builds no URL")
+        raise RuntimeError("routes only; it builds no URL")  # as aiohttp's sub-app roots do
 
     def add_prefix(self, prefix: str) -> None:
-        raise NotImplementedError("podsync mounts no sub-application")
+        raise RuntimeError("podsync mounts no sub-application")
 
     def get_info(self) -> Any:
         return {"prefixes": self._prefixes}
