@@ -7,6 +7,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
@@ -15,8 +16,6 @@ from podsync.config import Config
 from podsync.errors import METRICS_EXTRA, MissingExtra
 from podsync.services.auth import AuthService, load_secret_key
 from podsync.services.feed_info import FeedInfoService
-from podsync.services.feeds.fetcher import FeedFetcher
-from podsync.services.feeds.http import FeedClient
 from podsync.services.gpodder import Gpodder, build_gpodder
 from podsync.services.gpodder.history import prune_superseded
 from podsync.services.health import require_writable
@@ -34,6 +33,9 @@ from podsync.web.middleware import (
     set_server_header,
 )
 from podsync.web.routes import setup_routes
+
+if TYPE_CHECKING:  # imported only when fetching is on (it brings feedparser and a client)
+    from podsync.services.feeds.fetcher import FeedFetcher
 
 log = logging.getLogger("podsync")
 PRUNE_INTERVAL_S = 3600
@@ -89,6 +91,9 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
         pruner = asyncio.create_task(_prune_periodically(app[SYNC], app[GPODDER], db, config))
         # Off by default: then nothing here, or anywhere, opens an outbound connection.
         if config.feeds.fetch_metadata:
+            from podsync.services.feeds.fetcher import FeedFetcher
+            from podsync.services.feeds.http import FeedClient
+
             client = FeedClient(config.feeds.allow_private)
             fetcher = FeedFetcher(db, client, config.feeds.refresh_hours)
             await fetcher.open()
