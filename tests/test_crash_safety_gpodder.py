@@ -67,13 +67,20 @@ async def post_until_refused(session: aiohttp.ClientSession, ledger: Ledger, tag
 
 
 async def pulled(session: aiohttp.ClientSession) -> list[dict[str, Any]]:
-    async with session.get(f"{URL}?since=0", headers=AUTH) as response:
-        assert response.status == 200
-        raw = await response.read()
-    body = json.loads(raw)
-    assert raw == json.dumps(body, separators=(",", ":")).encode()  # compact ASCII JSON
-    actions: list[dict[str, Any]] = body["actions"]
-    return actions
+    """Every stored action, following the pages (gpodder.episode_page_size) as Kasts
+    does: ask again from the returned timestamp until a page comes back empty."""
+    actions: list[dict[str, Any]] = []
+    since = 0
+    while True:
+        async with session.get(f"{URL}?since={since}", headers=AUTH) as response:
+            assert response.status == 200
+            raw = await response.read()
+        body = json.loads(raw)
+        assert raw == json.dumps(body, separators=(",", ":")).encode()  # compact ASCII JSON
+        if not body["actions"]:
+            return actions
+        actions.extend(body["actions"])
+        since = body["timestamp"]
 
 
 async def check_survivors(session: aiohttp.ClientSession, ledger: Ledger) -> None:
