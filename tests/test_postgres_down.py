@@ -171,6 +171,34 @@ async def _fill_connections(url: str) -> list[asyncpg.Connection]:
     raise AssertionError("the server never ran out of connections")
 
 
+async def _only_holder_left(url: str, holder: asyncpg.Connection) -> None:
+    """Once the smart shutdown refuses new connections, end every session but the
+    holder's: a pooled connection podsync made after the restart (its pool refills in
+    the background) would otherwise go on answering through the shutdown."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            probe = await asyncpg.connect(url)
+        except asyncpg.CannotConnectNowError:
+            break
+        await probe.close()
+        assert time.monotonic() < deadline, "the smart shutdown never refused connections"
+        await asyncio.sleep(0.05)
+    await holder.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+        "WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"
+    )
+
+
+def _flushed(base: str) -> None:
+    """Wait until /healthz answers 503: a pooled connection ended a moment ago may be
+    found lost by the first request (a 503 of its own words) rather than refused."""
+    deadline = time.monotonic() + 30
+    while call("GET", base + "/healthz").status != 503:
+        assert time.monotonic() < deadline, "podsync went on answering through the shutdown"
+        time.sleep(0.1)
+
+
 def test_every_route_answers_503_while_postgresql_is_down_and_recovers(
     make_config: MakeConfig, own_cluster: Cluster, tmp_path: Path
 ) -> None:
@@ -229,6 +257,8 @@ def test_every_route_answers_503_while_postgresql_is_down_and_recovers(
         try:
             holder = loop.run_until_complete(asyncpg.connect(url))
             own_cluster.stop_server("smart", wait=False)
+            loop.run_until_complete(_only_holder_left(url, holder))
+            _flushed(base)
             _all_down(base, routes, "shutting down")
             loop.run_until_complete(holder.close())
             own_cluster.stop_server("fast")  # waits for the end of the smart shutdown
