@@ -174,11 +174,17 @@ class SyncService:
     async def _check_limits(self, conn: Connection, user_id: int, plan: rules.Plan) -> None:
         """LimitExceeded when the plan's result passes a limit."""
         y = self.config
-        if plan.created:
-            entities = await store.count_entities(conn, user_id) + len(plan.created)
-            if entities > y.max_entities_per_user:
-                raise LimitExceeded(entity_limit_message(entities, y.max_entities_per_user))
-        if plan.subscribed_delta > 0:
+        if not plan.created and plan.subscribed_delta <= 0:
+            return
+        before = await store.count_entities(conn, user_id)  # the plan is not saved yet
+        entities = before + len(plan.created)
+        if entities > y.max_entities_per_user:
+            raise LimitExceeded(entity_limit_message(entities, y.max_entities_per_user))
+        # The feeds subscribed before are a subset of the entities before: their count,
+        # a scan of the user's subscribed rows, is read only when that bound does not
+        # settle it (a push to a user far from the limit reads one row).
+        delta = plan.subscribed_delta
+        if delta > 0 and before + delta > y.max_subscriptions_per_user:
             subscribed = await store.count_subscribed(conn, user_id) + plan.subscribed_delta
             if subscribed > y.max_subscriptions_per_user:
                 raise LimitExceeded(
