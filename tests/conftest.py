@@ -53,6 +53,19 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 _PG_SKIPPED: list[str] = []
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Where every tool is installed (.ci/run sets REQUIRE_ALL_TESTS=1 after installing
+    them), a skipped test is a failure: a missing test dependency must not pass CI
+    by skipping. Elsewhere a skip stays a skip, with its one-line reason."""
+    outcome: Any = yield
+    report = outcome.get_result()
+    if report.skipped and os.environ.get("REQUIRE_ALL_TESTS") and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.outcome = "failed"
+        report.longrepr = f"skipped, but REQUIRE_ALL_TESTS is set: {reason}"
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """Say once, at the end, why the PostgreSQL tests did not run."""
     if _PG_SKIPPED:
