@@ -44,4 +44,5 @@ def call(
         with urllib.request.urlopen(req, timeout=timeout) as response:  # noqa: S310
             return Answer(response.status, response.headers, response.read())
     except urllib.error.HTTPError as exc:
-        return Answer(exc.code, exc.headers, exc.read())
+        with exc:  # closes the connection it holds (no socket left to the collector)
+            return Answer(exc.code, exc.headers, exc.read())

@@ -81,7 +81,8 @@ def get(url: str, **headers: str) -> tuple[int, str]:
         with urllib.request.urlopen(request, timeout=10) as answer:  # noqa: S310
             return answer.status, answer.read().decode()
     except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode(errors="replace")
+        with exc:
+            return exc.code, exc.read().decode(errors="replace")
 
 
 def login(base: str, name: str) -> int:
@@ -93,7 +94,8 @@ def login(base: str, name: str) -> int:
         with urllib.request.urlopen(request, timeout=10) as answer:  # noqa: S310
             return answer.status
     except urllib.error.HTTPError as exc:
-        return exc.code
+        with exc:
+            return exc.code
 
 
 def dirs(tmp_path: Path, *names: str) -> list[Path]:

@@ -139,7 +139,8 @@ def test_serve_stderr_at_debug_level_holds_no_secret(
             with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
                 return json.load(response)
         except urllib.error.HTTPError as exc:
-            return json.load(exc)
+            with exc:
+                return json.load(exc)
 
     tokens = post("/auth/login", {"username": "alice", "password": PASSWORD})
     refreshed = post("/auth/refresh", {"refresh_token": tokens["refresh_token"]})

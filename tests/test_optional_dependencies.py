@@ -65,7 +65,8 @@ def call(url: str, body: object = None, **headers: str) -> tuple[int, bytes]:
         with urllib.request.urlopen(request, timeout=10) as answer:  # noqa: S310
             return answer.status, answer.read()
     except urllib.error.HTTPError as exc:
-        return exc.code, exc.read()
+        with exc:
+            return exc.code, exc.read()
 
 
 def exercise(base: str) -> None:

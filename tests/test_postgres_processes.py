@@ -65,7 +65,8 @@ def _request_with_client(url: str, body: Any, token: str, client_id: str) -> tup
         with urllib.request.urlopen(req, timeout=30) as response:  # noqa: S310
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read())
+        with exc:
+            return exc.code, json.loads(exc.read())
 
 
 def _subscribe(feed_url: str, action_id: str | None = None) -> dict[str, Any]:

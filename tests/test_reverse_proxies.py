@@ -222,7 +222,8 @@ def get(url: str, tls: ssl.SSLContext | None = None) -> tuple[int, str]:
         with urllib.request.urlopen(url, timeout=10, context=tls) as answer:  # noqa: S310
             return answer.status, answer.read().decode()
     except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode(errors="replace")
+        with exc:
+            return exc.code, exc.read().decode(errors="replace")
 
 
 def test_home_page_shows_the_address_the_client_used(

@@ -29,7 +29,8 @@ def _get(url: str) -> tuple[int, Any]:
         with urllib.request.urlopen(url, timeout=10) as response:  # noqa: S310
             return response.status, json.load(response)
     except urllib.error.HTTPError as exc:
-        return exc.code, json.load(exc)
+        with exc:
+            return exc.code, json.load(exc)
 
 
 def _post(url: str, body: dict[str, str]) -> tuple[int, Any]:
@@ -40,7 +41,8 @@ def _post(url: str, body: dict[str, str]) -> tuple[int, Any]:
         with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
             return response.status, json.load(response)
     except urllib.error.HTTPError as exc:
-        return exc.code, json.load(exc)
+        with exc:
+            return exc.code, json.load(exc)
 
 
 def _podsync(*args: str, cwd: Path, timeout: float = 30) -> subprocess.CompletedProcess[str]:

@@ -429,7 +429,8 @@ def _post(url: str, data: bytes, headers: dict[str, str]) -> tuple[int, str]:
         with urllib.request.urlopen(req, timeout=10) as response:  # noqa: S310 - loopback
             return response.status, response.read().decode()
     except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
+        with exc:
+            return exc.code, exc.read().decode()
 
 
 def test_csrf_a_foreign_origin_or_no_token_is_403_and_changes_nothing(
