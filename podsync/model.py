@@ -30,6 +30,7 @@ class UserSummary:
     subscriptions: int
     created_at: int
     devices: int = 0  # gpodder devices
+    admin: bool = False  # a web UI admin
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,7 +39,7 @@ def _users(config: Config) -> list[list[str]]:
     lines = result.stdout.splitlines()
     if lines[0].startswith("no users yet"):
         return []
-    assert lines[0] == "NAME\tSTATE\tSUBSCRIPTIONS\tCREATED\tDEVICES"
+    assert lines[0] == "NAME\tSTATE\tSUBSCRIPTIONS\tCREATED\tDEVICES\tADMIN"
     return [line.split("\t") for line in lines[1:]]
 
 
@@ -62,8 +62,8 @@ def test_user_add_reads_one_line_from_stdin(config: Config) -> None:
     assert result.stdout == "user alice created\n"
     _assert_clean(result)
     assert _password_matches(config, "alice", PASSWORD)
-    [(name, state, subscriptions, created, devices)] = _users(config)
-    assert (name, state, subscriptions, devices) == ("alice", "enabled", "0", "0")
+    [(name, state, subscriptions, created, devices, admin)] = _users(config)
+    assert (name, state, subscriptions, devices, admin) == ("alice", "enabled", "0", "0", "no")
     assert before <= timestamps.parse(created) <= timestamps.now_us()
     assert created.endswith("Z")
 
@@ -130,7 +130,8 @@ def test_list_json_gives_every_field_typed(config: Config, seeded_users: Any) ->
         ("carol", True, 0),
     ]
     for row in rows:
-        assert set(row) == {"name", "enabled", "subscriptions", "created", "devices"}
+        assert set(row) == {"name", "enabled", "subscriptions", "created", "devices", "admin"}
+        assert row["admin"] is False
         assert timestamps.format(timestamps.parse(row["created"])) == row["created"]
     table = _users(config)
     assert [r[3] for r in table] == [r["created"] for r in rows]

@@ -4,6 +4,7 @@ error paths, exit codes 0/1/2, and no password or token in any output."""
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 from contextlib import closing
 from pathlib import Path
@@ -104,14 +105,18 @@ def test_list_shows_name_state_subscriptions_and_rfc3339_creation(config: Config
     add_user(config, "bob")
     run(config, "opml", "import", "alice", str(FIXTURES / "castro.opml"))
     run(config, "user", "disable", "bob")
+    assert run(config, "user", "admin", "alice").exit_code == 0
     result = run(config, "user", "list")
     assert result.exit_code == 0
     header, *lines = result.stdout.splitlines()
-    assert header == "NAME\tSTATE\tSUBSCRIPTIONS\tCREATED\tDEVICES"
+    assert header == "NAME\tSTATE\tSUBSCRIPTIONS\tCREATED\tDEVICES\tADMIN"
     rows = [line.split("\t") for line in lines]
     assert [row[:3] for row in rows] == [["alice", "enabled", "2"], ["bob", "disabled", "0"]]
+    assert [row[5] for row in rows] == ["yes", "no"]
     for row in rows:
         assert row[3].endswith("Z") and row[3][10] == "T"
+    listed = json.loads(run(config, "user", "list", "--json").stdout)
+    assert [(u["name"], u["admin"]) for u in listed] == [("alice", True), ("bob", False)]
 
 
 @pytest.mark.parametrize(

@@ -80,13 +80,15 @@ def user_passwd(ctx: Context, name: str, password_stdin: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array instead of a table.")
 @pass_context
 def user_list(ctx: Context, as_json: bool) -> None:
-    """List users: name, state, feeds, created, devices.
+    """List users: name, state, feeds, created, devices, admin.
 
     Each row: the name, enabled or disabled, the subscribed feeds, when the user was
-    created (RFC 3339) and how many gpodder devices the user has.
+    created (RFC 3339), how many gpodder devices the user has, and whether the user
+    is a web UI admin (yes or no).
 
     The table is tab-separated under a header row; --json prints an array of
-    {name, enabled, subscriptions, created, devices} ([] when there are no users).
+    {name, enabled, subscriptions, created, devices, admin} ([] when there are no
+    users).
 
     \b
     Example:
@@ -101,6 +103,7 @@ def user_list(ctx: Context, as_json: bool) -> None:
             "subscriptions": s.subscriptions,
             "created": timestamps.format(s.created_at),
             "devices": s.devices,
+            "admin": s.admin,
         }
         for s in summaries
     ]
@@ -110,11 +113,13 @@ def user_list(ctx: Context, as_json: bool) -> None:
     if not rows:
         click.echo("no users yet; add one with: podsync user add NAME")
         return
-    click.echo("NAME\tSTATE\tSUBSCRIPTIONS\tCREATED\tDEVICES")
+    click.echo("NAME\tSTATE\tSUBSCRIPTIONS\tCREATED\tDEVICES\tADMIN")
     for row in rows:
         state = "enabled" if row["enabled"] else "disabled"
+        admin = "yes" if row["admin"] else "no"
         click.echo(
-            f"{row['name']}\t{state}\t{row['subscriptions']}\t{row['created']}\t{row['devices']}"
+            f"{row['name']}\t{state}\t{row['subscriptions']}\t{row['created']}"
+            f"\t{row['devices']}\t{admin}"
         )
 
 

@@ -111,14 +111,20 @@ async def list_summaries(conn: Connection) -> list[UserSummary]:
         "  (SELECT count(*) FROM subscriptions s "
         "   WHERE s.user_id = u.id AND s.unsubscribed_at IS NULL), "
         "  u.created_at, "
-        "  (SELECT count(*) FROM gpodder_devices d WHERE d.user_id = u.id) "
+        "  (SELECT count(*) FROM gpodder_devices d WHERE d.user_id = u.id), "
+        "  u.admin "
         f"FROM users u ORDER BY u.name{_BINARY[conn.dialect]}"
     )
     return [
         UserSummary(
-            name=str(n), enabled=bool(e), subscriptions=int(c), created_at=int(t), devices=int(d)
+            name=str(n),
+            enabled=bool(e),
+            subscriptions=int(c),
+            created_at=int(t),
+            devices=int(d),
+            admin=bool(a),
         )
-        for n, e, c, t, d in rows
+        for n, e, c, t, d, a in rows
     ]
 
 
