@@ -86,6 +86,22 @@ def test_a_list_replace_at_the_limit_does_not_stall_other_users(base: str) -> No
     assert subscribed(base) == sorted(second)
 
 
+@pytest.mark.parametrize("fmt", ["opml", "json", "txt"])
+def test_a_simple_api_list_at_the_limit_does_not_stall_other_users(base: str, fmt: str) -> None:
+    assert (
+        call(base, "PUT", "/subscriptions/alice/phone.json", body=feeds("a", LIST_SIZE))[0] == 200
+    )
+    with bob_ticking(base) as ticker, ThreadPoolExecutor(1) as pool:
+        started = time.perf_counter()
+        gets = 0
+        while gets < 3 or time.perf_counter() - started < 1.5:  # room for bob's answers
+            status, _ = pool.submit(call, base, "GET", f"/subscriptions/alice.{fmt}").result()
+            assert status == 200
+            gets += 1
+        took = time.perf_counter() - started
+    assert_not_stalled(ticker, f"{gets} GETs of a {LIST_SIZE}-feed .{fmt} list ({took:.1f} s)")
+
+
 def _actions(start: int, count: int) -> list[dict[str, Any]]:
     return [
         {

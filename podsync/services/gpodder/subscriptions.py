@@ -250,5 +250,7 @@ class GpodderSubscriptions:
         )
 
     async def current(self, user_id: int) -> list[tuple[str, str | None]]:
-        async with self.db.read() as conn:
+        """Every subscribed feed with its title: up to sync.max_subscriptions_per_user
+        rows, read on a worker thread (on the event loop, 20,000 held it for ~0.2 s)."""
+        async with self.db.read(threaded=True) as conn:
             return await gpodder_feed.subscribed_titles(conn, user_id)
