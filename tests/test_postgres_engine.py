@@ -67,7 +67,9 @@ def test_backup_and_check_name_the_postgresql_tools(
     assert "amcheck" in check.output
     migrate = run_cli(config, "db", "migrate")
     assert migrate.exit_code == 0, migrate.output
+    assert migrate.stdout.startswith("database PostgreSQL database "), migrate.stdout
     assert f"schema version {len(MIGRATIONS)}" in migrate.output
+    assert config.database.path not in migrate.output  # the SQLite path is not in use
     assert "***" not in migrate.output or "password" not in migrate.output
 
 

@@ -10,6 +10,7 @@ from dataclasses import replace
 import click
 
 from podsync.cli.base import Context, pass_context, require_database, run_with_db
+from podsync.config import describe_database
 from podsync.config.database_url import is_database_url
 from podsync.config.envvars import COPY_TO_URL_ENV
 from podsync.errors import PodsyncError
@@ -47,7 +48,7 @@ def db_migrate(ctx: Context) -> None:
             return await meta.schema_version(conn)
 
     current = run_with_db(ctx.config, version, create=True)
-    click.echo(f"database {ctx.config.database.path} is at schema version {current}")
+    click.echo(f"database {describe_database(ctx.config)} is at schema version {current}")
 
 
 @db.command("backup", short_help="Copy the database while the server runs.")
