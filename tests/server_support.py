@@ -69,7 +69,8 @@ def request(
         with urllib.request.urlopen(req, timeout=timeout) as response:  # noqa: S310
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read())
+        with exc:
+            return exc.code, json.loads(exc.read())
 
 
 def access_token(base: str, name: str, password: str) -> str:

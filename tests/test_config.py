@@ -294,6 +294,8 @@ def test_cli_reports_a_bad_configuration_in_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
+    # No database anywhere (not even the user's own in ~/.local/share/podsync).
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     bad = _file(tmp_path, "[server]\nport = true\n", "bad.toml")
     result = run_cli(None, "--config", str(bad), "user", "list")
     assert result.exit_code == 1

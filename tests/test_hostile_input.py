@@ -144,7 +144,8 @@ def _post_raw(base: str, token: str, raw: bytes) -> tuple[int, Any]:
         with urllib.request.urlopen(req, timeout=30) as response:  # noqa: S310
             return response.status, json.loads(response.read(), parse_constant=_refuse)
     except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read())
+        with exc:
+            return exc.code, json.loads(exc.read())
 
 
 def _refuse(name: str) -> None:

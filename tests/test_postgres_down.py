@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import subprocess
 import threading
 import time
 from collections import Counter
@@ -25,7 +26,8 @@ from tests.conftest import PASSWORD, MakeConfig
 from tests.gpodder_support import basic
 from tests.http_calls import Answer, call
 from tests.pg_cluster import Cluster, start_cluster
-from tests.server_support import serving
+from tests.server_process import free_port
+from tests.server_support import podsync_command, serving
 from tests.sync_helpers import action
 
 MAX_CONNECTIONS = 20
@@ -278,3 +280,66 @@ def test_every_route_answers_503_while_postgresql_is_down_and_recovers(
         finally:
             loop.close()
         assert "unhandled error" not in (tmp_path / "serve.log").read_text()
+
+
+def test_serve_waits_for_a_postgresql_server_that_starts_after_it(
+    make_config: MakeConfig, own_cluster: Cluster, tmp_path: Path
+) -> None:
+    """podsync and PostgreSQL started together (a compose file, a boot): serve keeps
+    trying the server that is not up yet, a WARNING naming the database each time,
+    and serves once it is."""
+    url = own_cluster.url("podsync")
+    config = make_config(database={"url": url, "start_wait": 60})
+    add_user(config)
+    own_cluster.stop_server("fast")
+    port = free_port()
+    log = tmp_path / "serve.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            podsync_command(config, "serve", "--port", str(port)), stdout=out, stderr=out
+        )
+    try:
+        deadline = time.monotonic() + 30
+        while "trying again" not in log.read_text():
+            assert process.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+        own_cluster.start_server()
+        deadline = time.monotonic() + 60
+        while True:
+            assert process.poll() is None, log.read_text()
+            try:
+                if call("GET", f"http://127.0.0.1:{port}/healthz", timeout=5).status == 200:
+                    break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    said = log.read_text()
+    assert re.search(r"WARNING .*database PostgreSQL database podsync on 127\.0\.0\.1:\d+: "
+                     r"the database server refused the connection", said), said  # fmt: skip
+    assert "secret" not in said and "unhandled" not in said
+
+
+def test_serve_that_cannot_reach_postgresql_names_the_database_and_the_reason(
+    make_config: MakeConfig, tmp_path: Path
+) -> None:
+    closed = free_port()  # nothing listens there
+    url = f"postgresql://podsync:s3cret-pw@127.0.0.1:{closed}/podsync"
+    config = make_config(database={"url": url, "start_wait": 0})
+    done = subprocess.run(
+        podsync_command(config, "serve", "--port", str(free_port())),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"Error: database PostgreSQL database podsync on 127.0.0.1:{closed}: "
+        "the database server refused the connection (is it running?)"
+    )
+    assert "s3cret" not in done.stderr + done.stdout

@@ -309,6 +309,7 @@ def validate(config: Config) -> Config:
             "database.url must be a postgresql:// URL like "
             "postgresql://user:password@host:5432/dbname (or empty for SQLite)",
         )
+    _require(d.start_wait >= 0, f"database.start_wait must be 0 or more, not {d.start_wait}")
     _require(
         d.durability in DURABILITIES,
         f'database.durability must be "full" or "normal", not {d.durability!r}',

@@ -28,6 +28,7 @@ class DatabaseConfig:
     path: str = DATABASE_FILE  # a loaded config has it absolute: `default_database_path`
     durability: str = "full"
     url: str = field(default="", repr=False)  # may hold a password
+    start_wait: int = 60  # seconds serve waits for a PostgreSQL server not up yet
 
 
 @dataclass(frozen=True)

@@ -9,13 +9,16 @@ where their SQL differs, the store branches on `conn.dialect`.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
 from podsync.config import DatabaseConfig
-from podsync.errors import POSTGRES_EXTRA, MissingExtra, Unavailable
-from podsync.storage.errors import database_errors, integrity_errors, redact
+from podsync.config.database_url import describe as describe_url
+from podsync.errors import POSTGRES_EXTRA, MissingExtra, PodsyncError, Unavailable
+from podsync.storage.errors import connection_fault, database_errors, integrity_errors, redact
 
 __all__ = [
     "Connection",
@@ -24,7 +27,11 @@ __all__ = [
     "database_errors",
     "describe",
     "integrity_errors",
+    "open_when_up",
 ]
+
+log = logging.getLogger(__name__)
+START_RETRY_MAX_S = 10.0  # the longest pause between tries at start
 
 
 class Connection(Protocol):
@@ -86,3 +93,32 @@ def describe(config: DatabaseConfig) -> str:
     """The database as logs and messages name it: the SQLite path, or the URL
     without its password."""
     return redact(config.url) if config.url else config.path
+
+
+async def open_when_up(db: Engine, config: DatabaseConfig) -> None:
+    """Open `db` for serving. A PostgreSQL server that is not up yet (refused,
+    unreachable, starting up: podsync and the database started together) is tried
+    again for `config.start_wait` seconds, a WARNING each time; then PodsyncError
+    names the database and the reason. Any other failure is raised at once."""
+    if not config.url:
+        await db.open()
+        return
+    where = describe_url(config.url)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + config.start_wait
+    pause = 1.0
+    while True:
+        try:
+            await db.open()
+            return
+        except Exception as exc:
+            fault = connection_fault(exc)
+            if fault is None:
+                raise
+            reason = fault.reason.removesuffix("; try again shortly")
+            if loop.time() + pause > deadline:
+                waited = f" (waited {config.start_wait} s)" if config.start_wait else ""
+                raise PodsyncError(f"database {where}: {reason}{waited}") from None
+            log.warning("database %s: %s; trying again in %.0f s", where, reason, pause)
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, START_RETRY_MAX_S)

@@ -22,7 +22,7 @@ from podsync.services.health import require_writable
 from podsync.services.listing import ListingService
 from podsync.services.passwords import PasswordService
 from podsync.services.sync import SyncService
-from podsync.storage.engine import Engine, create_engine
+from podsync.storage.engine import Engine, create_engine, open_when_up
 from podsync.web.cors import cors_middleware
 from podsync.web.keys import AUTH, CONFIG, DB, FEED_INFO, GPODDER, LISTING, SYNC
 from podsync.web.metrics import METRICS, metrics_middleware
@@ -73,7 +73,7 @@ async def _stop(task: asyncio.Task[None] | None) -> None:
 async def _resources(app: web.Application) -> AsyncIterator[None]:
     config = app[CONFIG]
     db = create_engine(config.database)
-    await db.open()
+    await open_when_up(db, config.database)
     passwords = PasswordService()
     pruner: asyncio.Task[None] | None = None
     fetcher: FeedFetcher | None = None
