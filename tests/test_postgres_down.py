@@ -7,6 +7,7 @@ also while requests run."""
 from __future__ import annotations
 
 import asyncio
+import http.client
 import re
 import subprocess
 import threading
@@ -14,8 +15,10 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from http.cookies import SimpleCookie
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode, urlsplit
 
 import asyncpg
 import pytest
@@ -134,6 +137,48 @@ def _recovered(base: str, routes: list[Route]) -> None:
         assert answer.status < 500, (route[:2], answer.status, answer.body)
 
 
+def _ui_call(base: str, method: str, path: str, cookie: str, form: bytes | None = None) -> Answer:
+    headers = {"Cookie": f"podsync_ui={cookie}"} if cookie else {}
+    if form is not None:
+        headers |= {"Content-Type": "application/x-www-form-urlencoded", "Origin": base}
+    parts = urlsplit(base)
+    conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=30)
+    try:
+        conn.request(method, path, form, headers)
+        response = conn.getresponse()
+        return Answer(response.status, response.headers, response.read())
+    finally:
+        conn.close()
+
+
+def _ui_sign_in(base: str) -> str:
+    """A web UI session of alice: its cookie."""
+    form = urlencode({"username": "alice", "password": PASSWORD}).encode()
+    answer = _ui_call(base, "POST", "/ui/login", "", form)
+    assert answer.status == 303, answer.body
+    cookie = SimpleCookie(answer.headers["Set-Cookie"])
+    return cookie["podsync_ui"].value
+
+
+def _ui_down(base: str, cookie: str) -> None:
+    """The web UI while the database is down: a page for a person saying so (503 with
+    Retry-After), never a 500; the sign-in form itself needs no database."""
+    assert _ui_call(base, "GET", "/ui/login", "").status == 200
+    form = urlencode({"username": "alice", "password": PASSWORD}).encode()
+    pages = ["/ui/", "/ui/subscriptions", "/ui/history", "/ui/devices", "/ui/transfer",
+             "/ui/account", "/ui/export.opml", "/ui/admin/users"]  # fmt: skip
+    sent = [("GET", page, cookie, None) for page in pages] + [
+        ("POST", "/ui/login", "", form),
+        ("POST", "/ui/subscriptions", cookie, b"url=https%3A%2F%2Fx.example%2Frss&csrf=x"),
+    ]
+    for method, path, with_cookie, body in sent:
+        answer = _ui_call(base, method, path, with_cookie, body)
+        assert answer.status == 503, (method, path, answer.status, answer.body[:300])
+        assert int(answer.headers.get("Retry-After", 0)) >= 1, (method, path)
+        assert answer.headers["Content-Type"].startswith("text/html"), (method, path)
+        assert b"refused the connection" in answer.body, (method, path, answer.body[:300])
+
+
 def _hammer(base: str, routes: list[Route], stop: threading.Event, seen: list[Answer]) -> None:
     while not stop.is_set():
         for route in routes:
@@ -209,6 +254,7 @@ def test_every_route_answers_503_while_postgresql_is_down_and_recovers(
     add_user(config)
     with serving(config, tmp_path / "serve.log") as base:
         login = call("POST", f"{base}/auth/login", {"username": "alice", "password": PASSWORD})
+        page_cookie = _ui_sign_in(base)
         token, refresh = login.json()["access_token"], login.json()["refresh_token"]
         sub = {"requests": [action(feed_url="https://one.example/rss")]}
         posted = call("POST", f"{base}/api/v1/sync", sub, {"Authorization": f"Bearer {token}"})
@@ -249,8 +295,10 @@ def test_every_route_answers_503_while_postgresql_is_down_and_recovers(
         # Down: the connection is refused.
         own_cluster.stop_server("fast")
         _all_down(base, routes, "refused", "not running", "cannot connect")
+        _ui_down(base, page_cookie)
         own_cluster.start_server()
         _recovered(base, routes)
+        assert _ui_call(base, "GET", "/ui/subscriptions", page_cookie).status == 200
 
         # Shutting down: a smart shutdown waits for a client and refuses new ones.
         own_cluster.stop_server("fast")

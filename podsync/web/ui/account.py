@@ -104,7 +104,9 @@ async def login(request: web.Request) -> web.Response:
         response.headers["Retry-After"] = str(exc.retry_after)
         return response
     except Unavailable as exc:
-        return _login_page(request, {}, username, next_path, exc.reason, 503)
+        response = _login_page(request, {}, username, next_path, exc.reason, 503)
+        response.headers["Retry-After"] = str(exc.retry_after)
+        return response
     response = web.HTTPSeeOther(next_path)
     response.set_cookie(
         COOKIE,
