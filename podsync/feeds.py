@@ -57,6 +57,12 @@ def check_feed_url(url: str) -> str:
     return _check_any_url(url)
 
 
+def is_plain_url(url: str) -> bool:
+    """The common case of check_feed_url, with nothing around it to trim: an http(s)
+    URL of printable ASCII (no white space) that passes every check."""
+    return len(url) <= MAX_FEED_URL and _PLAIN_URL.fullmatch(url) is not None
+
+
 def _check_any_url(url: str) -> str:
     """check_feed_url's every check, one by one (a test compares the two)."""
     if len(url) > MAX_FEED_URL:
