@@ -106,41 +106,44 @@ def _device(item: dict[str, Any]) -> str | None:
     return value if isinstance(value, str) and DEVICE_ID.fullmatch(value) else None
 
 
+def _item_url(item: dict[str, Any], field: str, rewrites: dict[str, str]) -> str:
+    raw = item.get(field)
+    if not isinstance(raw, str):
+        raise SkipItem(f"{field} is missing or not a string")
+    url = normalise_url(raw)
+    if url != raw and not has_bad_characters(raw):
+        rewrites[raw] = url or ""
+    if url is None:
+        raise SkipItem(f"{field} is not an http(s) URL")
+    return url
+
+
 def parse_item(item: Any, received_at: int, rewrites: dict[str, str]) -> EpisodeAction:
     """One uploaded action, or SkipItem. URL rewrites (and `""` for a URL that could
     not be used) are added to `rewrites`, the response's update_urls."""
     if not isinstance(item, dict):
         raise SkipItem("not an object")
-    urls: list[str] = []
-    for field in ("podcast", "episode"):
-        raw = item.get(field)
-        if not isinstance(raw, str):
-            raise SkipItem(f"{field} is missing or not a string")
-        url = normalise_url(raw)
-        if url != raw and not has_bad_characters(raw):
-            rewrites[raw] = url or ""
-        if url is None:
-            raise SkipItem(f"{field} is not an http(s) URL")
-        urls.append(url)
+    podcast = _item_url(item, "podcast", rewrites)
+    episode = _item_url(item, "episode", rewrites)
     action = item.get("action")
-    if not isinstance(action, str) or action.lower() not in ACTIONS:
+    if not isinstance(action, str) or (action := action.lower()) not in ACTIONS:
         raise SkipItem("unknown action")
-    action = action.lower()
-    play = action == "play"
-    position = _play_field(item, "position") if play else None
+    position = _play_field(item, "position") if action == "play" else None
+    # started and total mean nothing without a position (AntennaPod needs all three)
+    has_position = position is not None
+    # Positional, in EpisodeAction's field order (keywords cost a third more here).
     return EpisodeAction(
-        seq=0,
-        podcast_url=urls[0],
-        podcast_key=url_key(urls[0]),
-        episode_url=urls[1],
-        action=action,
-        occurred_at=parse_client_time(item.get("timestamp"), received_at),
-        device_id=_device(item),
-        guid=_optional_text(item, "guid", MAX_GUID),
-        # started and total mean nothing without a position (AntennaPod needs all three)
-        started=_play_field(item, "started") if position is not None else None,
-        position=position,
-        total=_play_field(item, "total") if position is not None else None,
+        0,  # seq
+        podcast,
+        url_key(podcast),
+        episode,
+        action,
+        parse_client_time(item.get("timestamp"), received_at),
+        _device(item),
+        _optional_text(item, "guid", MAX_GUID),
+        _play_field(item, "started") if has_position else None,
+        position,
+        _play_field(item, "total") if has_position else None,
     )
 
 
