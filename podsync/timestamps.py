@@ -55,20 +55,41 @@ def parse(text: str) -> int:
     return value
 
 
+# The last value each formatter was given and its text: the entities and actions of
+# one batch mostly share a time (a batch of new feeds: the server's now), and a
+# lookup costs a tenth of the datetime arithmetic. One tuple, replaced whole, so a
+# thread formatting at the same time reads a consistent pair.
+_last_format: tuple[int, str] = (0, "1970-01-01T00:00:00Z")
+_last_seconds: tuple[int, str] = (0, "1970-01-01T00:00:00")
+
+
 def format(value: int) -> str:
     """Microseconds since the epoch -> `YYYY-MM-DDTHH:MM:SS[.ffffff]Z`."""
+    global _last_format
+    last, text = _last_format
+    if value == last:
+        return text
     # isoformat() of a naive datetime is C code that always pads the year to four
     # digits; strftime took three times as long, and a list page formats 50 of these.
     text = (_NAIVE_EPOCH + timedelta(microseconds=value)).isoformat()
     if "." in text:  # trim the fraction's trailing zeros (it still round-trips)
         text = text.rstrip("0")
-    return text + "Z"
+    text += "Z"
+    _last_format = (value, text)
+    return text
 
 
 def format_seconds(value: int) -> str:
     """Microseconds since the epoch -> `YYYY-MM-DDTHH:MM:SS`, the whole second it is in
     (UTC, no zone, no fraction)."""
-    return (_NAIVE_EPOCH + timedelta(seconds=value // _US)).isoformat()
+    global _last_seconds
+    seconds = value // _US
+    last, text = _last_seconds
+    if seconds == last:
+        return text
+    text = (_NAIVE_EPOCH + timedelta(seconds=seconds)).isoformat()
+    _last_seconds = (seconds, text)
+    return text
 
 
 def now_us() -> int:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 
 import pytest
 
-from podsync.feeds import PODCAST_GUID_NAMESPACE, derive_guid, new_uuid4
+from podsync.feeds import PODCAST_GUID_NAMESPACE, _as_uuid, derive_guid, new_uuid4
 
 
 @pytest.mark.parametrize(
@@ -29,3 +30,10 @@ def test_new_sync_ids_are_random_version_4_uuids() -> None:
         parsed = uuid.UUID(text)
         assert str(parsed) == text
         assert parsed.version == 4 and parsed.variant == uuid.RFC_4122
+
+
+def test_the_uuid_text_is_the_bytes_with_version_and_variant_set() -> None:
+    for raw in (bytes(16), b"\xff" * 16, bytes(range(16)), *(os.urandom(16) for _ in range(500))):
+        for version in (4, 5):
+            expected = uuid.UUID(bytes=raw, version=version)  # sets the same bits
+            assert _as_uuid(raw.hex(), str(version)) == str(expected)

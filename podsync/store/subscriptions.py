@@ -46,13 +46,20 @@ async def find_matching(
         unique = sorted(set(values))
         parts += [(column, unique[i : i + _CHUNK]) for i in range(0, len(unique), _CHUNK)]
     found: dict[int, Subscription] = {}
+    # SQLite, without statistics, serves `user_id = ? AND sync_id IN (two or more)`
+    # from an index on user_id, reading every row of the user (8 ms at 20,000), not
+    # from sync_id's UNIQUE index; `+user_id` is no index's column, so it takes that.
+    owner = {
+        column: "+user_id" if column == "sync_id" and conn.dialect == "sqlite" else "user_id"
+        for column, _ in parts
+    }
     # A batch's three IN lists go to SQLite as one UNION ALL: one round trip to the
     # writer's thread instead of three, each part still served by its own index.
     for start in range(0, len(parts), 3):
         group = parts[start : start + 3]
         sql = " UNION ALL ".join(
             f"SELECT {_COLUMNS} FROM subscriptions "
-            f"WHERE user_id = ? AND {column} IN ({','.join('?' * len(chunk))})"
+            f"WHERE {owner[column]} = ? AND {column} IN ({','.join('?' * len(chunk))})"
             for column, chunk in group
         )
         params = [value for _, chunk in group for value in (user_id, *chunk)]

@@ -79,9 +79,8 @@ class UploadBounds:
             if missing:
                 room = self.max_devices - await devices.count_for_user(conn, user_id)
                 refused = set(missing[max(room, 0) :])
-            allowed = [d for d in named if d not in refused]
-            if allowed:
-                await devices.ensure(conn, user_id, allowed, now)
+                if room > 0:  # only the new ones: ensure never changes a device
+                    await devices.ensure(conn, user_id, missing[:room], now)
         kept = [(a, h) for a, h in parsed if a.device_id not in refused]
         for device_id in sorted(refused):
             log.info(
