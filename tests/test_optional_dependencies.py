@@ -136,6 +136,24 @@ def test_a_sqlite_server_never_imports_the_optional_libraries(tmp_path: Path) ->
     assert "asyncpg" not in imported(log.read_text())
 
 
+def test_jinja2_and_the_feed_fetcher_load_only_when_used(tmp_path: Path) -> None:
+    """A server whose web UI nobody opens never imports Jinja2; one that does, on
+    its first page. The feed fetcher's libraries stay out unless it is switched on."""
+    env = env_for(tmp_path)
+    importtime = [sys.executable, "-X", "importtime", "-m", "podsync"]
+    assert add_alice(env, importtime).returncode == 0
+    log = tmp_path / "serve.log"
+    proc, base = start([*importtime, "serve", "--port", "0"], env, log)
+    try:
+        exercise(base)
+        assert "jinja2" not in imported(log.read_text())
+        assert call(base + "/ui/login")[0] == 200
+        assert "jinja2" in imported(log.read_text())
+    finally:
+        assert stop(proc) == 0
+    assert imported(log.read_text()) & {"feedparser", "sgmllib"} == set()
+
+
 def test_without_the_extras_a_sqlite_server_and_the_cli_work(tmp_path: Path) -> None:
     env = env_for(tmp_path)
     added = add_alice(env, without(OPTIONAL))

@@ -14,7 +14,7 @@ from podsync.web.keys import AUTH, CONFIG, DB, SYNC
 from podsync.web.ui import account, admin, pages
 from podsync.web.ui.guard import Handler, error_page, ui_route
 from podsync.web.ui.keys import ACCOUNTS, BROWSE, OPML, STYLESHEET, WEB_SESSIONS
-from podsync.web.ui.render import STATIC_CSS, setup_templates, stylesheet
+from podsync.web.ui.render import STATIC_CSS, stylesheet
 
 # (method, path, handler, options). Route names start "ui.": the bearer middleware
 # leaves these to the UI's own session rules (web/ui/guard.py).
@@ -79,7 +79,6 @@ def setup_ui(app: web.Application) -> None:
     """Templates, the style sheet, the services and the routes of /ui/. Call after the
     app's own resources are in its cleanup_ctx (the services need them)."""
     app.cleanup_ctx.append(_services)
-    setup_templates(app)
     app[STYLESHEET] = stylesheet()
     routes = [
         web.route(method, path, ui_route(handler, **options), name=f"ui.r{n}_{handler.__name__}")
