@@ -199,35 +199,3 @@ async def test_the_wal_is_checkpointed_off_the_writer(tmp_path: Path) -> None:
 
 def _size(path: str) -> int:
     return Path(path).stat().st_size
-
-
-async def test_a_checkpoint_waits_for_new_frames_not_for_the_file_size(tmp_path: Path) -> None:
-    """Once a checkpoint has copied the log, small COMMITs start none, however large
-    the -wal file stays (it is seldom restarted under steady writes); the WAL-index
-    header says how much of it is still to copy."""
-    db = await open_db(tmp_path)
-    try:
-        checkpointer = db._checkpointer
-        assert checkpointer is not None
-        await insert(db, "first")
-        # A fresh log: everything but its 32-byte header is still to copy.
-        assert checkpointer._unbackfilled_bytes() == _size(db.path + "-wal") - 32
-        blob = "x" * 3000
-        for n in range(CHECKPOINT_WAL_BYTES // (50 * 3000) + 2):
-            async with db.write() as conn:
-                await conn.execute_many(
-                    "INSERT INTO marks (name) VALUES (?)",
-                    [(f"{n}-{i}-{blob}",) for i in range(50)],
-                )
-            if checkpointer._running is not None:
-                await checkpointer._running
-        assert checkpointer._running is not None, "the log passed the mark: one ran"
-        await checkpointer._running
-        assert checkpointer._unbackfilled_bytes() < CHECKPOINT_WAL_BYTES // 2
-        checkpointer._running = None
-        for n in range(5):
-            await insert(db, f"small-{n}")
-        assert _size(db.path + "-wal") >= CHECKPOINT_WAL_BYTES
-        assert checkpointer._running is None, "no checkpoint for a few small COMMITs"
-    finally:
-        await db.close()

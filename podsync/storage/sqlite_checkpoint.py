@@ -21,18 +21,11 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
-import struct
 from concurrent.futures import ThreadPoolExecutor
 
 from podsync.storage.sqlite_connection import connect
 
 CHECKPOINT_WAL_BYTES = 4 * 1024 * 1024
-# The start of the WAL-index (the -shm file; sqlite.org/walformat.html), in the
-# machine's byte order: the header's version, page size and last valid frame
-# (mxFrame), and the checkpoint info's frames backfilled (nBackfill).
-_SHM_HEAD = struct.Struct("=I8xBxHI76xI")
-_SHM_VERSION = 3007000
-_FRAME_HEADER = 24
 # Quiet time after the last COMMIT before the log is truncated (contract: under
 # 64 MiB within a minute of quiet).
 IDLE_SECONDS = 10.0
@@ -49,7 +42,6 @@ class Checkpointer:
         self.durability = durability
         self.idle_seconds = idle_seconds
         self._wal_path = path + "-wal"
-        self._shm_path = path + "-shm"
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="podsync-checkpoint")
         self._running: asyncio.Future[bool] | None = None
         self._idle_timer: asyncio.TimerHandle | None = None
@@ -63,7 +55,7 @@ class Checkpointer:
         self._last_commit = loop.time()
         if self._idle_timer is None:
             self._idle_timer = loop.call_later(self.idle_seconds, self._when_quiet)
-        if self._busy() or self._unbackfilled_bytes() < CHECKPOINT_WAL_BYTES:
+        if self._busy() or self._wal_size() < CHECKPOINT_WAL_BYTES:
             return
         self._start("PASSIVE")
 
@@ -96,33 +88,6 @@ class Checkpointer:
 
     def _busy(self) -> bool:
         return self._running is not None and not self._running.done()
-
-    def _unbackfilled_bytes(self) -> int:
-        """How much of the log no checkpoint has copied yet (frames past nBackfill),
-        from the WAL-index header; the log's file size when that cannot be read.
-
-        Not the file size itself: under steady writes the log is seldom restarted
-        from its start (that needs a moment when it is all copied, between a COMMIT
-        and the next BEGIN), so the file stays past the mark and a checkpoint ran
-        after every COMMIT, copying a few frames and syncing the database file each
-        time."""
-        try:
-            fd = os.open(self._shm_path, os.O_RDONLY)
-        except OSError:
-            return self._wal_size()
-        try:
-            head = os.pread(fd, _SHM_HEAD.size, 0)
-        except OSError:
-            return self._wal_size()
-        finally:
-            os.close(fd)
-        if len(head) < _SHM_HEAD.size:
-            return self._wal_size()
-        version, initialised, page, max_frame, backfilled = _SHM_HEAD.unpack(head)
-        if version != _SHM_VERSION or not initialised:
-            return self._wal_size()
-        page = 65536 if page == 1 else page  # 65536 is stored as 1
-        return max(int(max_frame) - int(backfilled), 0) * (int(page) + _FRAME_HEADER)
 
     def _wal_size(self) -> int:
         try:
