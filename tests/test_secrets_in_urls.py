@@ -74,10 +74,12 @@ def test_serve_that_cannot_reach_its_database_hides_query_passwords(tmp_path: Pa
     env = {
         "PODSYNC_DATABASE_URL": _url(f"127.0.0.1:{free_port()}"),
         "PODSYNC_LOG_LEVEL": "debug",
+        "PODSYNC_DATABASE_START_WAIT": "2",  # one try again (a WARNING), then the error
     }
     done = podsync_process(["serve", "--port", "0"], env, tmp_path)
     assert done.returncode == 1, done.stderr
-    assert "Connect call failed" in done.stderr
+    assert "WARNING" in done.stderr and "trying again" in done.stderr
+    assert "refused the connection" in done.stderr.splitlines()[-1]
     _assert_hidden(done.stdout + done.stderr)
 
 
