@@ -185,7 +185,7 @@ class SyncService:
         # settle it (a push to a user far from the limit reads one row).
         delta = plan.subscribed_delta
         if delta > 0 and before + delta > y.max_subscriptions_per_user:
-            subscribed = await store.count_subscribed(conn, user_id) + plan.subscribed_delta
+            subscribed = await store.count_subscribed(conn, user_id) + delta
             if subscribed > y.max_subscriptions_per_user:
                 raise LimitExceeded(
                     subscription_limit_message(subscribed, y.max_subscriptions_per_user)
