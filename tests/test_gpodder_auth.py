@@ -221,3 +221,19 @@ async def test_the_session_slides_and_expires(gp_with: GpWith) -> None:
     value = await login_cookie(short)
     await asyncio.sleep(2.1)
     assert (await short.get(DEVICES, headers=cookie(value))).status == 401
+
+
+async def test_a_cookie_in_use_still_expires_and_a_tampered_twin_is_refused(
+    gp_with: GpWith,
+) -> None:
+    """Verified cookies are remembered (an app sends one cookie on every call); the
+    memory never outlives the cookie's age limit nor vouches for another string."""
+    import asyncio
+
+    gp = await gp_with(gpodder={"session_lifetime": 2})
+    value = await login_cookie(gp)
+    assert (await gp.get(DEVICES, headers=cookie(value))).status == 200
+    assert (await gp.get(DEVICES, headers=cookie(value[:-2] + "xx"))).status == 401
+    assert (await gp.get(DEVICES, headers=cookie(value))).status == 200
+    await asyncio.sleep(3.1)
+    assert (await gp.get(DEVICES, headers=cookie(value))).status == 401
