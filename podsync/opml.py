@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import codecs
 import email.utils
-import html.entities
+import functools
 import re
-import xml.parsers.expat
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from xml.sax.saxutils import escape, quoteattr
 
 from podsync.errors import InvalidInput
 
@@ -37,15 +35,26 @@ _DECLARATION_TEXT = re.compile(r"^\s*<\?xml\s[^>]*?\?>")
 _DECLARED_ENCODING = re.compile(r"""(\sencoding\s*=\s*)(["'])([A-Za-z][A-Za-z0-9._-]*)\2""")
 _ENTITY_REF = re.compile(r"&([A-Za-z][A-Za-z0-9]*);")
 _XML_ENTITIES = frozenset({"amp", "lt", "gt", "quot", "apos"})
+
+
 # HTML named entities (&eacute;) are not XML, yet apps put them in titles and
 # listparser (an HTML parser underneath) decodes them. The well-formedness check
 # sees them as character references (and, to locate an error, as blanks of the
 # same length); listparser gets them as they are.
-_HTML_ENTITIES = frozenset(
-    name[:-1]
-    for name in html.entities.html5
-    if name.endswith(";") and name[:-1] not in _XML_ENTITIES
-)
+# Built on first use, as the XML parser is loaded: a server that never reads an
+# OPML file does not hold them.
+@functools.cache
+def _html_entities() -> dict[str, str]:
+    """name (no ';') -> its characters, for the HTML entities that XML lacks."""
+    import html.entities
+
+    return {
+        name[:-1]: text
+        for name, text in html.entities.html5.items()
+        if name.endswith(";") and name[:-1] not in _XML_ENTITIES
+    }
+
+
 # Characters XML 1.0 does not allow; dropped from exported text.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
 
@@ -163,13 +172,13 @@ class _Outlines:
 
 def _numeric_html_entity(match: re.Match[str]) -> str:
     name = match.group(1)
-    if name not in _HTML_ENTITIES:
+    if name not in _html_entities():
         return match.group()
-    return "".join(f"&#{ord(ch)};" for ch in html.entities.html5[name + ";"])
+    return "".join(f"&#{ord(ch)};" for ch in _html_entities()[name])
 
 
 def _blank_html_entity(match: re.Match[str]) -> str:
-    return "_" * len(match.group()) if match.group(1) in _HTML_ENTITIES else match.group()
+    return "_" * len(match.group()) if match.group(1) in _html_entities() else match.group()
 
 
 def _check_well_formed(text: str) -> _Outlines:
@@ -184,6 +193,8 @@ def _check_well_formed(text: str) -> _Outlines:
 
 
 def _expat_pass(text: str) -> _Outlines:
+    import xml.parsers.expat  # on the first OPML read, not by every server
+
     parser = xml.parsers.expat.ParserCreate(encoding="UTF-8")
     root: list[str] = []
     seen = _Outlines(Counter(), {})
@@ -238,6 +249,8 @@ def serialise_opml(feeds: Iterable[OutlineFeed], title: str, created: datetime) 
 
 def opml_head(title: str, created: datetime) -> str:
     """The document up to the first outline (for writing it in pieces)."""
+    from xml.sax.saxutils import escape  # on the first export, not by every server
+
     return "\n".join(
         [
             '<?xml version="1.0" encoding="UTF-8"?>',
@@ -254,6 +267,8 @@ def opml_head(title: str, created: datetime) -> str:
 
 def opml_outlines(feeds: Iterable[OutlineFeed]) -> str:
     """One outline line per feed."""
+    from xml.sax.saxutils import quoteattr
+
     lines = []
     for feed in feeds:
         url = _xml_text(feed.url)

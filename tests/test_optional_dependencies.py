@@ -203,3 +203,45 @@ def test_metrics_without_the_metrics_extra_names_it(tmp_path: Path) -> None:
     )  # fmt: skip
     assert checked.returncode == 1
     assert "pip install 'podsync[metrics]'" in checked.stderr
+
+
+def test_an_idle_server_loads_argon2_and_the_opml_parser_on_first_use(tmp_path: Path) -> None:
+    """Idle memory: argon2, the XML parser, the HTML entity table, time zones and the
+    name suggester are loaded by what needs them, not by every server at start."""
+    lazy = {"argon2", "xml", "zoneinfo", "difflib"}
+    env = env_for(tmp_path)
+    importtime = [sys.executable, "-X", "importtime", "-m", "podsync"]
+    assert add_alice(env, importtime).returncode == 0
+    log = tmp_path / "serve.log"
+    proc, base = start([*importtime, "serve", "--port", "0"], env, log)
+    try:
+        assert call(base + "/healthz")[0] == 200
+        assert imported(log.read_text()) & lazy == set()
+        exercise(base)  # a login among others
+        assert "argon2" in imported(log.read_text())
+        opml = (
+            b'<?xml version="1.0"?><opml version="2.0"><body>'
+            b'<outline type="rss" text="Caf&eacute;" xmlUrl="https://example.org/f.xml"/>'
+            b"</body></opml>"
+        )
+        basic = base64.b64encode(f"alice:{PASSWORD}".encode()).decode()
+        status, _ = call_bytes(
+            base + "/subscriptions/alice/laptop.opml",
+            opml,
+            method="PUT",
+            Authorization="Basic " + basic,
+        )
+        assert status == 200
+        assert "xml" in imported(log.read_text())
+    finally:
+        assert stop(proc) == 0
+
+
+def call_bytes(url: str, body: bytes, method: str, **headers: str) -> tuple[int, bytes]:
+    request = urllib.request.Request(url, data=body, headers=headers, method=method)  # noqa: S310
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:  # noqa: S310
+            return answer.status, answer.read()
+    except urllib.error.HTTPError as exc:
+        with exc:
+            return exc.code, exc.read()

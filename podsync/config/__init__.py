@@ -10,7 +10,6 @@ import dataclasses
 import ipaddress
 import os
 import tomllib
-import zoneinfo
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -378,6 +377,8 @@ def validate(config: Config) -> Config:
 def _known_zone(name: str) -> bool:
     if name == "UTC":
         return True
+    import zoneinfo  # only for a configured zone: not loaded by every server
+
     try:
         zoneinfo.ZoneInfo(name)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):

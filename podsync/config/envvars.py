@@ -11,7 +11,6 @@ a word; any other unknown name is a warning, never a refusal to start.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Mapping
 
@@ -71,6 +70,8 @@ def screen_variable(name: str, value: str, settings: Mapping[str, str]) -> tuple
         )
     if name in OWN_NAMES or is_service_link(name, value):
         return False, None
+    import difflib  # only for a name that is wrong: not loaded by every server
+
     known = {**settings, **OWN_NAMES}
     nearest = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.0)[0]
     return False, (

@@ -11,11 +11,12 @@ from __future__ import annotations
 import asyncio
 import os
 from concurrent.futures import ThreadPoolExecutor
-
-from argon2 import PasswordHasher
-from argon2.exceptions import InvalidHashError, VerificationError
+from typing import TYPE_CHECKING
 
 from podsync.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from argon2 import PasswordHasher
 
 HASH_THREADS = max(1, min(2, (os.cpu_count() or 1) - 1))
 MIN_PASSWORD_LENGTH = 8
@@ -45,8 +46,18 @@ def _encode(password: str) -> bytes:
 
 class PasswordService:
     def __init__(self, threads: int = HASH_THREADS) -> None:
-        self._hasher = PasswordHasher()
+        self._hasher_made: PasswordHasher | None = None
         self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="argon2")
+
+    @property
+    def _hasher(self) -> PasswordHasher:
+        """argon2 is loaded by the first password to check, not at start (half a MiB of
+        an idle server's memory); two threads making it at once make equal hashers."""
+        if self._hasher_made is None:
+            from argon2 import PasswordHasher
+
+            self._hasher_made = PasswordHasher()
+        return self._hasher_made
 
     def close(self) -> None:
         self._executor.shutdown(wait=True)
@@ -67,6 +78,8 @@ class PasswordService:
         )
 
     def _verify(self, password_hash: str, password: str, real: bool) -> bool:
+        from argon2.exceptions import InvalidHashError, VerificationError
+
         try:
             ok = self._hasher.verify(password_hash, _encode(password))
         except (VerificationError, InvalidHashError):

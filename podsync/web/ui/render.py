@@ -8,7 +8,6 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from aiohttp import web
 
@@ -109,6 +108,8 @@ def render(
 def zone(name: str) -> tzinfo:
     if name.upper() == "UTC":
         return UTC
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError  # on the first page, as Jinja2
+
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
