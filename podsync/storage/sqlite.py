@@ -276,8 +276,8 @@ class Database:
                 raise ended
             await self._in_commit_thread(lambda: raw.execute("COMMIT"))
             self.commits += 1
-            if self._checkpointer is not None:
-                self._checkpointer.committed()
+            checkpointer = self._checkpointer
+            restart = checkpointer is not None and checkpointer.committed()
         except Exception as exc:
             if raw.in_transaction:
                 with contextlib.suppress(sqlite3.Error):  # report the COMMIT's error
@@ -289,6 +289,8 @@ class Database:
         for future in group:
             if not future.done():
                 future.set_result(None)
+        if restart and checkpointer is not None:  # answered already; the lock is still held
+            await self._in_commit_thread(lambda: checkpointer.restart(raw))
 
     def _flush_if_abandoned(self) -> None:
         """A writer gave up waiting for the lock: if the writers before it left the group

@@ -4,28 +4,43 @@ The writer does not checkpoint inside its COMMITs (a checkpoint copies the WAL i
 the database file and syncs it: tens of ms added to one group's answer). A thread
 of its own, with its own connection, does two kinds:
 - PASSIVE, after a COMMIT that leaves the WAL past CHECKPOINT_WAL_BYTES: it never
-  blocks readers or the writer, so the log is recycled from its start while writes
-  go on.
+  blocks readers or the writer; the next write that finds the log wholly copied
+  starts it over from its beginning.
 - TRUNCATE, once the writer has been idle for `idle_seconds`: it waits for readers
   of old snapshots (briefly) and cuts the log back to zero bytes. Without it a
   burst leaves the file at its largest for good: a PASSIVE checkpoint recycles the
   space but never gives it back, and a reader holding an old snapshot during the
   burst (a long export, a backup) stops even the recycling, so the log grows
   without bound meanwhile (314 MB after 28 MB of uploads).
-`journal_size_limit` (every connection, `sqlite_connection.connect`) also cuts the
-log back to 64 MiB whenever it is recycled under load.
+
+Under continuous writes the PASSIVE checkpoints alone never let the log be recycled:
+the writer appends while one runs, so when the next write begins the log is never
+wholly copied, and SQLite starts a log over only then (1.5 GB after 40 s of uploads).
+So past RESTART_WAL_BYTES the writer itself checkpoints, after a COMMIT and under its
+write lock (`restart`): only what the last PASSIVE left is copied, nothing is
+appended meanwhile, and the next write starts the log over from its beginning.
+
+`journal_size_limit` (every connection, `sqlite_connection.connect`) cuts a log that
+starts over back to CHECKPOINT_WAL_BYTES, so the file's size is the log's length
+past that (what `committed` reads: a stat, never an open of the file, which would
+drop SQLite's POSIX locks in this process).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 
 from podsync.storage.sqlite_connection import connect
 
+log = logging.getLogger("podsync.db")
+
 CHECKPOINT_WAL_BYTES = 4 * 1024 * 1024
+# Past this the writer checkpoints what is left, so the log starts over (see above).
+RESTART_WAL_BYTES = 16 * 1024 * 1024
 # Quiet time after the last COMMIT before the log is truncated (contract: under
 # 64 MiB within a minute of quiet).
 IDLE_SECONDS = 10.0
@@ -47,17 +62,41 @@ class Checkpointer:
         self._idle_timer: asyncio.TimerHandle | None = None
         self._last_commit = 0.0
         self._closed = False
+        # The log size at which the writer checkpoints itself next (raised while a
+        # reader of an old snapshot keeps the log from starting over).
+        self._restart_at = RESTART_WAL_BYTES
 
-    def committed(self) -> None:
+    def committed(self) -> bool:
         """Note a COMMIT: a PASSIVE checkpoint when the log is due one, and the quiet
-        timer (one per quiet spell, not one per COMMIT)."""
+        timer (one per quiet spell, not one per COMMIT). True when the log is past
+        RESTART_WAL_BYTES: the writer should call `restart` before its next write."""
         loop = asyncio.get_running_loop()
         self._last_commit = loop.time()
         if self._idle_timer is None:
             self._idle_timer = loop.call_later(self.idle_seconds, self._when_quiet)
-        if self._busy() or self._wal_size() < CHECKPOINT_WAL_BYTES:
-            return
-        self._start("PASSIVE")
+        if self._busy():
+            return False
+        size = self._wal_size()
+        if size >= self._restart_at:
+            return True
+        if size > CHECKPOINT_WAL_BYTES:
+            self._start("PASSIVE")
+        return False
+
+    def restart(self, writer: sqlite3.Connection) -> None:
+        """On the commit thread, with the writer's connection, under its write lock:
+        copy what the PASSIVE checkpoints left, so that the next write starts the log
+        over. Never raises (the writers' COMMIT is through); when a reader of an old
+        snapshot holds part of the log, the next COMMIT tries again."""
+        try:
+            blocked, logged, copied = writer.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        except sqlite3.Error as exc:
+            log.warning("a checkpoint of %s failed: %s", self.path, exc)
+            blocked, logged, copied = 1, 1, 0
+        if blocked or copied < logged:  # try again once the log has grown some more
+            self._restart_at = self._wal_size() + CHECKPOINT_WAL_BYTES
+        else:
+            self._restart_at = RESTART_WAL_BYTES
 
     def _when_quiet(self) -> None:
         self._idle_timer = None

@@ -26,7 +26,9 @@ SYNCHRONOUS = {"full": "FULL", "normal": "NORMAL"}
 # Prepared statements kept per connection (the default, 128, is enough today; the
 # gpodder layer and the PostgreSQL-shaped queries add more).
 STATEMENT_CACHE = 256
-JOURNAL_SIZE_LIMIT = 64 * 1024 * 1024
+# A log that starts over is cut back to this (sqlite_checkpoint: the file's size is
+# then the log's length).
+JOURNAL_SIZE_LIMIT = 4 * 1024 * 1024
 
 
 def owner_only(path: str) -> None:
