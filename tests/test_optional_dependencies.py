@@ -58,15 +58,22 @@ def stop(proc: subprocess.Popen[bytes]) -> int:
     return proc.wait(timeout=30)
 
 
-def call(url: str, body: object = None, **headers: str) -> tuple[int, bytes]:
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, headers=headers)  # noqa: S310
+def call(
+    url: str, body: object = None, method: str | None = None, **headers: str
+) -> tuple[int, bytes]:
+    """One request: `body` as JSON, or bytes as they are."""
+    data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, headers=headers, method=method)  # noqa: S310
     try:
         with urllib.request.urlopen(request, timeout=10) as answer:  # noqa: S310
             return answer.status, answer.read()
     except urllib.error.HTTPError as exc:
         with exc:
             return exc.code, exc.read()
+
+
+def basic_auth() -> str:
+    return "Basic " + base64.b64encode(f"alice:{PASSWORD}".encode()).decode()
 
 
 def exercise(base: str) -> None:
@@ -86,7 +93,7 @@ def exercise(base: str) -> None:
     }
     assert call(base + "/api/v1/sync", {"requests": [action]}, **bearer)[0] == 200
     assert call(base + "/api/v1/subscriptions", **bearer)[0] == 200
-    basic = {"Authorization": "Basic " + base64.b64encode(f"alice:{PASSWORD}".encode()).decode()}
+    basic = {"Authorization": basic_auth()}
     assert call(base + "/api/2/devices/alice.json", **basic)[0] == 200
     assert call(base + "/api/2/subscriptions/alice/phone.json?since=0", **basic)[0] == 200
     assert call(base + "/")[0] == 200
@@ -136,19 +143,32 @@ def test_a_sqlite_server_never_imports_the_optional_libraries(tmp_path: Path) ->
     assert "asyncpg" not in imported(log.read_text())
 
 
-def test_jinja2_and_the_feed_fetcher_load_only_when_used(tmp_path: Path) -> None:
-    """A server whose web UI nobody opens never imports Jinja2; one that does, on
-    its first page. The feed fetcher's libraries stay out unless it is switched on."""
+def test_jinja2_argon2_and_the_opml_parser_load_only_when_used(tmp_path: Path) -> None:
+    """Idle memory: a server holds none of Jinja2, argon2, the XML parser and its HTML
+    entity table, time zones or the name suggester at start; each is loaded by what
+    needs it (the web UI's first page, a login, an OPML upload). The feed fetcher's
+    libraries stay out unless it is switched on."""
+    lazy = {"jinja2", "argon2", "xml", "zoneinfo", "difflib"}
     env = env_for(tmp_path)
     importtime = [sys.executable, "-X", "importtime", "-m", "podsync"]
     assert add_alice(env, importtime).returncode == 0
     log = tmp_path / "serve.log"
     proc, base = start([*importtime, "serve", "--port", "0"], env, log)
     try:
-        exercise(base)
-        assert "jinja2" not in imported(log.read_text())
+        assert call(base + "/healthz")[0] == 200
+        assert imported(log.read_text()) & lazy == set()
+        exercise(base)  # a login among others
+        assert imported(log.read_text()) & {"jinja2", "argon2"} == {"argon2"}
         assert call(base + "/ui/login")[0] == 200
         assert "jinja2" in imported(log.read_text())
+        opml = (
+            b'<?xml version="1.0"?><opml version="2.0"><body>'
+            b'<outline type="rss" text="Caf&eacute;" xmlUrl="https://example.org/f.xml"/>'
+            b"</body></opml>"
+        )
+        url = base + "/subscriptions/alice/laptop.opml"
+        assert call(url, opml, "PUT", Authorization=basic_auth())[0] == 200
+        assert "xml" in imported(log.read_text())
     finally:
         assert stop(proc) == 0
     assert imported(log.read_text()) & {"feedparser", "sgmllib"} == set()
@@ -203,45 +223,3 @@ def test_metrics_without_the_metrics_extra_names_it(tmp_path: Path) -> None:
     )  # fmt: skip
     assert checked.returncode == 1
     assert "pip install 'podsync[metrics]'" in checked.stderr
-
-
-def test_an_idle_server_loads_argon2_and_the_opml_parser_on_first_use(tmp_path: Path) -> None:
-    """Idle memory: argon2, the XML parser, the HTML entity table, time zones and the
-    name suggester are loaded by what needs them, not by every server at start."""
-    lazy = {"argon2", "xml", "zoneinfo", "difflib"}
-    env = env_for(tmp_path)
-    importtime = [sys.executable, "-X", "importtime", "-m", "podsync"]
-    assert add_alice(env, importtime).returncode == 0
-    log = tmp_path / "serve.log"
-    proc, base = start([*importtime, "serve", "--port", "0"], env, log)
-    try:
-        assert call(base + "/healthz")[0] == 200
-        assert imported(log.read_text()) & lazy == set()
-        exercise(base)  # a login among others
-        assert "argon2" in imported(log.read_text())
-        opml = (
-            b'<?xml version="1.0"?><opml version="2.0"><body>'
-            b'<outline type="rss" text="Caf&eacute;" xmlUrl="https://example.org/f.xml"/>'
-            b"</body></opml>"
-        )
-        basic = base64.b64encode(f"alice:{PASSWORD}".encode()).decode()
-        status, _ = call_bytes(
-            base + "/subscriptions/alice/laptop.opml",
-            opml,
-            method="PUT",
-            Authorization="Basic " + basic,
-        )
-        assert status == 200
-        assert "xml" in imported(log.read_text())
-    finally:
-        assert stop(proc) == 0
-
-
-def call_bytes(url: str, body: bytes, method: str, **headers: str) -> tuple[int, bytes]:
-    request = urllib.request.Request(url, data=body, headers=headers, method=method)  # noqa: S310
-    try:
-        with urllib.request.urlopen(request, timeout=10) as answer:  # noqa: S310
-            return answer.status, answer.read()
-    except urllib.error.HTTPError as exc:
-        with exc:
-            return exc.code, exc.read()
