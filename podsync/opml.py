@@ -40,9 +40,8 @@ _XML_ENTITIES = frozenset({"amp", "lt", "gt", "quot", "apos"})
 # HTML named entities (&eacute;) are not XML, yet apps put them in titles and
 # listparser (an HTML parser underneath) decodes them. The well-formedness check
 # sees them as character references (and, to locate an error, as blanks of the
-# same length); listparser gets them as they are.
-# Built on first use, as the XML parser is loaded: a server that never reads an
-# OPML file does not hold them.
+# same length); listparser gets them as they are. The table is built on first use,
+# as the XML parser is loaded: a server that never reads OPML does not hold it.
 @functools.cache
 def _html_entities() -> dict[str, str]:
     """name (no ';') -> its characters, for the HTML entities that XML lacks."""
@@ -171,10 +170,8 @@ class _Outlines:
 
 
 def _numeric_html_entity(match: re.Match[str]) -> str:
-    name = match.group(1)
-    if name not in _html_entities():
-        return match.group()
-    return "".join(f"&#{ord(ch)};" for ch in _html_entities()[name])
+    text = _html_entities().get(match.group(1))
+    return match.group() if text is None else "".join(f"&#{ord(ch)};" for ch in text)
 
 
 def _blank_html_entity(match: re.Match[str]) -> str:
