@@ -11,6 +11,10 @@ from collections.abc import Sequence
 from podsync.store import Connection
 
 _CHUNK = 500
+_KEYS = 100  # actions looked up per statement (4 parameters each)
+
+# What names one stored action: (episode URL, action, content hash).
+ActionKey = tuple[str, str, bytes]
 
 
 async def count_and_high(conn: Connection, user_id: int) -> tuple[int, int]:
@@ -31,16 +35,19 @@ async def count_after(conn: Connection, user_id: int, after_seq: int) -> tuple[i
     return int(row[0]), int(row[1])
 
 
-async def known_hashes(conn: Connection, user_id: int, hashes: Sequence[bytes]) -> int:
-    """How many of these content hashes the user has stored already."""
-    unique = sorted(set(hashes))
+async def known_actions(conn: Connection, user_id: int, keys: Sequence[ActionKey]) -> int:
+    """How many of these actions, each named by (episode URL, action, content hash),
+    the user has stored already."""
+    unique = sorted(set(keys))
     found = 0
-    for start in range(0, len(unique), _CHUNK):
-        chunk = unique[start : start + _CHUNK]
+    # Every term names the whole unique key, so each is one lookup in
+    # episode_actions_episode (SQLite's multi-index OR; a bitmap OR on PostgreSQL).
+    term = "(user_id = ? AND episode_url = ? AND action = ? AND content_hash = ?)"
+    for start in range(0, len(unique), _KEYS):
+        chunk = unique[start : start + _KEYS]
         row = await conn.fetch_one(
-            "SELECT count(*) FROM episode_actions "
-            f"WHERE user_id = ? AND content_hash IN ({','.join('?' * len(chunk))})",
-            (user_id, *chunk),
+            f"SELECT count(*) FROM episode_actions WHERE {' OR '.join([term] * len(chunk))}",
+            [value for key in chunk for value in (user_id, *key)],
         )
         found += int(row[0])
     return found

@@ -51,7 +51,8 @@ async def insert_many(
     hash the user already has is skipped, so a batch sent again after a lost answer
     adds nothing."""
     if conn.dialect == "postgresql":
-        insert, on_conflict = "INSERT", " ON CONFLICT (user_id, content_hash) DO NOTHING"
+        on_conflict = " ON CONFLICT (user_id, episode_url, action, content_hash) DO NOTHING"
+        insert = "INSERT"
     else:
         insert, on_conflict = "INSERT OR IGNORE", ""
     await conn.execute_many(

@@ -101,7 +101,8 @@ class UploadBounds:
             return
         count = await self._count(conn, user_id, fresh=True)
         # Actions stored before (a batch sent again) add nothing.
-        new = len(kept) - await episode_history.known_hashes(conn, user_id, [h for _, h in kept])
+        keys = [(a.episode_url, a.action, h) for a, h in kept]
+        new = len(kept) - await episode_history.known_actions(conn, user_id, keys)
         if count + new > self.max_actions:
             raise LimitExceeded(action_limit_message(count + new, self.max_actions))
 

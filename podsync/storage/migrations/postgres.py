@@ -241,7 +241,7 @@ MIGRATIONS: tuple[Step, ...] = (
     -- Is anyone still subscribed to this feed? (the fetcher asks before each fetch)
     CREATE INDEX subscriptions_feed ON subscriptions(url_key) WHERE unsubscribed_at IS NULL;
     """,
-    # 7: the web UI's browser sessions and the admin flag (as SQLite's step 7).
+    # 9: the web UI's browser sessions and the admin flag (as SQLite's step 9).
     """
     ALTER TABLE users ADD COLUMN admin INTEGER NOT NULL DEFAULT 0;
     CREATE TABLE web_sessions (
@@ -253,6 +253,14 @@ MIGRATIONS: tuple[Step, ...] = (
     );
     CREATE INDEX web_sessions_user ON web_sessions(user_id);
     CREATE INDEX web_sessions_expiry ON web_sessions(expires_at);
+    """,
+    # 10: one b-tree finds an episode's actions and refuses an action stored before
+    # (as SQLite's step 10; here the constraint can simply be dropped).
+    """
+    DROP INDEX episode_actions_episode;
+    CREATE UNIQUE INDEX episode_actions_episode
+        ON episode_actions(user_id, episode_url, action, content_hash);
+    ALTER TABLE episode_actions DROP CONSTRAINT episode_actions_user_id_content_hash_key;
     """,
 )
 

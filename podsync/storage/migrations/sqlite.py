@@ -240,7 +240,7 @@ MIGRATIONS: tuple[Step, ...] = (
     -- Is anyone still subscribed to this feed? (the fetcher asks before each fetch)
     CREATE INDEX subscriptions_feed ON subscriptions(url_key) WHERE unsubscribed_at IS NULL;
     """,
-    # 7: the web UI: browser sessions (a row per signed-in browser, the SHA-256 of its
+    # 9: the web UI: browser sessions (a row per signed-in browser, the SHA-256 of its
     # cookie's token, its CSRF token) and the admin flag of a user.
     """
     ALTER TABLE users ADD COLUMN admin INTEGER NOT NULL DEFAULT 0;
@@ -253,6 +253,48 @@ MIGRATIONS: tuple[Step, ...] = (
     ) STRICT, WITHOUT ROWID;
     CREATE INDEX web_sessions_user ON web_sessions(user_id);
     CREATE INDEX web_sessions_expiry ON web_sessions(expires_at);
+    """,
+    # 10: one b-tree both finds an episode's actions and refuses an action stored
+    # before, instead of a second one on the content hash alone: a hash is a random
+    # key, so each new action cost a leaf page of its own in that index. SQLite cannot
+    # drop a UNIQUE constraint, so the table is copied; its AUTOINCREMENT counter is
+    # carried over, so a seq of a deleted action is never given out again.
+    """
+    CREATE TABLE episode_actions_new (
+        seq          INTEGER PRIMARY KEY AUTOINCREMENT,  -- the episode stream's cursor
+        user_id      INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        device_id    TEXT,
+        podcast_url  TEXT NOT NULL,
+        podcast_key  TEXT NOT NULL,            -- url key of podcast_url
+        episode_url  TEXT NOT NULL,
+        guid         TEXT,
+        action       TEXT NOT NULL
+            CHECK (action IN ('new', 'download', 'play', 'delete', 'flattr')),
+        occurred_at  INTEGER NOT NULL,         -- the client's moment, else receipt time
+        received_at  INTEGER NOT NULL,
+        started      INTEGER,
+        position     INTEGER,
+        total        INTEGER,
+        content_hash BLOB NOT NULL,            -- idempotent re-upload of a batch
+        view         BLOB NOT NULL DEFAULT x''  -- what a pull sends
+    ) STRICT;
+    INSERT INTO episode_actions_new (seq, user_id, device_id, podcast_url, podcast_key,
+        episode_url, guid, action, occurred_at, received_at, started, position, total,
+        content_hash, view)
+    SELECT seq, user_id, device_id, podcast_url, podcast_key, episode_url, guid, action,
+        occurred_at, received_at, started, position, total, content_hash, view
+    FROM episode_actions ORDER BY seq;
+    DELETE FROM sqlite_sequence WHERE name = 'episode_actions_new';
+    INSERT INTO sqlite_sequence (name, seq)
+        SELECT 'episode_actions_new', seq FROM sqlite_sequence WHERE name = 'episode_actions';
+    DROP TABLE episode_actions;
+    ALTER TABLE episode_actions_new RENAME TO episode_actions;
+    -- The content hash covers the episode and the action, so this refuses exactly
+    -- what UNIQUE (user_id, content_hash) refused.
+    CREATE UNIQUE INDEX episode_actions_episode
+        ON episode_actions(user_id, episode_url, action, content_hash);
+    CREATE INDEX episode_actions_user ON episode_actions(user_id, seq);
+    CREATE INDEX episode_actions_podcast ON episode_actions(user_id, podcast_key, seq);
     """,
 )
 
