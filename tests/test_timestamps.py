@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import random
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from podsync import timestamps
 from podsync.timestamps import MAX_US, MIN_US, InvalidTimestamp
 
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 BASE = timestamps.parse("2026-07-11T13:30:00Z")
 
 
@@ -107,3 +109,27 @@ def test_now_is_the_wall_clock_in_microseconds() -> None:
     now = timestamps.now_us()
     after = datetime.now(UTC).timestamp()
     assert before * 1e6 - 1 <= now <= after * 1e6 + 1
+
+
+def test_parse_agrees_with_datetime_across_the_range() -> None:
+    """The integer arithmetic against the standard library's, for dates across the
+    years 1-9999 (leap days, both signs of offset, fractions of every length)."""
+    rng = random.Random(20261124)
+    for _ in range(3000):
+        moment = datetime.min.replace(tzinfo=UTC) + timedelta(
+            seconds=rng.randrange(1, 315_537_897_598), microseconds=rng.randrange(1_000_000)
+        )
+        sign, minutes = rng.choice("+-"), rng.randrange(24 * 60)
+        offset = timedelta(minutes=minutes) * (1 if sign == "+" else -1)
+        local = moment + offset
+        digits = rng.randrange(0, 10)
+        fraction = (
+            f".{local.microsecond:06d}{'7' * max(digits - 6, 0)}"[: digits + 1] if digits else ""
+        )
+        text = (
+            f"{local.year:04d}-{local:%m-%dT%H:%M:%S}{fraction}"
+            f"{sign}{minutes // 60:02d}:{minutes % 60:02d}"
+        )
+        kept = int((fraction[1:7] or "0").ljust(6, "0"))
+        expected = (moment.replace(microsecond=0) - EPOCH) // timedelta(microseconds=1) + kept
+        assert timestamps.parse(text) == expected, text
