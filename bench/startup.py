@@ -103,12 +103,17 @@ def one_start(command: list[str], workdir: Path, env: dict[str, str]) -> tuple[f
 
 
 def measure(name: str, command: list[str], runs: int) -> tuple[float, float]:
-    env = clean_env()
     readies: list[float] = []
     rss: list[int] = []
     boot: list[int] = []
     with tempfile.TemporaryDirectory(prefix="podsync-bench-") as tmp:
         workdir = Path(tmp)
+        # The database and any config file under the temp dir: without these the
+        # server would open (and migrate) the user's own ~/.local/share/podsync.
+        # Not the working directory itself: its podsync/ folder would shadow the
+        # package for `python -m podsync`.
+        home = workdir / "xdg"
+        env = {**clean_env(), "XDG_DATA_HOME": str(home), "XDG_CONFIG_HOME": str(home)}
         for _ in range(runs):
             ready, server_kib, boot_kib = one_start(command, workdir, env)
             readies.append(ready)
