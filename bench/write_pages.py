@@ -34,7 +34,6 @@ from podsync.store.subscriptions import _INSERT
 VARIANTS: tuple[tuple[str, ...], ...] = (
     (),
     ("subscriptions_guid",),
-    ("subscriptions_feed",),
     ("subscriptions_url_key",),
     ("subscriptions_changed_at",),
     ("subscriptions_all",),

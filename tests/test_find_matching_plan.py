@@ -45,7 +45,7 @@ async def test_each_in_list_uses_its_own_index(tmp_path: Path, count: int) -> No
             assert step.startswith("SEARCH subscriptions USING INDEX"), plan
             assert (
                 "(sync_id=?)" in step
-                or "(user_id=? AND url_key=?)" in step
+                or "(url_key=? AND user_id=?)" in step
                 or "(user_id=? AND guid=?)" in step
             ), plan
     raw.close()

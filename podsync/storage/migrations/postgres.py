@@ -262,6 +262,13 @@ MIGRATIONS: tuple[Step, ...] = (
         ON episode_actions(user_id, episode_url, action, content_hash);
     ALTER TABLE episode_actions DROP CONSTRAINT episode_actions_user_id_content_hash_key;
     """,
+    # 11: one index on the url key serves the user's unique key and the feed fetcher
+    # (as SQLite's step 11).
+    """
+    DROP INDEX subscriptions_feed;
+    DROP INDEX subscriptions_url_key;
+    CREATE UNIQUE INDEX subscriptions_url_key ON subscriptions(url_key, user_id);
+    """,
 )
 
 

@@ -296,6 +296,15 @@ MIGRATIONS: tuple[Step, ...] = (
     CREATE INDEX episode_actions_user ON episode_actions(user_id, seq);
     CREATE INDEX episode_actions_podcast ON episode_actions(user_id, podcast_key, seq);
     """,
+    # 11: one b-tree on the url key instead of two. A url key is a random key, so each
+    # new subscription cost a leaf page of log in each index on it; with the url key
+    # first, the user's unique key also answers the feed fetcher's "is anyone still
+    # subscribed to this feed?" (a feed has few subscribers: their rows are read).
+    """
+    DROP INDEX subscriptions_feed;
+    DROP INDEX subscriptions_url_key;
+    CREATE UNIQUE INDEX subscriptions_url_key ON subscriptions(url_key, user_id);
+    """,
 )
 
 
