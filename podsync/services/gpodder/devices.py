@@ -12,7 +12,7 @@ from podsync.errors import InvalidInput
 from podsync.feeds import has_bad_characters
 from podsync.services.gpodder.bounds import check_new_device
 from podsync.storage.engine import Engine
-from podsync.store import devices, meta
+from podsync.store import devices, meta, subscriptions
 from podsync.store.devices import Device
 
 DEVICE_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}", re.ASCII)
@@ -58,7 +58,7 @@ class DeviceService:
         """The user's devices and the account-wide subscribed count, one snapshot."""
         async with self.db.snapshot() as conn:
             found = await devices.list_for_user(conn, user_id)
-            count = await devices.subscribed_count(conn, user_id)
+            count = await subscriptions.count_subscribed(conn, user_id)
         return found, count
 
     async def update(self, user_id: int, device_id: str, body: Any) -> None:
