@@ -18,9 +18,8 @@ from podsync.services.gpodder.bounds import UploadBounds
 from podsync.services.gpodder.episodes import EpisodeService, content_hash, parse_item
 from podsync.storage.engine import Engine, create_engine
 from podsync.storage.maintenance import check
-from podsync.storage.migrations import postgres as pg_migrations
-from podsync.storage.migrations import sqlite as sqlite_migrations
 from tests.conftest import MakeConfig
+from tests.migration_support import add_user, database_at
 
 pytestmark = pytest.mark.both_engines
 
@@ -44,15 +43,6 @@ def batch(user: str, count: int) -> list[dict[str, Any]]:
         }
         for n in range(count)
     ]
-
-
-async def add_user(db: Engine, name: str) -> int:
-    async with db.write() as conn:
-        await conn.execute(
-            "INSERT INTO users (name, password_hash, created_at) VALUES (?, 'x', 0)", (name,)
-        )
-        row = await conn.fetch_one("SELECT id FROM users WHERE name = ?", (name,))
-    return int(row[0])
 
 
 async def store_as_before(db: Engine, user_id: int, items: list[dict[str, Any]]) -> None:
@@ -107,21 +97,14 @@ async def unique_keys(db: Engine, engine: str) -> list[str]:
 async def test_step_10_keeps_every_action_and_still_refuses_one_sent_again(
     config: Config, db_engine: str
 ) -> None:
-    module = sqlite_migrations if db_engine == "sqlite" else pg_migrations
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(module, "MIGRATIONS", module.MIGRATIONS[:9])
-        db = create_engine(config.database)
-        await db.open()
-        try:
-            alice, bob = await add_user(db, "alice"), await add_user(db, "bob")
-            assert await unique_keys(db, db_engine) == ["user_id,content_hash"]
-            await store_as_before(db, alice, batch("alice", 40))
-            await store_as_before(db, bob, batch("bob", 25))  # the highest seqs
-            async with db.write() as conn:
-                await conn.execute("DELETE FROM users WHERE id = ?", (bob,))
-            before = await everything(db)
-        finally:
-            await db.close()
+    async with database_at(config, db_engine, 9) as db:
+        alice, bob = await add_user(db, "alice"), await add_user(db, "bob")
+        assert await unique_keys(db, db_engine) == ["user_id,content_hash"]
+        await store_as_before(db, alice, batch("alice", 40))
+        await store_as_before(db, bob, batch("bob", 25))  # the highest seqs
+        async with db.write() as conn:
+            await conn.execute("DELETE FROM users WHERE id = ?", (bob,))
+        before = await everything(db)
     highest_given = max(row[0] for row in before) + 25
     assert len(before) == 40
 

@@ -13,7 +13,7 @@ from podsync.rules import Subscribe, Unsubscribe
 from podsync.services.sync import SyncService
 from podsync.storage.engine import create_engine
 from podsync.store import subscriptions
-from tests.test_episode_index_migration import add_user
+from tests.migration_support import add_user
 
 
 @pytest.mark.both_engines

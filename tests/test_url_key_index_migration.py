@@ -15,10 +15,8 @@ from podsync.rules import Subscribe, Unsubscribe
 from podsync.services.sync import SyncService
 from podsync.storage.engine import Engine, create_engine
 from podsync.storage.maintenance import check
-from podsync.storage.migrations import postgres as pg_migrations
-from podsync.storage.migrations import sqlite as sqlite_migrations
 from podsync.store import feed_info
-from tests.test_episode_index_migration import add_user
+from tests.migration_support import add_user, database_at
 
 pytestmark = pytest.mark.both_engines
 
@@ -67,26 +65,19 @@ async def claimable(db: Engine) -> set[str]:
 async def test_step_11_keeps_every_subscription_and_the_fetchers_question(
     config: Config, db_engine: str
 ) -> None:
-    module = sqlite_migrations if db_engine == "sqlite" else pg_migrations
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(module, "MIGRATIONS", module.MIGRATIONS[:10])
-        db = create_engine(config.database)
-        await db.open()
-        try:
-            assert await index_keys(db, db_engine) == {
-                "subscriptions_url_key": "user_id,url_key",
-                "subscriptions_feed": "url_key",
-            }
-            alice, bob = await add_user(db, "alice"), await add_user(db, "bob")
-            sync = SyncService(db, config.sync)
-            await subscribe(sync, alice, *(f"https://a.example/{n}.xml" for n in range(30)))
-            await subscribe(sync, bob, "https://a.example/0.xml", "https://b.example/feed")
-            # Nobody is subscribed to a.example/1 any more; bob still is to a.example/0.
-            await sync.apply(alice, None, [Unsubscribe(feed_url="https://a.example/1.xml")])
-            await sync.apply(alice, None, [Unsubscribe(feed_url="https://a.example/0.xml")])
-            before = await everything(db)
-        finally:
-            await db.close()
+    async with database_at(config, db_engine, 10) as db:
+        assert await index_keys(db, db_engine) == {
+            "subscriptions_url_key": "user_id,url_key",
+            "subscriptions_feed": "url_key",
+        }
+        alice, bob = await add_user(db, "alice"), await add_user(db, "bob")
+        sync = SyncService(db, config.sync)
+        await subscribe(sync, alice, *(f"https://a.example/{n}.xml" for n in range(30)))
+        await subscribe(sync, bob, "https://a.example/0.xml", "https://b.example/feed")
+        # Nobody is subscribed to a.example/1 any more; bob still is to a.example/0.
+        await sync.apply(alice, None, [Unsubscribe(feed_url="https://a.example/1.xml")])
+        await sync.apply(alice, None, [Unsubscribe(feed_url="https://a.example/0.xml")])
+        before = await everything(db)
     assert len(before) == 32
 
     db = create_engine(config.database)
