@@ -168,6 +168,14 @@ def bare_server(workdir: Path, port: int) -> Server:
     return Server(argv, port, "/bare/page", workdir / "bare.log")
 
 
+def floor_server(workdir: Path, port: int, user: str) -> Server:
+    """podsync's store calls for a list page and a poll, on a bare handler, reading the
+    bench's podsync database (bench/floor_server.py)."""
+    argv = [sys.executable, str(BENCH_DIR / "floor_server.py"), "--port", str(port)]
+    argv += ["--db", str(workdir / "podsync.db"), "--user", user]
+    return Server(argv, port, "/floor/poll", workdir / "floor.log")
+
+
 @dataclass(frozen=True)
 class WrkResult:
     requests: int

@@ -16,6 +16,8 @@ the start and at the end. Scenarios (`--only`):
   rss    idle RSS of the server and of the bare aiohttp process, after start-up
   list   GET a page of 50 of a 10,000-subscription list / bare GET (fixed 250 B JSON)
   feed   poll the change feed at its head (nothing new) / bare GET
+  floor  the list page's and the poll's store calls alone on a bare handler / bare GET
+         (bench/floor_server.py: no target; what is left above it is podsync's own code)
   pages  the end page / the first page, at 10,000 and at --big (podsync both sides)
   storm  list p99 during a login storm (20 clients) / quiet (podsync both sides)
   sync   POST a batch of 30 fresh subscribes, durability full / bare 30-row insert at FULL;
@@ -30,6 +32,7 @@ PATH (Debian: apt-get install wrk).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import shutil
@@ -46,6 +49,7 @@ from harness import (
     bare_server,
     call,
     feed_head_path,
+    floor_server,
     free_port,
     last_page_path,
     login,
@@ -70,12 +74,12 @@ from rounds import (
 )
 from tables import loadavg, machine, print_markdown, print_text
 
-SCENARIOS = ("rss", "list", "feed", "pages", "storm", "sync")
+SCENARIOS = ("rss", "list", "feed", "floor", "pages", "storm", "sync")
 LIST_PATH = "/api/v1/subscriptions?limit=50"
 
 
 def measure(
-    pod: Server, bare: Server, only: set[str], big: int, s: Settings
+    pod: Server, bare: Server, floor: Server | None, only: set[str], big: int, s: Settings
 ) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     base = pod.base
@@ -121,6 +125,19 @@ def measure(
                 None,
             )
         )
+    if floor is not None:
+        for path, what in (("/floor/list", "a list page"), ("/floor/poll", "a poll at the head")):
+            row = against_bare(
+                f"floor: the store calls of {what} alone, on a bare handler",
+                bare_get,
+                get_side(floor.pid, floor.base + path),
+                s,
+                "of a bare GET",
+                0,
+                None,
+            )
+            row["checks"] = []  # no target: it shows what the targets leave podsync
+            rows.append(row)
     if "pages" in only:
         users = {"bench-10k": 10_000} | ({"bench-big": big} if big else {})
         for user, size in users.items():
@@ -183,7 +200,7 @@ def run(only: set[str], big: int, overrides: Overrides, s: Settings) -> dict[str
     pod_port, bare_port = free_port(), free_port()
     config = write_podsync_config(s.workdir, pod_port, overrides)
     users = {"bench-sync": 0} if "sync" in only else {}
-    if only & {"list", "feed", "pages", "storm"}:
+    if only & {"list", "feed", "floor", "pages", "storm"}:
         users["bench-10k"] = 10_000
     if "pages" in only and big:
         users["bench-big"] = big
@@ -192,8 +209,12 @@ def run(only: set[str], big: int, overrides: Overrides, s: Settings) -> dict[str
     with (
         podsync_server(s.workdir, config, pod_port) as pod,
         bare_server(s.workdir, bare_port) as bare,
+        contextlib.ExitStack() as more,
     ):
-        rows = measure(pod, bare, only, big, s)
+        floor = None
+        if "floor" in only:
+            floor = more.enter_context(floor_server(s.workdir, free_port(), "bench-10k"))
+        rows = measure(pod, bare, floor, only, big, s)
     return {
         "started": started,
         "machine": machine(),

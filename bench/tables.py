@@ -41,6 +41,8 @@ def summary(row: dict[str, Any]) -> str:
 
 
 def targets(row: dict[str, Any]) -> tuple[str, str]:
+    if not row["checks"]:  # a row that informs (the floor), with no target of its own
+        return "-", "-"
     limits = ", ".join(c["limit"] for c in row["checks"])
     met = "met" if all(c["met"] for c in row["checks"]) else "MISSED"
     return limits, met
