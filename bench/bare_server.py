@@ -89,8 +89,9 @@ def make_app(db_path: str) -> web.Application:
     return app
 
 
-async def serve(host: str, port: int, db_path: str) -> None:
-    runner = web.AppRunner(make_app(db_path), access_log=None)
+async def run_until_signal(app: web.Application, host: str, port: int) -> None:
+    """Serve `app` on host:port until SIGINT or SIGTERM (bench/floor_server.py too)."""
+    runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     await web.TCPSite(runner, host, port).start()
     stop = asyncio.Event()
@@ -109,7 +110,7 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--db", required=True, help="SQLite file (created)")
     args = parser.parse_args()
-    asyncio.run(serve(args.host, args.port, args.db))
+    asyncio.run(run_until_signal(make_app(args.db), args.host, args.port))
 
 
 if __name__ == "__main__":

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import signal
 import sqlite3
 import sys
 from pathlib import Path
 
 from aiohttp import web
+from bare_server import run_until_signal
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -67,20 +67,6 @@ def make_app(db_path: str, user_name: str) -> web.Application:
     return app
 
 
-async def serve(host: str, port: int, db_path: str, user_name: str) -> None:
-    runner = web.AppRunner(make_app(db_path, user_name), access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, host, port).start()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    try:
-        await stop.wait()
-    finally:
-        await runner.cleanup()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
@@ -88,7 +74,7 @@ def main() -> None:
     parser.add_argument("--db", required=True, help="a podsync SQLite database (read only)")
     parser.add_argument("--user", required=True, help="the user whose list is read")
     args = parser.parse_args()
-    asyncio.run(serve(args.host, args.port, args.db, args.user))
+    asyncio.run(run_until_signal(make_app(args.db, args.user), args.host, args.port))
 
 
 if __name__ == "__main__":
