@@ -6,6 +6,7 @@ OkHttp's POST into a GET). Kasts with a trailing `/` typed after the host sends
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 
 import pytest
@@ -51,6 +52,12 @@ def _doubled(path: str) -> list[str]:
     return spellings
 
 
+def _timeless(body: bytes) -> bytes:
+    """The body without the OPML export's creation time, which moves on when the
+    two reads fall either side of a second."""
+    return re.sub(rb"<dateCreated>[^<]*</dateCreated>", b"<dateCreated/>", body)
+
+
 @pytest.mark.parametrize("path", READS)
 def test_reads_with_repeated_slashes_answer_as_the_plain_path(server: str, path: str) -> None:
     expected = call(server, "GET", path, **AUTH)
@@ -60,7 +67,7 @@ def test_reads_with_repeated_slashes_answer_as_the_plain_path(server: str, path:
         assert answer.status == 200, (spelling, answer.body)
         assert "Location" not in answer.headers
         if "since=" not in path:  # a stream's timestamp moves on; the rest is the same
-            assert answer.body == expected.body, spelling
+            assert _timeless(answer.body) == _timeless(expected.body), spelling
 
 
 def test_writes_with_repeated_slashes_are_applied_not_redirected(server: str) -> None:
