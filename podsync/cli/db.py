@@ -11,7 +11,7 @@ import click
 
 from podsync.cli.base import Context, pass_context, require_database, run_with_db
 from podsync.config import describe_database
-from podsync.config.database_url import is_database_url
+from podsync.config.database_url import problem as url_problem
 from podsync.config.envvars import COPY_TO_URL_ENV
 from podsync.errors import PodsyncError
 from podsync.services import copying
@@ -108,8 +108,9 @@ def db_copy_to(ctx: Context, url: str | None) -> None:
             "db copy-to reads the SQLite database (database.path); database.url is set"
         )
     url = _copy_to_url(url)
-    if not is_database_url(url):
-        raise click.ClickException("URL must be a postgresql:// URL")
+    wrong = url_problem(url)
+    if wrong is not None:
+        raise click.ClickException(f"the target URL {wrong}")
     target_config = replace(config.database, url=url)
 
     async def copy(source: Engine) -> dict[str, int]:
