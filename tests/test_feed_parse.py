@@ -71,6 +71,20 @@ def test_markup_becomes_text_links_are_resolved_and_only_web_urls_kept(parse: Pa
     ]
 
 
+@BOTH_PATHS
+def test_a_link_urllib_refuses_is_dropped_not_raised(parse: Parser) -> None:
+    # A bracket left open: urllib refuses it on every Python release.
+    body = (
+        b'<?xml version="1.0"?><rss version="2.0"><channel><title>Brackets</title>'
+        b"<link>http://[::1/</link><image><url>http://[::1/art.png</url></image>"
+        b'<item><title>One</title><guid>1</guid><enclosure url="http://[::1/1.mp3"/></item>'
+        b"</channel></rss>"
+    )
+    feed = parse(body, BASE)
+    assert (feed.title, feed.link, feed.artwork_url) == ("Brackets", None, None)
+    assert list(feed.episodes) == [("", "1", "One")]
+
+
 def test_a_feed_that_is_not_well_formed_is_read_by_the_forgiving_parser() -> None:
     broken = rss(episodes=3).replace(b"<title>The Show</title>", b"<title>Tom & Jerry<br></title>")
     with pytest.raises(NotStrict):

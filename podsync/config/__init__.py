@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from podsync.config import database_url
 from podsync.config.envvars import CONFIG_ENV, screen_variable
@@ -255,6 +255,14 @@ def _require(ok: bool, message: str) -> None:
         raise ConfigError(message)
 
 
+def _split(url: str) -> SplitResult | None:
+    """The URL's parts, or None where urllib refuses it (a bracket left open, say)."""
+    try:
+        return urlsplit(url)
+    except ValueError:
+        return None
+
+
 def validate(config: Config) -> Config:
     """Check ranges and cross-key rules; return the config unchanged when it is sound."""
     s, d, a, y, lg = config.server, config.database, config.auth, config.sync, config.log
@@ -262,9 +270,9 @@ def validate(config: Config) -> Config:
     _require(bool(s.host.strip()), "server.host must not be empty")
     _require(0 <= s.port <= 65535, f"server.port must be between 0 and 65535, not {s.port}")
     if s.public_url:
-        parts = urlsplit(s.public_url)
+        parts = _split(s.public_url)
         _require(
-            parts.scheme in ("http", "https") and bool(parts.netloc),
+            parts is not None and parts.scheme in ("http", "https") and bool(parts.netloc),
             f"server.public_url must be an http(s) URL like https://pods.example.org, "
             f"not {s.public_url!r}",
         )
@@ -288,11 +296,12 @@ def validate(config: Config) -> Config:
         f"server.shutdown_timeout must be >= 0, not {s.shutdown_timeout}",
     )
     for origin in s.cors_origins:
-        parts = urlsplit(origin)
+        parts = _split(origin)
         _require(
             origin == "*"
             or (
-                parts.scheme in ("http", "https")
+                parts is not None
+                and parts.scheme in ("http", "https")
                 and bool(parts.netloc)
                 and not parts.path
                 and not parts.query
@@ -302,12 +311,8 @@ def validate(config: Config) -> Config:
             f'(scheme and host, no path) or "*"',
         )
     _require(bool(d.path), "database.path must not be empty")
-    if d.url:
-        _require(
-            database_url.is_database_url(d.url),
-            "database.url must be a postgresql:// URL like "
-            "postgresql://user:password@host:5432/dbname (or empty for SQLite)",
-        )
+    url_problem = database_url.problem(d.url) if d.url else None
+    _require(url_problem is None, f"database.url {url_problem}")
     _require(d.start_wait >= 0, f"database.start_wait must be 0 or more, not {d.start_wait}")
     _require(
         d.durability in DURABILITIES,

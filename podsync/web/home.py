@@ -83,7 +83,10 @@ async def home(request: web.Request) -> web.Response:
 
 def render(address: str, gpodder_enabled: bool = True) -> str:
     a = escape(address)
-    at_root = urlsplit(address).path in ("", "/")
+    try:
+        at_root = urlsplit(address).path in ("", "/")
+    except ValueError:  # a Host header urllib cannot read ("[::1", say): no path in it
+        at_root = True
     notes = _LOOPBACK_NOTE if is_loopback(address) else ""
     if address.lower().startswith("http://"):
         notes += _PLAIN_HTTP_NOTE

@@ -47,8 +47,8 @@ def web_url(value: Any, base: str) -> str | None:
     `javascript:` or `data:` URL, which a page would otherwise put in an href."""
     if not isinstance(value, str) or not value.strip() or _CONTROLS.search(value):
         return None
-    url = urljoin(base, value.strip())
     try:
+        url = urljoin(base, value.strip())
         parts = urlsplit(url)
     except ValueError:
         return None

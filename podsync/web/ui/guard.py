@@ -162,7 +162,10 @@ def form_text(request: web.Request, name: str, limit: int = 4096) -> str:
 
 
 def _origin_of(url: str) -> str:
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # scheme://host from a Host header urllib cannot read: no path
+        return url.lower()
     return f"{parts.scheme}://{parts.netloc}".lower()
 
 

@@ -128,15 +128,22 @@ class Moment:
 
 
 def host_and_path(url: str) -> str:
-    """What to call a feed with no known title: its host and path."""
-    parts = urlsplit(url)
+    """What to call a feed with no known title: its host and path (the URL itself
+    when urllib cannot read it)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # brackets urllib refuses (Python releases differ): "http://h,[::1]/"
+        return url
     path = unquote(parts.path).rstrip("/")
     return f"{parts.hostname or ''}{path}" or url
 
 
 def file_name(url: str) -> str:
     """What to call an episode with no known title: its file name."""
-    path = unquote(urlsplit(url).path).rstrip("/")
+    try:
+        path = unquote(urlsplit(url).path).rstrip("/")
+    except ValueError:  # as in host_and_path
+        return url
     name = path.rsplit("/", 1)[-1]
     return name or host_and_path(url)
 
