@@ -1,4 +1,4 @@
-"""Addresses urllib will not read are answered, never a 500.
+"""Addresses urllib will not read, or that are not UTF-8, are answered, never a 500.
 
 Anyone can send a Host header with a bracket left open ("[::1") or an IPv4 address in
 brackets, and a trusted proxy passes an X-Forwarded-Host on as it came. The home page
@@ -6,8 +6,8 @@ and every web UI form read the server's own address from them. Python releases a
 differ on the brackets urllib refuses: the CVE-2024-11168 fix, in Debian 12's 3.11.2
 and in 3.11.11, 3.12.8 and 3.13.1, refuses "h,[::1]" and "a[::1]", which older
 releases read. So a feed or episode URL stored under one release can be one that
-another release refuses when a page names it. Each case here gets a page or a 403,
-on every release.
+another release refuses when a page names it. A Host byte that is not UTF-8 is shown
+as U+FFFD. Each case here gets a page or a 403, on every release.
 """
 
 from __future__ import annotations
@@ -62,8 +62,24 @@ def test_a_host_header_urllib_refuses_gets_the_pages_and_the_origin_check(
     assert "Traceback" not in server.output()
 
 
-@pytest.mark.parametrize("host", ["[::1", "[1.2.3.4]", "a[::1]"])
-def test_a_forwarded_host_urllib_refuses_from_a_trusted_proxy(
+def test_a_host_header_that_is_not_utf8_is_shown_replaced(
+    server: ServeProcess, config: Config
+) -> None:
+    # http.client sends a header's text as Latin-1: the byte 0xE9, not UTF-8.
+    home = call(server.url, "GET", "/", Host="caf\xe9.example")
+    assert home.status == 200, home.body
+    assert "<code>http://caf\ufffd.example</code>".encode() in home.body
+    signed_in = sign_in(server.url, None, Host="caf\xe9.example")
+    assert signed_in.status == 303, signed_in.body
+    cookie = signed_in.headers["Set-Cookie"].split(";")[0]
+    overview = call(server.url, "GET", "/ui/", Host="caf\xe9.example", Cookie=cookie)
+    assert overview.status == 200, overview.body
+    assert "caf\ufffd.example".encode() in overview.body
+    assert "Traceback" not in server.output()
+
+
+@pytest.mark.parametrize("host", ["[::1", "[1.2.3.4]", "a[::1]", "caf\xe9.example"])
+def test_a_forwarded_host_urllib_refuses_or_not_utf8_from_a_trusted_proxy(
     make_config: MakeConfig,
     seeded_users: tuple[str, ...],
     serve_process: Callable[..., ServeProcess],
@@ -73,7 +89,8 @@ def test_a_forwarded_host_urllib_refuses_from_a_trusted_proxy(
     forwarded = {"X-Forwarded-Host": host, "X-Forwarded-Proto": "https"}
     home = call(proxied.url, "GET", "/", **forwarded)
     assert home.status == 200, home.body
-    assert f"<code>https://{escape(host)}</code>".encode() in home.body
+    shown = host.encode("latin-1").decode("utf-8", "replace")  # as sent, as read
+    assert f"<code>https://{escape(shown)}</code>".encode() in home.body
     foreign = sign_in(proxied.url, "https://evil.example", **forwarded)
     assert foreign.status == 403, foreign.body
     assert "Traceback" not in proxied.output()

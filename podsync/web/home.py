@@ -41,7 +41,9 @@ def server_address(request: web.Request) -> str:
         wanted = port.isdigit() and 0 < int(port) < 65536 and int(port) != DEFAULT_PORTS[scheme]
         if wanted and not has_port:
             host = f"{host}:{int(port)}"
-    return f"{scheme}://{host}"
+    # aiohttp keeps a header's bytes that are not UTF-8 as lone surrogates, which no
+    # page can be encoded with: show each as U+FFFD.
+    return f"{scheme}://{host}".encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
