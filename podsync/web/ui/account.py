@@ -6,6 +6,7 @@ import asyncio
 import logging
 
 from aiohttp import BodyPartReader, web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from podsync.errors import InvalidInput, TooManyRequests, Unauthorized, Unavailable
 from podsync.opml import OpmlError, parse_opml
@@ -17,6 +18,7 @@ from podsync.web.ui.guard import (
     COOKIE,
     COOKIE_PATH,
     CSRF_FIELD,
+    FORM_UNREADABLE,
     check_csrf,
     cookie_is_secure,
     form_text,
@@ -206,34 +208,31 @@ async def _read_upload(request: web.Request) -> tuple[str | None, bytes | None]:
     the file; UploadTooLarge past it (after reading the rest, up to DRAIN_MAX)."""
     if not request.content_type.startswith("multipart/form-data"):
         raise InvalidInput("send the form as multipart/form-data")
-    try:
-        reader = await request.multipart()
-    except (ValueError, AssertionError):
-        raise InvalidInput("the form could not be read") from None
     csrf: str | None = None
     data: bytes | None = None
     too_large = False
     seen = 0
-    while True:
-        part = await reader.next()
-        if part is None:
-            break
-        if not isinstance(part, BodyPartReader):
-            raise InvalidInput("the form could not be read")
-        buffer = bytearray()
-        cap = 4096 if part.name == CSRF_FIELD else UPLOAD_MAX
-        while chunk := await part.read_chunk(65536):
-            seen += len(chunk)
-            if seen > DRAIN_MAX:
-                raise web.HTTPRequestEntityTooLarge(max_size=UPLOAD_MAX, actual_size=seen)
-            if len(buffer) + len(chunk) > cap:
-                too_large = too_large or part.name == "opml"
-                continue
-            buffer += chunk
-        if part.name == CSRF_FIELD:
-            csrf = buffer.decode("utf-8", "replace")
-        elif part.name == "opml" and not too_large:
-            data = bytes(buffer)
+    try:
+        reader = await request.multipart()
+        while (part := await reader.next()) is not None:
+            if not isinstance(part, BodyPartReader):
+                raise InvalidInput(FORM_UNREADABLE)
+            buffer = bytearray()
+            cap = 4096 if part.name == CSRF_FIELD else UPLOAD_MAX
+            while chunk := await part.read_chunk(65536):
+                seen += len(chunk)
+                if seen > DRAIN_MAX:
+                    raise web.HTTPRequestEntityTooLarge(max_size=UPLOAD_MAX, actual_size=seen)
+                if len(buffer) + len(chunk) > cap:
+                    too_large = too_large or part.name == "opml"
+                    continue
+                buffer += chunk
+            if part.name == CSRF_FIELD:
+                csrf = buffer.decode("utf-8", "replace")
+            elif part.name == "opml" and not too_large:
+                data = bytes(buffer)
+    except (ValueError, AssertionError, HttpProcessingError):  # no boundary, a long line
+        raise InvalidInput(FORM_UNREADABLE) from None
     if too_large:
         check_csrf(request, csrf)
         raise UploadTooLarge

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from urllib.parse import quote, urlsplit
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 from multidict import MultiDictProxy
 
 from podsync.errors import InvalidInput, NotFound, TooManyRequests, Unavailable
@@ -31,6 +32,7 @@ CSRF_REFUSED = (
     "Nothing was changed. Go back, reload the page and try again."
 )
 
+FORM_UNREADABLE = "The form could not be read. Nothing was changed."
 # NUL and lone surrogates: no database stores them (PostgreSQL refuses NUL in text).
 _UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")
 UNSTORABLE = "The form contained a character no field can hold (NUL). Nothing was changed."
@@ -112,7 +114,10 @@ async def _run(
     if any(_UNSTORABLE.search(v) for v in request.query.values()):
         raise InvalidInput(UNSTORABLE)
     if request.method == "POST" and not reads_own_body:
-        form = await request.post()
+        try:
+            form = await request.post()
+        except (ValueError, HttpProcessingError):  # multipart: no boundary, a long line
+            raise InvalidInput(FORM_UNREADABLE) from None
         if not public:  # sign-in has no session yet: its Origin was checked above
             value = form.get(CSRF_FIELD)
             check_csrf(request, value if isinstance(value, str) else None)
