@@ -99,6 +99,10 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
         response = json_error(429, str(exc), headers={"Retry-After": str(exc.retry_after)})
     except Unavailable as exc:
         response = json_error(503, exc.reason, headers={"Retry-After": str(exc.retry_after)})
+    except web.RequestPayloadError:
+        response = json_error(
+            400, "request body could not be read: it does not decode as its headers say"
+        )
     except web.HTTPException as exc:
         if exc.status < 400:  # podsync never redirects; let any other success through
             raise

@@ -6,7 +6,6 @@ import asyncio
 import logging
 
 from aiohttp import BodyPartReader, web
-from aiohttp.http_exceptions import HttpProcessingError
 
 from podsync.errors import InvalidInput, TooManyRequests, Unauthorized, Unavailable
 from podsync.opml import OpmlError, parse_opml
@@ -18,6 +17,7 @@ from podsync.web.ui.guard import (
     COOKIE,
     COOKIE_PATH,
     CSRF_FIELD,
+    FORM_READ_ERRORS,
     FORM_UNREADABLE,
     check_csrf,
     cookie_is_secure,
@@ -231,7 +231,7 @@ async def _read_upload(request: web.Request) -> tuple[str | None, bytes | None]:
                 csrf = buffer.decode("utf-8", "replace")
             elif part.name == "opml" and not too_large:
                 data = bytes(buffer)
-    except (ValueError, AssertionError, HttpProcessingError):  # no boundary, a long line
+    except (*FORM_READ_ERRORS, AssertionError):
         raise InvalidInput(FORM_UNREADABLE) from None
     if too_large:
         check_csrf(request, csrf)

@@ -33,6 +33,9 @@ CSRF_REFUSED = (
 )
 
 FORM_UNREADABLE = "The form could not be read. Nothing was changed."
+# What aiohttp raises for a body that is not what its headers say: multipart with no
+# boundary or a line too long, a Content-Encoding that does not decode.
+FORM_READ_ERRORS = (ValueError, HttpProcessingError, web.RequestPayloadError)
 # NUL and lone surrogates: no database stores them (PostgreSQL refuses NUL in text).
 _UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")
 UNSTORABLE = "The form contained a character no field can hold (NUL). Nothing was changed."
@@ -116,7 +119,7 @@ async def _run(
     if request.method == "POST" and not reads_own_body:
         try:
             form = await request.post()
-        except (ValueError, HttpProcessingError):  # multipart: no boundary, a long line
+        except FORM_READ_ERRORS:
             raise InvalidInput(FORM_UNREADABLE) from None
         if not public:  # sign-in has no session yet: its Origin was checked above
             value = form.get(CSRF_FIELD)
