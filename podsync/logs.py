@@ -43,6 +43,20 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, ensure_ascii=True)
 
 
+class AnsweredBodyErrorFilter(logging.Filter):
+    """Drops aiohttp's "Unhandled exception" for a request body that does not decode
+    (a Content-Encoding that is not what it says): podsync has answered it with 400
+    and logged it already, and aiohttp, reading the rest of the body after the
+    response, logs a traceback any client could fill the log with."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        kind = type(error)
+        return not (
+            kind.__name__ == "RequestPayloadError" and kind.__module__.startswith("aiohttp")
+        )
+
+
 def configure_logging(level: str, fmt: str = "text", **kwargs: Any) -> None:
     handler = logging.StreamHandler(kwargs.pop("stream", None))
     if fmt == "json":
@@ -52,3 +66,6 @@ def configure_logging(level: str, fmt: str = "text", **kwargs: Any) -> None:
     logging.basicConfig(level=getattr(logging, level.upper()), handlers=[handler], **kwargs)
     # aiohttp's own access logger is replaced by ours; keep its noise down.
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    server_log = logging.getLogger("aiohttp.server")
+    if not any(isinstance(f, AnsweredBodyErrorFilter) for f in server_log.filters):
+        server_log.addFilter(AnsweredBodyErrorFilter())
