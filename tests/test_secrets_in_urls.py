@@ -9,6 +9,7 @@ import asyncio
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from click.testing import CliRunner
@@ -168,6 +169,8 @@ def test_a_url_with_several_hosts_is_accepted(hosts: str) -> None:
     url = f"postgresql://pods:{USER_PW}@{hosts}/podsync?password={QUERY_PW}"
     shown = CliRunner().invoke(cli, ["config", "check"], env={"PODSYNC_DATABASE_URL": url})
     assert shown.exit_code == 0, shown.output
+    # What podsync accepts, the driver's parser (urllib) reads on this Python too.
+    assert urlsplit(url).scheme == "postgresql"
 
 
 BRACKETS_REFUSED = (
