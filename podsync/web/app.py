@@ -14,7 +14,9 @@ from aiohttp.typedefs import Middleware
 
 from podsync.config import Config
 from podsync.errors import METRICS_EXTRA, MissingExtra
+from podsync.services.app_passwords import AppPasswordService
 from podsync.services.auth import AuthService, load_secret_key
+from podsync.services.basic_auth import BasicAuth
 from podsync.services.feed_info import FeedInfoService
 from podsync.services.gpodder import Gpodder, build_gpodder
 from podsync.services.gpodder.history import prune_superseded
@@ -24,7 +26,17 @@ from podsync.services.passwords import PasswordService
 from podsync.services.sync import SyncService
 from podsync.storage.engine import Engine, create_engine, open_when_up
 from podsync.web.cors import cors_middleware
-from podsync.web.keys import AUTH, CONFIG, DB, FEED_INFO, GPODDER, LISTING, SYNC
+from podsync.web.keys import (
+    APP_PASSWORDS,
+    AUTH,
+    BASIC_AUTH,
+    CONFIG,
+    DB,
+    FEED_INFO,
+    GPODDER,
+    LISTING,
+    SYNC,
+)
 from podsync.web.metrics import METRICS, metrics_middleware
 from podsync.web.middleware import (
     auth_middleware,
@@ -86,7 +98,13 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
         app[AUTH] = AuthService(db, config.auth, secret, passwords)
         app[SYNC] = SyncService(db, config.sync)
         app[LISTING] = ListingService(db, secret)
-        app[GPODDER] = build_gpodder(db, app[AUTH], app[SYNC], secret, config.gpodder)
+        app[APP_PASSWORDS] = AppPasswordService(db, app[AUTH])
+        app[BASIC_AUTH] = BasicAuth(
+            db, app[AUTH], app[APP_PASSWORDS], secret, config.gpodder.basic_cache_seconds
+        )
+        app[GPODDER] = build_gpodder(
+            db, app[AUTH], app[SYNC], secret, config.gpodder, app[BASIC_AUTH]
+        )
         app[FEED_INFO] = FeedInfoService(db, config.feeds.fetch_metadata)
         pruner = asyncio.create_task(_prune_periodically(app[SYNC], app[GPODDER], db, config))
         # Off by default: then nothing here, or anywhere, opens an outbound connection.

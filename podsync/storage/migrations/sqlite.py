@@ -305,6 +305,22 @@ MIGRATIONS: tuple[Step, ...] = (
     DROP INDEX subscriptions_url_key;
     CREATE UNIQUE INDEX subscriptions_url_key ON subscriptions(url_key, user_id);
     """,
+    # 12: app passwords, a user's named random credentials for one app each. Only the
+    # SHA-256 of the secret is kept; the unique index on it finds the row a Basic
+    # password names without reading any other. Ids are never given out twice
+    # (AUTOINCREMENT), so `--revoke ID` never ends a newer password.
+    """
+    CREATE TABLE app_passwords (
+        id           INTEGER PRIMARY KEY AUTOINCREMENT,
+        user_id      INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        name         TEXT NOT NULL,
+        hash         BLOB NOT NULL,             -- SHA-256 of the secret
+        created_at   INTEGER NOT NULL,
+        last_used_at INTEGER                    -- updated at most once a minute
+    ) STRICT;
+    CREATE UNIQUE INDEX app_passwords_name ON app_passwords(user_id, name);
+    CREATE UNIQUE INDEX app_passwords_hash ON app_passwords(hash);
+    """,
 )
 
 

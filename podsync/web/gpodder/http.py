@@ -91,20 +91,30 @@ def set_session_cookie(request: web.Request, response: web.StreamResponse, value
     )
 
 
-async def _authenticate(request: web.Request, gp: Gpodder) -> tuple[Session | None, Any, bool]:
-    """(cookie session or None, user, whether a new cookie is due)."""
+async def _authenticate(
+    request: web.Request, gp: Gpodder
+) -> tuple[Session | None, Any, bool, int | None]:
+    """(cookie session or None, user, whether a new cookie is due, the app password
+    the credentials used)."""
     cookie_session = await _cookie_session(gp, request)
     header = request.headers.get("Authorization")
     if header is None:
         if cookie_session is None:
             raise Unauthorized(NEED_CREDENTIALS)  # not a failure: urllib asks first
-        return cookie_session, cookie_session.user, gp.auth.needs_refresh(cookie_session)
+        refresh = gp.auth.needs_refresh(cookie_session)
+        return cookie_session, cookie_session.user, refresh, cookie_session.app_password_id
     name, password = _basic_credentials(header)
     address = request.get(CLIENT_ADDRESS, request.remote or "unknown")
-    user = await gp.auth.from_basic(name, password, address)
-    if cookie_session is not None and cookie_session.user.id == user.id:
-        return cookie_session, user, gp.auth.needs_refresh(cookie_session)
-    return None, user, True
+    login = await gp.auth.login_basic(name, password, address)
+    user = login.user
+    app_password_id = None if login.app_password is None else login.app_password.id
+    if (
+        cookie_session is not None
+        and cookie_session.user.id == user.id
+        and cookie_session.app_password_id == app_password_id
+    ):
+        return cookie_session, user, gp.auth.needs_refresh(cookie_session), app_password_id
+    return None, user, True, app_password_id
 
 
 def gpodder_route(handler: Handler, kind: str = "") -> Handler:
@@ -130,7 +140,7 @@ async def _authenticated(request: web.Request, handler: Handler, kind: str) -> w
     gp = request.app[GPODDER]
     refuse_foreign_write(request)  # before the credentials: never a failed login
     try:
-        session, user, new_cookie = await _authenticate(request, gp)
+        session, user, new_cookie, app_password_id = await _authenticate(request, gp)
     except Unauthorized:
         if kind == "logout":  # logout always succeeds (spec 5.2)
             return await handler(request)
@@ -145,7 +155,7 @@ async def _authenticated(request: web.Request, handler: Handler, kind: str) -> w
         session_id = session.session_id
     else:
         value, session_id = gp.auth.issue_cookie(
-            user, session.session_id if session is not None else None
+            user, session.session_id if session is not None else None, app_password_id
         )
     request[USER] = user
     request[GPODDER_SESSION] = session_id
