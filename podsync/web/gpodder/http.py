@@ -18,10 +18,7 @@ as one by `web/slashes.py`, without a redirect.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import functools
-import json
 from typing import Any
 
 from aiohttp import web
@@ -29,7 +26,7 @@ from aiohttp import web
 from podsync.errors import Forbidden, InvalidInput, Unauthorized
 from podsync.services.gpodder import Gpodder
 from podsync.services.gpodder.auth import Session
-from podsync.web.http import json_error
+from podsync.web.http import basic_credentials, json_error
 from podsync.web.keys import CLIENT_ADDRESS, CONFIG, GPODDER, GPODDER_SESSION, USER
 from podsync.web.middleware import Handler, is_trusted_proxy
 from podsync.web.origin import refuse_foreign_write
@@ -37,24 +34,6 @@ from podsync.web.origin import refuse_foreign_write
 COOKIE = "sessionid"
 CHALLENGE = 'Basic realm="podsync", charset="UTF-8"'
 NEED_CREDENTIALS = "send Basic credentials or the session cookie of a login"
-
-
-def _basic_credentials(header: str) -> tuple[str, str]:
-    scheme, _, encoded = header.strip().partition(" ")
-    if scheme.lower() != "basic":
-        raise Unauthorized("this API takes Basic credentials or a session cookie")
-    try:
-        raw = base64.b64decode(encoded.strip(), validate=True)
-    except (binascii.Error, ValueError):
-        raise Unauthorized("Basic credentials are not valid base64") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:  # OkHttp's Credentials.basic default is ISO-8859-1
-        text = raw.decode("latin-1")
-    name, colon, password = text.partition(":")
-    if not colon:
-        raise Unauthorized("Basic credentials must be user:password")
-    return name, password
 
 
 async def _cookie_session(gp: Gpodder, request: web.Request) -> Session | None:
@@ -103,7 +82,7 @@ async def _authenticate(
             raise Unauthorized(NEED_CREDENTIALS)  # not a failure: urllib asks first
         refresh = gp.auth.needs_refresh(cookie_session)
         return cookie_session, cookie_session.user, refresh, cookie_session.app_password_id
-    name, password = _basic_credentials(header)
+    name, password = basic_credentials(header)
     address = request.get(CLIENT_ADDRESS, request.remote or "unknown")
     login = await gp.auth.login_basic(name, password, address)
     user = login.user
@@ -163,17 +142,3 @@ async def _authenticated(request: web.Request, handler: Handler, kind: str) -> w
     if value is not None and kind != "logout" and response.status == 200:
         set_session_cookie(request, response, value)
     return response
-
-
-async def read_body(request: web.Request) -> Any:
-    """The body as JSON whatever its Content-Type (AntennaPod says `plain/text`,
-    mygpoclient form-urlencoded, Kasts nothing); None when empty."""
-    body = await request.read()
-    if not body.strip():
-        return None
-    try:
-        return json.loads(body.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise InvalidInput("request body is not UTF-8") from None
-    except (ValueError, RecursionError):
-        raise InvalidInput("request body is not valid JSON") from None

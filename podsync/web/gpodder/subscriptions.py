@@ -15,8 +15,7 @@ from podsync.services.gpodder.cursor import post_cursor
 from podsync.services.gpodder.devices import check_device_id
 from podsync.services.gpodder.subscriptions import parse_url_list
 from podsync.web.gpodder.handlers import empty_ok
-from podsync.web.gpodder.http import read_body
-from podsync.web.http import json_ok
+from podsync.web.http import json_ok, read_body
 from podsync.web.keys import GPODDER, GPODDER_SESSION, USER
 from podsync.web.origin import foreign_page
 
