@@ -24,7 +24,6 @@ from podsync.services.app_passwords import (
     looks_like_app_password,
     secret_hash,
 )
-from podsync.services.auth import AuthService
 from podsync.services.passwords import PasswordService
 from podsync.storage.engine import Engine, create_engine
 from podsync.web.keys import APP_PASSWORDS, AUTH, BASIC_AUTH
@@ -46,8 +45,7 @@ async def with_service(
     await db.open()
     passwords = PasswordService()
     try:
-        auth = AuthService(db, config.auth, "a test secret", passwords)
-        return await action(AppPasswordService(db, auth), AccountService(db, passwords))
+        return await action(AppPasswordService(db), AccountService(db, passwords))
     finally:
         passwords.close()
         await db.close()

@@ -8,6 +8,7 @@ import sys
 import click
 
 from podsync import timestamps
+from podsync.cli.app_passwords import user_app_passwords
 from podsync.cli.base import Context, pass_context, read_password, run_with_accounts
 from podsync.errors import InvalidInput
 from podsync.services.accounts import check_username
@@ -16,14 +17,19 @@ from podsync.services.passwords import check_password_rules
 
 @click.group(short_help="Manage user accounts.")
 def user() -> None:
-    """Manage user accounts: add, passwd, list, disable, enable, admin, logout, unlock, delete.
+    """Manage user accounts: add, passwd, list, disable, enable, admin, logout, unlock,
+    delete, app-passwords.
 
     \b
     Example:
       podsync user add alice
       podsync user list --json
       podsync user passwd alice
+      podsync user app-passwords alice --create Kasts
     """
+
+
+user.add_command(user_app_passwords)
 
 
 _password_stdin = click.option(
@@ -64,7 +70,7 @@ def user_add(ctx: Context, name: str, password_stdin: bool, admin: bool) -> None
 @_password_stdin
 @pass_context
 def user_passwd(ctx: Context, name: str, password_stdin: bool) -> None:
-    """Set a user's password and revoke all their tokens.
+    """Set a user's password and revoke all their tokens and app passwords.
 
     \b
     Example:
@@ -127,7 +133,7 @@ def user_list(ctx: Context, as_json: bool) -> None:
 @click.argument("name")
 @pass_context
 def user_disable(ctx: Context, name: str) -> None:
-    """Block a user's logins and revoke their tokens.
+    """Block a user's logins and revoke their tokens and app passwords.
 
     \b
     Example:
@@ -171,7 +177,7 @@ def user_admin(ctx: Context, name: str, revoke: bool) -> None:
 @click.argument("name")
 @pass_context
 def user_logout(ctx: Context, name: str) -> None:
-    """End every app login and web UI session of a user.
+    """End every app login, app password and web UI session of a user.
 
     \b
     Example:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from podsync import timestamps
 from podsync.errors import Conflict, InvalidInput, LimitExceeded, NotFound, Unavailable
 from podsync.model import AppPassword, User
-from podsync.services.auth import AuthService, require_unchanged
+from podsync.services.auth import require_unchanged
 from podsync.storage.engine import Engine
 from podsync.store import app_passwords, integrity_errors
 
@@ -108,9 +108,8 @@ def _numbered(name: str, taken: set[str]) -> str:
 
 
 class AppPasswordService:
-    def __init__(self, db: Engine, auth: AuthService) -> None:
+    def __init__(self, db: Engine) -> None:
         self.db = db
-        self.auth = auth
 
     async def create(
         self, user: User, name: str, *, number_if_taken: bool = False
@@ -166,13 +165,13 @@ class AppPasswordService:
         async with self.db.write() as conn:
             return await app_passwords.delete_for_user(conn, user.id)
 
-    async def check(self, name: str, password: str, address: str) -> BasicLogin | None:
+    async def find_login(self, name: str, password: str) -> BasicLogin | None:
         """The login `password` proves as one of `name`'s app passwords, or None (not
-        one: the caller tries the account password, which counts a failure). Under
-        the login throttle; no argon2; records the use at most once a minute."""
+        one: the caller tries the account password, which counts a failure). No
+        argon2; records the use at most once a minute. The caller applies the login
+        throttle first (`services/basic_auth.py`)."""
         if not looks_like_app_password(password):
             return None
-        await self.auth.throttle_check(name, address)
         digest = secret_hash(password)
         async with self.db.read() as conn:
             found = await app_passwords.find_by_hash(conn, digest)

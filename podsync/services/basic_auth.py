@@ -17,7 +17,11 @@ import time
 from collections import OrderedDict
 
 from podsync.model import User
-from podsync.services.app_passwords import AppPasswordService, BasicLogin
+from podsync.services.app_passwords import (
+    AppPasswordService,
+    BasicLogin,
+    looks_like_app_password,
+)
 from podsync.services.auth import AuthService
 from podsync.storage.engine import Engine
 from podsync.store import users
@@ -47,9 +51,11 @@ class BasicAuth:
     async def authenticate_basic(self, name: str, password: str, address: str) -> BasicLogin:
         """The login these credentials prove, under the login throttle: Unauthorized,
         TooManyRequests or Unavailable as a login would be refused."""
-        login = await self.app_passwords.check(name, password, address)
-        if login is not None:
-            return login
+        if looks_like_app_password(password):
+            await self.auth.throttle_check(name, address)
+            login = await self.app_passwords.find_login(name, password)
+            if login is not None:
+                return login
         return BasicLogin(await self._account_password(name, password, address), None)
 
     def _key(self, name: str, password: str) -> bytes:

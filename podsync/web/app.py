@@ -103,7 +103,7 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
         app[AUTH] = AuthService(db, config.auth, secret, passwords)
         app[SYNC] = SyncService(db, config.sync)
         app[LISTING] = ListingService(db, secret)
-        app[APP_PASSWORDS] = AppPasswordService(db, app[AUTH])
+        app[APP_PASSWORDS] = AppPasswordService(db)
         app[BASIC_AUTH] = BasicAuth(
             db, app[AUTH], app[APP_PASSWORDS], secret, config.gpodder.basic_cache_seconds
         )

@@ -13,6 +13,7 @@ from podsync.services.auth import loggable_name
 from podsync.services.passwords import MIN_PASSWORD_LENGTH
 from podsync.timestamps import now_us
 from podsync.web.keys import CLIENT_ADDRESS, CONFIG
+from podsync.web.ui.app_passwords import account_page
 from podsync.web.ui.guard import (
     COOKIE,
     COOKIE_PATH,
@@ -31,7 +32,6 @@ UPLOAD_MAX = UPLOAD_MAX_MIB * 1024 * 1024
 # Past the cap the rest of an upload is read and dropped (so the browser gets the
 # page, not a reset connection), but only up to here; beyond it the answer is 413.
 DRAIN_MAX = 128 * 1024 * 1024
-PASSWORD_RULE = f"At least {MIN_PASSWORD_LENGTH} characters."
 
 LOGIN_NOTICES = {
     "signed_out": "You are signed out.",
@@ -130,18 +130,7 @@ async def logout(request: web.Request) -> web.Response:
 
 
 async def account(request: web.Request) -> web.Response:
-    return _account_page(request, {})
-
-
-def _account_page(request: web.Request, errors: dict[str, str], status: int = 200) -> web.Response:
-    return render(
-        request,
-        "account.html",
-        "Account",
-        status=status,
-        errors=errors,
-        password_rule=PASSWORD_RULE,
-    )
+    return await account_page(request, {})
 
 
 async def change_password(request: web.Request) -> web.Response:
@@ -157,15 +146,15 @@ async def change_password(request: web.Request) -> web.Response:
     elif new != again:
         errors["again"] = "The two new passwords differ."
     if errors:
-        return _account_page(request, errors, 400)
+        return await account_page(request, errors, 400)
     try:
         await request.app[WEB_SESSIONS].change_password(
             signed_in.user, current, new, request[CLIENT_ADDRESS]
         )
     except Unauthorized:
-        return _account_page(request, {"current": "This is not your current password."}, 400)
+        return await account_page(request, {"current": "This is not your current password."}, 400)
     except InvalidInput as exc:
-        return _account_page(request, {"new": str(exc)}, 400)
+        return await account_page(request, {"new": str(exc)}, 400)
     log.info("user %s changed their password in the web UI", loggable_name(signed_in.user.name))
     response = web.HTTPSeeOther("/ui/login?changed=1")
     response.del_cookie(COOKIE, path=COOKIE_PATH)

@@ -16,7 +16,7 @@ from podsync.services.accounts import check_username
 from podsync.services.auth import loggable_name
 from podsync.services.passwords import check_password_rules
 from podsync.web.keys import CONFIG
-from podsync.web.ui.account import PASSWORD_RULE
+from podsync.web.ui.app_passwords import PASSWORD_RULE
 from podsync.web.ui.guard import form_text
 from podsync.web.ui.keys import ACCOUNTS, SIGNED_IN
 from podsync.web.ui.render import Moment, render, zone

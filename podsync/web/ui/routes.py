@@ -11,7 +11,7 @@ from podsync.services.browsing import BrowseService
 from podsync.services.opml_io import OpmlService
 from podsync.services.web_sessions import WebSessionService
 from podsync.web.keys import AUTH, CONFIG, DB, SYNC
-from podsync.web.ui import account, admin, grant, pages
+from podsync.web.ui import account, admin, app_passwords, grant, pages
 from podsync.web.ui.guard import Handler, error_page, ui_route
 from podsync.web.ui.keys import ACCOUNTS, BROWSE, OPML, STYLESHEET, WEB_SESSIONS
 from podsync.web.ui.render import STATIC_CSS, stylesheet
@@ -38,6 +38,9 @@ _UI: list[tuple[str, str, Handler, dict[str, bool]]] = [
     ("GET", "/ui/account", account.account, {}),
     ("POST", "/ui/account/password", account.change_password, {}),
     ("POST", "/ui/account/logout-everywhere", account.logout_everywhere, {}),
+    ("POST", "/ui/account/app-passwords", app_passwords.create, {}),
+    ("GET", "/ui/account/app-passwords/revoke", app_passwords.confirm_revoke, {}),
+    ("POST", "/ui/account/app-passwords/revoke", app_passwords.revoke, {}),
     ("GET", "/ui/grant/{flow_id}", grant.grant_page, {}),
     ("POST", "/ui/grant/{flow_id}", grant.decide, {}),
     ("GET", "/ui/admin/users", admin.users, {"admin": True}),
