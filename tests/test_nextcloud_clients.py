@@ -12,6 +12,7 @@ against real `podsync serve` processes on both engines:
 
 from __future__ import annotations
 
+import subprocess
 import time
 from collections.abc import Callable
 from typing import Any
@@ -24,6 +25,7 @@ from tests.conftest import PASSWORD, ServeProcess
 from tests.gpodder_support import call
 from tests.nextcloud_replica import AntennaPodNextcloud, HostnameParser, KastsNextcloud
 from tests.replica_http import SyncFailed, basic_header
+from tests.server_support import podsync_command
 from tests.ui_browser import DESKTOP, browser  # noqa: F401 - a fixture
 
 pytestmark = [pytest.mark.both_engines, pytest.mark.slow]
@@ -32,10 +34,18 @@ EP1, EP2 = "http://a.example/1.mp3", "http://a.example/2.mp3"
 
 
 @pytest.fixture
-def servers(
-    config: Config, seeded_users: tuple[str, ...], serve_process: Callable[..., ServeProcess]
-) -> tuple[str, str]:
-    """Two `podsync serve` processes on one database."""
+def servers(config: Config, serve_process: Callable[..., ServeProcess]) -> tuple[str, str]:
+    """Two `podsync serve` processes on one database, with alice made by the CLI in a
+    process of its own (Chromium's sync API holds this thread's event loop)."""
+    done = subprocess.run(
+        podsync_command(config, "user", "add", "alice", "--password-stdin"),
+        input=PASSWORD + "\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
     return serve_process(config).url, serve_process(config).url
 
 
