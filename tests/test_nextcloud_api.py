@@ -8,12 +8,15 @@ routes under a path prefix."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestClient
 
+from podsync.services.accounts import AccountService
+from podsync.web.keys import APP_PASSWORDS, AUTH, DB
 from tests.conftest import PASSWORD, login
 from tests.gpodder_support import GpWith, basic
 from tests.sync_helpers import action, all_subscriptions, post_batch
@@ -352,3 +355,41 @@ async def test_the_api_under_the_path_prefix_of_public_url(gp_with: GpWith) -> N
     assert started["login"].startswith("https://pods.example.org/podsync/index.php/login/v2/flow/")
     assert started["poll"]["endpoint"] == "https://pods.example.org/podsync/index.php/login/v2/poll"
     _ = PASSWORD
+
+
+async def app_password(gp: TestClient[Any, Any], name: str) -> str:
+    accounts = AccountService(gp.app[DB], gp.app[AUTH].passwords)
+    user = await accounts.get_user("alice")
+    return (await gp.app[APP_PASSWORDS].create(user, name))[1]
+
+
+async def test_the_window_sends_back_what_others_wrote_not_what_this_app_wrote(
+    gp: TestClient[Any, Any],
+) -> None:
+    """With an app password the device is the app's alone: what it wrote itself in
+    the window before `since` is not sent back (Kasts repeats an episode pull while
+    the answer has actions); what another device wrote there is."""
+    phone = basic("alice", await app_password(gp, "phone"))
+    response = await gp.post(
+        f"{NC}/subscription_change/create", json={"add": [FEED]}, headers=phone
+    )
+    assert response.status == 200
+    response = await gp.post(f"{NC}/episode_action/create", json=[play(1)], headers=phone)
+    assert response.status == 200
+    response = await gp.post(
+        "/api/2/subscriptions/alice/laptop.json", json={"add": [OTHER]}, headers=basic()
+    )
+    assert response.status == 200
+    response = await gp.post(
+        "/api/2/episodes/alice.json", json=[{**play(2), "device": "laptop"}], headers=basic()
+    )
+    assert response.status == 200
+    since = int(time.time()) + 1
+    await asyncio.sleep(since - time.time() + 0.05)  # the next second: all in the window
+    subs = await ok(await gp.get(f"{NC}/subscriptions?since={since}", headers=phone))
+    assert subs["add"] == [OTHER]
+    actions = await ok(await gp.get(f"{NC}/episode_action?since={since}", headers=phone))
+    assert [a["guid"] for a in actions["actions"]] == ["guid-2"]
+    # The account password's device is shared by every app that uses it: all of it.
+    assert sorted((await pull_subs(gp, since))["add"]) == sorted([FEED, OTHER])
+    assert len((await pull_actions(gp, since))["actions"]) == 2

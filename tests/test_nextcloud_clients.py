@@ -197,25 +197,34 @@ def test_kasts_misses_nothing_made_in_the_same_second_by_another_api(
     servers: tuple[str, str],
 ) -> None:
     """Kasts pulls at T and stores T + 1; the gpodder API, on the other process,
-    subscribes and plays in second T. Its next pull (since = T + 1) has both."""
+    subscribes and plays in second T. Its next pull (since = T + 1), on that other
+    process, has both. (Tried again when the machine is too slow to make both
+    changes within the second.)"""
     first, second = servers
     kasts = KastsNextcloud(first, "alice", PASSWORD)
-    kasts.sync()  # the first sync (since 0) is whole; then one in a fresh second
-    time.sleep(1 - time.time() % 1)
+    kasts.sync()  # the first sync (since 0) is whole
+    gpodder_subscribe(second, A)  # warms the other process's Basic cache
+    for attempt in range(5):
+        feed, episode = f"http://c.example/{attempt}/feed", f"http://c.example/{attempt}.mp3"
+        kasts.hostname = first
+        time.sleep(1 - time.time() % 1)  # a fresh second
+        kasts.sync()
+        stored = kasts.subscription_timestamp
+        gpodder_subscribe(second, feed)
+        gpodder_play(second, episode, 300)
+        same_second = int(time.time()) == stored - 1
+        kasts.hostname = second  # the next sync on the other process, which never served it
+        kasts.received_actions = []
+        kasts.sync()
+        assert feed in kasts.feeds
+        assert [(a["episode"], a["position"]) for a in kasts.received_actions] == [(episode, 300)]
+        if same_second:
+            break
+    else:
+        pytest.fail("never made both changes within the second of a pull: machine too slow")
+    # Sent again within the window: Kasts keeps one feed.
     kasts.sync()
-    stored_subscriptions, stored_episodes = kasts.subscription_timestamp, kasts.episode_timestamp
-    gpodder_subscribe(second, C)
-    gpodder_play(second, EP2, 300)
-    assert int(time.time()) == stored_subscriptions - 1, "not in the same second: too slow"
-    kasts.hostname = second  # the next sync on the other process, which never served it
-    kasts.sync()
-    assert kasts.episode_timestamp >= stored_episodes
-    assert C in kasts.feeds
-    assert [(a["episode"], a["position"]) for a in kasts.received_actions] == [(EP2, 300)]
-    # Sent again within the window: Kasts keeps one feed, and the action twice is the
-    # same action (it compares timestamps per episode before applying).
-    kasts.sync()
-    assert kasts.feeds.count(C) == 1
+    assert kasts.feeds.count(feed) == 1
 
 
 @pytest.mark.parametrize("skew", [0.0, 30.0])

@@ -8,13 +8,21 @@ from __future__ import annotations
 from podsync.store import Connection
 
 
-async def changed_since(conn: Connection, user_id: int, since_us: int) -> list[tuple[str, bool]]:
-    """(feed_url, subscribed) of the entities changed at or after `since_us`, each once
-    in its final state (the index on (user_id, changed_at))."""
+def _distinct(conn: Connection) -> str:
+    return "IS NOT" if conn.dialect == "sqlite" else "IS DISTINCT FROM"
+
+
+async def changed_since(
+    conn: Connection, user_id: int, from_us: int, since_us: int, own_client: str | None
+) -> list[tuple[str, bool]]:
+    """(feed_url, subscribed) of the entities changed at or after `from_us`, each once in
+    its final state (the index on (user_id, changed_at)); those changed before
+    `since_us` only when `own_client` was not their last writer."""
     rows = await conn.fetch_all(
         "SELECT feed_url, unsubscribed_at IS NULL FROM subscriptions "
-        "WHERE user_id = ? AND changed_at >= ? ORDER BY change_seq",
-        (user_id, since_us),
+        "WHERE user_id = ? AND changed_at >= ? "
+        f"AND (changed_at >= ? OR last_client_id {_distinct(conn)} ?) ORDER BY change_seq",
+        (user_id, from_us, since_us, own_client),
     )
     return [(str(u), bool(s)) for u, s in rows]
 
@@ -31,12 +39,16 @@ async def moved_since(conn: Connection, user_id: int, since_us: int) -> list[str
     return [str(r[0]) for r in rows]
 
 
-async def actions_since(conn: Connection, user_id: int, since_us: int) -> list[bytes]:
-    """The stored views of the episode actions received at or after `since_us`, in the
-    order they were stored (the index on (user_id, received_at))."""
+async def actions_since(
+    conn: Connection, user_id: int, from_us: int, since_us: int, own_device: str | None
+) -> list[bytes]:
+    """The stored views of the episode actions received at or after `from_us`, in the
+    order they were stored (the index on (user_id, received_at)); those received
+    before `since_us` only when `own_device` did not send them."""
     rows = await conn.fetch_all(
-        "SELECT view FROM episode_actions WHERE user_id = ? AND received_at >= ? ORDER BY seq",
-        (user_id, since_us),
+        "SELECT view FROM episode_actions WHERE user_id = ? AND received_at >= ? "
+        f"AND (received_at >= ? OR device_id {_distinct(conn)} ?) ORDER BY seq",
+        (user_id, from_us, since_us, own_device),
     )
     return [bytes(r[0]) for r in rows]
 

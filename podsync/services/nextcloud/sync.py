@@ -6,10 +6,13 @@ them loosely: AntennaPod stores its own clock after an upload as the next `since
 Kasts sends the answer's `timestamp` + 1, and another process may commit a change
 stamped a moment before a pull that did not see it. So a pull answers everything
 changed since `since - SINCE_WINDOW_S`, and since no later than the last pull this
-device was answered by this process (`Served`): a change is never missed, and a
-client is sent again what it already has from the last minute, which both apps
-apply idempotently (a subscription as its current state, an episode action by its
-own timestamp against the local one).
+device was answered by this process (`Served`): a change is never missed. What
+falls in the window before `since` is sent again to a client that may have it
+already, which both apps apply idempotently (a subscription as its current state,
+an episode action by its own timestamp against the local one); but not what the
+calling device wrote itself, when it signs in with an app password of its own
+(one device per app password): the app has its own changes, and Kasts repeats an
+episode pull while its answer has actions.
 """
 
 from __future__ import annotations
@@ -23,8 +26,9 @@ from typing import Any
 from podsync.errors import InvalidInput
 from podsync.feeds import url_key
 from podsync.services.gpodder import Gpodder
+from podsync.services.gpodder.subscriptions import device_client_id
 from podsync.storage.engine import Engine
-from podsync.store import gpodder_feed, nextcloud_feed, subscriptions
+from podsync.store import gpodder_feed, nextcloud_feed
 
 # Seconds before `since` that a pull still answers: the second Kasts' + 1 skips, a
 # change committed by another process after a pull that was stamped before it, a
@@ -60,13 +64,14 @@ class Served:
         while len(self._served) > self.capacity:
             self._served.popitem(last=False)
 
-    def cutoff(self, key: tuple[int, str, str], since: int) -> int:
-        """The first second a pull with `since` answers; 0 means everything."""
+    def window(self, key: tuple[int, str, str], since: int) -> tuple[int, int]:
+        """(first second a pull with `since` answers, 0 for everything; the second
+        from which the caller's own changes are answered too)."""
         if since <= 0:
-            return 0
+            return 0, 0
         served = self._served.get(key)
         start = since if served is None else min(since, served)
-        return max(start - SINCE_WINDOW_S, 1)
+        return max(start - SINCE_WINDOW_S, 1), start
 
 
 @dataclass(frozen=True)
@@ -89,10 +94,13 @@ class NextcloudSync:
         self.served = Served()
 
     async def pull_subscriptions(
-        self, user_id: int, device_id: str, since: str | None
+        self, user_id: int, device_id: str, own: bool, since: str | None
     ) -> SubscriptionChanges:
+        """`own`: the device is this app's alone (an app password), so its own changes
+        in the window need not be sent back."""
         key = (user_id, device_id, SUBSCRIPTIONS)
-        cutoff = self.served.cutoff(key, parse_since(since))
+        cutoff, start = self.served.window(key, parse_since(since))
+        client = device_client_id(user_id, device_id) if own else None
         now = int(time.time())  # before the read: a later change is in the next answer
         async with self.db.snapshot() as conn:
             if cutoff == 0:
@@ -100,7 +108,9 @@ class NextcloudSync:
                 add = await gpodder_feed.subscribed_urls(conn, user_id)
                 self.served.remember(key, now)
                 return SubscriptionChanges(add, [], now)
-            changed = await nextcloud_feed.changed_since(conn, user_id, cutoff * US)
+            changed = await nextcloud_feed.changed_since(
+                conn, user_id, cutoff * US, start * US, client
+            )
             moved = await nextcloud_feed.moved_since(conn, user_id, cutoff * US)
         add = [url for url, subscribed in changed if subscribed]
         current = {url_key(u) for u, _ in changed}
@@ -114,16 +124,20 @@ class NextcloudSync:
         await self.gpodder.subscriptions.upload(user_id, device_id, body)
         return int(time.time())
 
-    async def pull_actions(self, user_id: int, device_id: str, since: str | None) -> ActionChanges:
+    async def pull_actions(
+        self, user_id: int, device_id: str, own: bool, since: str | None
+    ) -> ActionChanges:
         key = (user_id, device_id, ACTIONS)
-        cutoff = self.served.cutoff(key, parse_since(since))
+        cutoff, start = self.served.window(key, parse_since(since))
         now = int(time.time())
         # A first sync reads the whole history (up to the action bound): off the loop.
         async with self.db.snapshot(threaded=cutoff == 0) as conn:
             if cutoff == 0:
                 views = await nextcloud_feed.all_actions(conn, user_id)
             else:
-                views = await nextcloud_feed.actions_since(conn, user_id, cutoff * US)
+                views = await nextcloud_feed.actions_since(
+                    conn, user_id, cutoff * US, start * US, device_id if own else None
+                )
         self.served.remember(key, now)
         return ActionChanges(views, now)
 
@@ -131,7 +145,3 @@ class NextcloudSync:
         """Every action stored under `device_id` (an upload past the bound: 400)."""
         await self.gpodder.episodes.upload(user_id, items, device_id)
         return int(time.time())
-
-    async def subscribed_count(self, user_id: int) -> int:
-        async with self.db.read() as conn:
-            return await subscriptions.count_subscribed(conn, user_id)

@@ -33,6 +33,9 @@ ACCOUNT_DEVICE_CAPTION = "Nextcloud API (account password)"
 NC_USER = web.RequestKey("nextcloud_user", User)
 NC_DEVICE = web.RequestKey("nextcloud_device", str)
 NC_DEVICE_CAPTION = web.RequestKey("nextcloud_device_caption", str)
+# The device is one app's alone (an app password's), not shared by every app that
+# signs in with the account password.
+NC_OWN_DEVICE = web.RequestKey("nextcloud_own_device", bool)
 
 
 async def _authenticate(request: web.Request) -> None:
@@ -46,7 +49,9 @@ async def _authenticate(request: web.Request) -> None:
     if login.app_password is None:
         request[NC_DEVICE] = ACCOUNT_DEVICE
         request[NC_DEVICE_CAPTION] = ACCOUNT_DEVICE_CAPTION
+        request[NC_OWN_DEVICE] = False
     else:
+        request[NC_OWN_DEVICE] = True
         request[NC_DEVICE] = f"nextcloud-{login.app_password.id}"
         request[NC_DEVICE_CAPTION] = login.app_password.name
 

@@ -9,7 +9,7 @@ from aiohttp import web
 from podsync.errors import InvalidInput
 from podsync.web.http import json_bytes, json_ok, read_body
 from podsync.web.keys import GPODDER, NEXTCLOUD
-from podsync.web.nextcloud.http import NC_DEVICE, NC_DEVICE_CAPTION, NC_USER
+from podsync.web.nextcloud.http import NC_DEVICE, NC_DEVICE_CAPTION, NC_OWN_DEVICE, NC_USER
 
 
 async def _device(request: web.Request) -> str:
@@ -26,7 +26,7 @@ async def get_subscriptions(request: web.Request) -> web.Response:
     """Kasts signs in with this call (`since=0`): it must answer 200 to good
     credentials, and never remove on a first sync."""
     changes = await request.app[NEXTCLOUD].pull_subscriptions(
-        request[NC_USER].id, request[NC_DEVICE], request.query.get("since")
+        request[NC_USER].id, request[NC_DEVICE], request[NC_OWN_DEVICE], request.query.get("since")
     )
     return json_ok({"add": changes.add, "remove": changes.remove, "timestamp": changes.timestamp})
 
@@ -44,7 +44,7 @@ async def post_subscriptions(request: web.Request) -> web.Response:
 
 async def get_actions(request: web.Request) -> web.Response:
     changes = await request.app[NEXTCLOUD].pull_actions(
-        request[NC_USER].id, request[NC_DEVICE], request.query.get("since")
+        request[NC_USER].id, request[NC_DEVICE], request[NC_OWN_DEVICE], request.query.get("since")
     )
     # The stored views joined as they are (the gpodder layer's shape: ISO time without
     # zone, play fields only on plays).
