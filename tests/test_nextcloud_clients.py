@@ -217,7 +217,7 @@ def test_kasts_misses_nothing_made_in_the_same_second_by_another_api(
         kasts.received_actions = []
         kasts.sync()
         assert feed in kasts.feeds
-        assert [(a["episode"], a["position"]) for a in kasts.received_actions] == [(episode, 300)]
+        assert (episode, 300) in [(a["episode"], a["position"]) for a in kasts.received_actions]
         if same_second:
             break
     else:
