@@ -47,7 +47,7 @@ async def test_nothing_under_the_prefixes_redirects(gp: TestClient[Any, Any]) ->
         "/api/2/toplist/10.json",
         "/api/2/updates/alice/dev.json",
         "/api/2/settings/alice/account.json",
-        "/index.php/apps/gpoddersync/subscriptions",
+        "/index.php/apps/gpoddersync/nothing",
         "///api/2/devices/alice.json/",
         "/api//2/directory//x.json",
     ]

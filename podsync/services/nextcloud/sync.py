@@ -10,9 +10,10 @@ device was answered by this process (`Served`): a change is never missed. What
 falls in the window before `since` is sent again to a client that may have it
 already, which both apps apply idempotently (a subscription as its current state,
 an episode action by its own timestamp against the local one); but not what the
-calling device wrote itself, when it signs in with an app password of its own
-(one device per app password): the app has its own changes, and Kasts repeats an
-episode pull while its answer has actions.
+calling device wrote itself before `since`, when it signs in with an app password
+of its own (one device per app password): the app has its own changes, and Kasts
+repeats an episode pull while its answer has actions. (Two apps sharing one app
+password are one device: give each app its own.)
 """
 
 from __future__ import annotations
@@ -66,12 +67,13 @@ class Served:
 
     def window(self, key: tuple[int, str, str], since: int) -> tuple[int, int]:
         """(first second a pull with `since` answers, 0 for everything; the second
-        from which the caller's own changes are answered too)."""
+        from which the caller's own changes are answered too: `since` itself, as
+        everything the app wrote before it sent `since` it has)."""
         if since <= 0:
             return 0, 0
         served = self._served.get(key)
         start = since if served is None else min(since, served)
-        return max(start - SINCE_WINDOW_S, 1), start
+        return max(start - SINCE_WINDOW_S, 1), since
 
 
 @dataclass(frozen=True)
