@@ -176,3 +176,16 @@ def test_a_real_browser_renders_the_page_of_a_real_server(
         assert shot.stat().st_size > 10_000  # rendered, not a blank image
     assert server.stop() == 0
     assert '"GET /" 200' in server.output()
+
+
+async def test_the_page_says_what_to_type_for_both_families(
+    aiohttp_client: Any, make_config: MakeConfig
+) -> None:
+    config = make_config(server={"public_url": "https://pods.example.org/podsync"})
+    client = await aiohttp_client(create_app(config))
+    html, _ = await _page(client)
+    gpodder, _, nextcloud = html.partition("GPodder Sync&rdquo; apps</h3>")
+    assert "<b>gpodder.net</b>" in gpodder and nextcloud
+    assert "<b>Nextcloud</b>" in nextcloud and "Grant access" in nextcloud
+    assert "<b>GPodder Nextcloud</b>" in nextcloud and "app password" in nextcloud
+    assert nextcloud.count("<code>https://pods.example.org/podsync</code>") >= 3

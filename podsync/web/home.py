@@ -103,11 +103,13 @@ def render(address: str, gpodder_enabled: bool = True) -> str:
     apps = _GPODDER_APPS.format(address=a) if gpodder_enabled else _GPODDER_OFF
     if gpodder_enabled and not at_root:
         apps += _SUBPATH_NOTE
+    nextcloud = _NEXTCLOUD_APPS.format(address=a) if gpodder_enabled else ""
     return _PAGE.format(
         version=escape(__version__),
         address=a,
         notes=notes,
         apps=apps,
+        nextcloud=nextcloud,
         api=a + API_DOCUMENT,
         api_path=API_DOCUMENT,
     )
@@ -145,10 +147,39 @@ _GPODDER_APPS = """
   </ol>
 </section>"""
 
+_NEXTCLOUD_APPS = """
+<h3>Nextcloud &ldquo;GPodder Sync&rdquo; apps</h3>
+<div class="apps">
+<section>
+  <h2>AntennaPod <small>Nextcloud option</small></h2>
+  <ol>
+    <li>Settings &rsaquo; Synchronization &rsaquo; Choose synchronization provider
+      &rsaquo; <b>Nextcloud</b>.</li>
+    <li>Server address: <code>{address}</code>, then <b>Login</b>.</li>
+    <li>In the browser it opens: sign in, then <b>Grant access</b>.</li>
+  </ol>
+</section>
+<section>
+  <h2>Kasts <small>GPodder Nextcloud provider</small></h2>
+  <ol>
+    <li>Settings &rsaquo; Synchronization &rsaquo; Login; provider
+      <b>GPodder Nextcloud</b>.</li>
+    <li>Hostname: <code>{address}</code></li>
+    <li>Your username and an app password (web UI &rsaquo; Account &rsaquo; App
+      passwords), or your password.</li>
+  </ol>
+</section>
+<section>
+  <h2>Cardo, GNOME Podcasts and other GPodder Sync apps</h2>
+  <p>Where they ask for a Nextcloud: <code>{address}</code>, your username and an app
+  password.</p>
+</section>
+</div>"""
+
 _GPODDER_OFF = """
 <section>
-  <h2>AntennaPod, gPodder, Kasts</h2>
-  <p>The gpodder.net-compatible API is switched off on this server
+  <h2>AntennaPod, gPodder, Kasts, Nextcloud GPodder Sync apps</h2>
+  <p>The gpodder.net-compatible API (and the Nextcloud one with it) is switched off on this server
   (<code>gpodder.enabled = false</code>); ask its admin.</p>
 </section>"""
 
@@ -232,10 +263,11 @@ footer {{ margin-top: 2rem; color: var(--muted); font-size: 0.9rem; }}
   <output>{address}</output>
 </div>{notes}
 <p>You need a username and password: the admin of this server creates them with
-<code>podsync user add NAME</code>.</p>
+<code>podsync user add NAME</code>. Apps of both families below sync the same
+account.</p>
 <h3>gpodder.net-compatible apps</h3>
 <div class="apps">{apps}
-</div>
+</div>{nextcloud}
 <h3>Open Podcast API clients</h3>
 <section>
   <p>Server: <code>{address}</code>. The API is described in
