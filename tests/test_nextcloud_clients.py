@@ -26,7 +26,14 @@ from tests.gpodder_support import call
 from tests.nextcloud_replica import AntennaPodNextcloud, HostnameParser, KastsNextcloud
 from tests.replica_http import SyncFailed, basic_header
 from tests.server_support import podsync_command
-from tests.ui_browser import DESKTOP, browser  # noqa: F401 - a fixture
+from tests.ui_browser import (
+    DESKTOP,
+    axe_source,
+    browser,  # noqa: F401 - a fixture
+    check_accessibility,
+    screenshot,
+    violations_text,
+)
 
 pytestmark = [pytest.mark.both_engines, pytest.mark.slow]
 A, B, C = "http://a.example/feed", "https://b.example/rss", "http://c.example/feed"
@@ -88,6 +95,9 @@ def grant_in_chromium(browser: Any, login_url: str) -> None:  # noqa: F811
         page.get_by_role("button", name="Sign in").click()
         page.wait_for_url("**/ui/grant/*")
         assert "AntennaPod" in page.get_by_role("heading", level=2).inner_text()
+        screenshot(page, "grant-access")
+        found = check_accessibility(page, axe_source())
+        assert found == [], violations_text(found)
         page.get_by_role("button", name="Grant access").click()
         page.get_by_role("heading", name="Access granted").wait_for()
     finally:
