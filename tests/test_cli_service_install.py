@@ -154,6 +154,16 @@ def test_admin_commands_use_the_service_configuration(scratch: Path) -> None:
     run = _runner(scratch, etc)
     root_home = _home(scratch, "root", 0)
     service_home = _home(scratch, "service-home", SERVICE_UID)
+    # Before the service ever ran, root would make a database the service cannot open.
+    early = run("user", "add", "alice", "--password-stdin", uid=0, home=root_home,
+                cwd=scratch, stdin=PASSWORD + "\n")  # fmt: skip
+    assert early.returncode == 1
+    assert early.stderr.splitlines() == [
+        f"Error: no database at {state}/podsync.db, and root would make one in {state}, "
+        f"which belongs to nobody: run this as that user (sudo -u nobody podsync ...), "
+        "or start the service first"
+    ]
+    assert list(state.iterdir()) == [] and not (root_home / ".local").exists()
     # The service's user makes the database, as `systemctl start podsync` would.
     first = run("db", "migrate", uid=SERVICE_UID, home=service_home, cwd=_unreadable(scratch))
     assert first.returncode == 0, first.stderr
