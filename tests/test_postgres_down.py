@@ -160,7 +160,7 @@ def _ui_sign_in(base: str) -> str:
     return cookie["podsync_ui"].value
 
 
-def _ui_down(base: str, cookie: str) -> None:
+def _ui_down(base: str, cookie: str, reason: bytes = b"refused the connection") -> None:
     """The web UI while the database is down: a page for a person saying so (503 with
     Retry-After), never a 500; the sign-in form itself needs no database."""
     assert _ui_call(base, "GET", "/ui/login", "").status == 200
@@ -176,13 +176,16 @@ def _ui_down(base: str, cookie: str) -> None:
         assert answer.status == 503, (method, path, answer.status, answer.body[:300])
         assert int(answer.headers.get("Retry-After", 0)) >= 1, (method, path)
         assert answer.headers["Content-Type"].startswith("text/html"), (method, path)
-        assert b"refused the connection" in answer.body, (method, path, answer.body[:300])
+        assert reason in answer.body, (method, path, answer.body[:300])
 
 
 def _hammer(base: str, routes: list[Route], stop: threading.Event, seen: list[Answer]) -> None:
     while not stop.is_set():
         for route in routes:
-            answer = _send(base, route)
+            try:
+                answer = _send(base, route)
+            except http.client.HTTPException as exc:
+                raise AssertionError(f"{route[:2]}: {exc!r}") from exc
             seen.append(answer)
             assert answer.status < 500 or answer.status == 503, (route[:2], answer.body)
             if answer.status == 503:
@@ -391,3 +394,101 @@ def test_serve_that_cannot_reach_postgresql_names_the_database_and_the_reason(
         "the database server refused the connection (is it running?)"
     )
     assert "s3cret" not in done.stderr + done.stdout
+
+
+# Everyone connected to a database but the session that asks.
+TERMINATE = (
+    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+    "WHERE datname = $1 AND pid <> pg_backend_pid()"
+)
+
+
+def _admin(url: str, *statements: str | tuple[str, str]) -> None:
+    """Run statements (or (statement, argument)) as the cluster's superuser."""
+
+    async def run() -> None:
+        conn = await asyncpg.connect(url)
+        try:
+            for statement in statements:
+                if isinstance(statement, tuple):
+                    await conn.execute(*statement)
+                else:
+                    await conn.execute(statement)
+        finally:
+            await conn.close()
+
+    asyncio.run(run())
+
+
+def test_any_failure_to_get_a_connection_is_a_503_on_every_route_and_recovers(
+    make_config: MakeConfig, own_cluster: Cluster, tmp_path: Path
+) -> None:
+    """Not only a server that is down: a database that takes no connections
+    (ALLOW_CONNECTIONS false, SQLSTATE 55000), sessions an administrator ends
+    (57P01) while requests run, and a password rotated under podsync (28P01) are
+    each a 503 with Retry-After and the server's words on every route, never a 500,
+    and podsync recovers by itself once connections are possible again."""
+    admin = own_cluster.url("postgres")
+    _admin(admin, "CREATE ROLE rotating LOGIN PASSWORD 'first-pw'",
+           "CREATE DATABASE rotated OWNER rotating")  # fmt: skip
+    own_cluster.require_password("rotating")
+    url = f"postgresql://rotating:first-pw@127.0.0.1:{own_cluster.port}/rotated"
+    config = make_config(database={"url": url}, server={"metrics": True})
+    add_user(config)
+    log = tmp_path / "serve.log"
+    with serving(config, log) as base:
+        login = call("POST", f"{base}/auth/login", {"username": "alice", "password": PASSWORD})
+        page_cookie = _ui_sign_in(base)
+        token, refresh = login.json()["access_token"], login.json()["refresh_token"]
+        sub = {"requests": [action(feed_url="https://one.example/rss")]}
+        posted = call("POST", f"{base}/api/v1/sync", sub, {"Authorization": f"Bearer {token}"})
+        sync_id = posted.json()["results"][0]["data"]["sync_id"]
+        routes = _routes(token, refresh, sync_id)
+        _covers_every_route(routes, make_config)
+        _recovered(base, routes)
+
+        # Sessions ended while requests run (57P01 to a query in flight, a lost
+        # connection to the next), and the database closed to new ones (55000).
+        stop = threading.Event()
+        seen: list[Answer] = []
+        errors: list[BaseException] = []
+
+        def hammer() -> None:
+            try:
+                _hammer(base, routes, stop, seen)
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=hammer) for _ in range(3)]
+        for thread in threads:
+            thread.start()
+        for _ in range(10):
+            time.sleep(0.2)
+            _admin(admin, (TERMINATE, "rotated"))
+        _admin(admin, "ALTER DATABASE rotated ALLOW_CONNECTIONS false", (TERMINATE, "rotated"))
+        time.sleep(1.0)
+        stop.set()
+        for thread in threads:
+            thread.join(60)
+        said = log.read_text()
+        assert not errors, f"{errors[0]}\n{said[said.find('unhandled error') :][:8000]}"
+        assert any(a.status == 503 for a in seen) and any(a.status == 200 for a in seen)
+        _flushed(base)
+        closed = "is not currently accepting connections"
+        _all_down(base, routes, f'database "rotated" {closed}')
+        _ui_down(base, page_cookie, closed.encode())
+        _admin(admin, "ALTER DATABASE rotated ALLOW_CONNECTIONS true")
+        _recovered(base, routes)
+
+        # The password rotated under a running podsync (28P01), then set back.
+        _admin(admin, "ALTER ROLE rotating PASSWORD 'second-pw'", (TERMINATE, "rotated"))
+        _flushed(base)
+        rotated = 'password authentication failed for user "rotating"'
+        _all_down(base, routes, rotated)
+        _ui_down(base, page_cookie, b"password authentication failed")
+        _admin(admin, "ALTER ROLE rotating PASSWORD 'first-pw'")
+        _recovered(base, routes)
+        assert _ui_call(base, "GET", "/ui/subscriptions", page_cookie).status == 200
+    said = log.read_text()
+    assert "unhandled error" not in said and "Traceback" not in said, said[-8000:]
+    assert "first-pw" not in said and "second-pw" not in said

@@ -293,8 +293,11 @@ async def export_opml(request: web.Request) -> web.StreamResponse:
     )
     response.content_type = "text/x-opml"
     response.charset = "utf-8"
+    chunks = request.app[OPML].export_chunks(user, include_unsubscribed)
+    first = await anext(chunks)  # reads the database: a fault is still the 503 page
     await response.prepare(request)
-    async for chunk in request.app[OPML].export_chunks(user, include_unsubscribed):
+    await response.write(first)
+    async for chunk in chunks:
         await response.write(chunk)
         await asyncio.sleep(0)
     await response.write_eof()
