@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import http.client
+import os
 import re
+import shutil
 import subprocess
+import tempfile
 import threading
 import time
 from collections import Counter
@@ -492,3 +495,86 @@ def test_any_failure_to_get_a_connection_is_a_503_on_every_route_and_recovers(
     said = log.read_text()
     assert "unhandled error" not in said and "Traceback" not in said, said[-8000:]
     assert "first-pw" not in said and "second-pw" not in said
+
+
+def _certificate(directory: Path, name: str) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and its key, as PostgreSQL reads them
+    (the key the server's user's alone)."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("the openssl command is needed to make a test certificate")
+    cert, key = directory / f"{name}.crt", directory / f"{name}.key"
+    subprocess.run(
+        [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    key.chmod(0o600)
+    if os.geteuid() == 0:
+        for path in (cert, key):
+            shutil.chown(path, "postgres", "postgres")
+    return cert, key
+
+
+def test_a_tls_handshake_that_fails_is_a_503_on_every_route_and_recovers(
+    make_config: MakeConfig, tmp_path: Path
+) -> None:
+    """podsync checks the server's certificate (sslmode=verify-full); the server's
+    certificate is replaced by one its CA did not sign: new connections fail in the
+    TLS handshake, a 503 on every route; the right certificate back, podsync
+    recovers by itself."""
+    certs = Path(tempfile.mkdtemp(prefix="podsync-pg-tls-"))
+    try:
+        if os.geteuid() == 0:
+            shutil.chown(certs, "postgres", "postgres")
+        cert, key = _certificate(certs, "server")
+        other_cert, other_key = _certificate(certs, "other")
+        good = (cert.read_bytes(), key.read_bytes())
+        cluster = start_cluster(ssl="on", ssl_cert_file=str(cert), ssl_key_file=str(key))
+        try:
+            _tls_round(cluster, make_config, tmp_path, (cert, key), good,
+                       (other_cert.read_bytes(), other_key.read_bytes()))  # fmt: skip
+        finally:
+            cluster.stop()
+    finally:
+        shutil.rmtree(certs, ignore_errors=True)
+
+
+def _tls_round(
+    cluster: Cluster,
+    make_config: MakeConfig,
+    tmp_path: Path,
+    files: tuple[Path, Path],
+    good: tuple[bytes, bytes],
+    other: tuple[bytes, bytes],
+) -> None:
+    root = tmp_path / "ca.crt"
+    root.write_bytes(good[0])
+    url = f"{cluster.url('podsync')}?sslmode=verify-full&sslrootcert={root}"
+    config = make_config(database={"url": url}, server={"metrics": True})
+    add_user(config)
+    log = tmp_path / "serve.log"
+
+    def serve_certificate(pair: tuple[bytes, bytes]) -> None:
+        for path, content in zip(files, pair, strict=True):
+            path.write_bytes(content)  # in place: owner and mode stay
+        _admin(cluster.url(), "SELECT pg_reload_conf()", (TERMINATE, "podsync"))
+
+    with serving(config, log) as base:
+        login = call("POST", f"{base}/auth/login", {"username": "alice", "password": PASSWORD})
+        page_cookie = _ui_sign_in(base)
+        token, refresh = login.json()["access_token"], login.json()["refresh_token"]
+        sub = {"requests": [action(feed_url="https://one.example/rss")]}
+        posted = call("POST", f"{base}/api/v1/sync", sub, {"Authorization": f"Bearer {token}"})
+        sync_id = posted.json()["results"][0]["data"]["sync_id"]
+        routes = _routes(token, refresh, sync_id)
+        _recovered(base, routes)
+        serve_certificate(other)
+        _flushed(base)
+        _all_down(base, routes, "certificate verify failed")
+        _ui_down(base, page_cookie, b"certificate verify failed")
+        serve_certificate(good)
+        _recovered(base, routes)
+    said = log.read_text()
+    assert "unhandled error" not in said and "Traceback" not in said, said[-8000:]
