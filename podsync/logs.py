@@ -57,6 +57,9 @@ class AnsweredBodyErrorFilter(logging.Filter):
         )
 
 
+FLOOR_WARNING = "Failed to restore the pool connection floor"  # asyncpg/pool.py
+
+
 class PoolFloorFilter(logging.Filter):
     """asyncpg's pool logs a traceback each time it fails to reopen its floor
     connection in the background (a database server down, closed to connections,
@@ -65,7 +68,7 @@ class PoolFloorFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         error = record.exc_info[1] if record.exc_info else None
-        if error is not None:
+        if error is not None and str(record.msg).startswith(FLOOR_WARNING):
             words = " ".join(str(error).split())[:300] or type(error).__name__
             record.msg = f"{record.getMessage()} ({words})"
             record.args = None
