@@ -57,6 +57,26 @@ class AnsweredBodyErrorFilter(logging.Filter):
         )
 
 
+FLOOR_WARNING = "Failed to restore the pool connection floor"  # asyncpg/pool.py
+
+
+class PoolFloorFilter(logging.Filter):
+    """asyncpg's pool logs a traceback each time it fails to reopen its floor
+    connection in the background (a database server down, closed to connections,
+    or refusing a rotated password): requests already answer 503 saying why. Keep
+    the warning as one line that names the fault; drop the traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if error is not None and str(record.msg).startswith(FLOOR_WARNING):
+            words = " ".join(str(error).split())[:300] or type(error).__name__
+            record.msg = f"{record.getMessage()} ({words})"
+            record.args = None
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
 def configure_logging(level: str, fmt: str = "text", **kwargs: Any) -> None:
     handler = logging.StreamHandler(kwargs.pop("stream", None))
     if fmt == "json":
@@ -69,3 +89,6 @@ def configure_logging(level: str, fmt: str = "text", **kwargs: Any) -> None:
     server_log = logging.getLogger("aiohttp.server")
     if not any(isinstance(f, AnsweredBodyErrorFilter) for f in server_log.filters):
         server_log.addFilter(AnsweredBodyErrorFilter())
+    pool_log = logging.getLogger("asyncpg.pool")
+    if not any(isinstance(f, PoolFloorFilter) for f in pool_log.filters):
+        pool_log.addFilter(PoolFloorFilter())

@@ -139,6 +139,22 @@ class Cluster:
                 done.returncode, done.args, done.stdout, done.stderr
             )
 
+    def require_password(self, role: str) -> None:
+        """Make `role` sign in with its password over TCP (the cluster trusts every
+        other connection), and reload the server's rules."""
+        hba = self.data / "pg_hba.conf"
+        hba.write_text(f"host all {role} 127.0.0.1/32 scram-sha-256\n" + hba.read_text())
+
+        async def reload() -> None:
+            conn = await asyncpg.connect(self.url())
+            try:
+                await conn.execute("SELECT pg_reload_conf()")
+            finally:
+                await conn.close()
+
+        with ThreadPoolExecutor(1) as thread:
+            thread.submit(asyncio.run, reload()).result()
+
     def stop(self) -> None:
         subprocess.run(
             _as_owner([str(self.bin_dir / "pg_ctl"), "-D", str(self.data), "-m", "fast", "stop"]),

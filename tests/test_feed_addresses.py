@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import ipaddress
+import re
+import time
+from collections.abc import Callable
+from urllib.parse import urlencode
 
 import pytest
 
 from podsync.services.feeds.addresses import RefusedAddress, check_literal, is_public
+from tests.conftest import PASSWORD, MakeConfig, ServeProcess, run_cli
+from tests.gpodder_support import call
 
 REFUSED = [
     "127.0.0.1",  # loopback
@@ -37,6 +43,15 @@ REFUSED = [
     "2001:db8::1",  # documentation
     "64:ff9b:1::1",  # local-use NAT64
     "64:ff9b::7f00:1",  # NAT64 wrapping 127.0.0.1
+    # IPv4-compatible (deprecated, ::/96): refused whatever they carry.
+    "::7f00:1",  # [::127.0.0.1]
+    "::a9fe:a9fe",  # [::169.254.169.254]
+    "::a00:1",  # [::10.0.0.1]
+    "::101:101",  # [::1.1.1.1]
+    # IPv4-translated (::ffff:0:0:0/96): likewise.
+    "::ffff:0:7f00:1",
+    "::ffff:0:a9fe:a9fe",
+    "::ffff:0:101:101",
 ]
 PUBLIC = [
     "93.184.215.14",
@@ -62,3 +77,48 @@ def test_public_addresses_are_allowed(address: str) -> None:
 
 def test_host_names_are_left_to_the_resolver() -> None:
     check_literal("feeds.example.org")  # checked after resolution, not here
+
+
+# Literals that carry a loopback or link-local IPv4 address in the IPv4-compatible
+# and IPv4-translated forms. The port is closed everywhere; the check refuses them
+# before any connection is tried, so no packet is ever sent to them.
+EMBEDDING = ["::7f00:1", "::127.0.0.1", "::a9fe:a9fe", "::ffff:0:7f00:1", "::ffff:0:a9fe:a9fe"]
+
+
+def test_the_running_fetcher_refuses_ipv4_compatible_and_translated_literals(
+    make_config: MakeConfig,
+    seeded_users: tuple[str, ...],
+    serve_process: Callable[..., ServeProcess],
+) -> None:
+    """Through `podsync serve` with the fetcher on: each feed is recorded as refused by
+    the address check (what the Subscriptions page shows), not as a connection that
+    failed."""
+    config = make_config(feeds={"fetch_metadata": True})
+    feeds = [f"http://[{address}]:9/feed.xml" for address in EMBEDDING]
+    outlines = "".join(f'<outline type="rss" text="f" xmlUrl="{url}"/>' for url in feeds)
+    opml = f'<opml version="2.0"><head/><body>{outlines}</body></opml>'
+    path = config.database.path + ".opml"
+    with open(path, "w") as file:
+        file.write(opml)
+    imported = run_cli(config, "opml", "import", "alice", path)
+    assert imported.exit_code == 0, imported.output
+    server = serve_process(config)  # its fetcher's first pass runs at start
+    form = urlencode({"username": "alice", "password": PASSWORD}).encode()
+    signed_in = call(
+        server.url,
+        "POST",
+        "/ui/login",
+        form,
+        **{"Content-Type": "application/x-www-form-urlencoded"},
+    )
+    assert signed_in.status == 303, signed_in.body
+    cookie = signed_in.headers["Set-Cookie"].split(";")[0]
+    deadline = time.monotonic() + 30
+    while True:
+        page = call(server.url, "GET", "/ui/subscriptions", Cookie=cookie).body.decode()
+        said = re.findall(r"feed not reachable: ([^<]*)<", page)
+        if len(said) == len(EMBEDDING) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    shown = [str(ipaddress.ip_address(address)) for address in EMBEDDING]
+    assert sorted(said) == sorted(f"refused: {a} is not a public address" for a in shown), said

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import http.client
+import os
 import re
+import shutil
 import subprocess
+import tempfile
 import threading
 import time
 from collections import Counter
@@ -160,7 +163,7 @@ def _ui_sign_in(base: str) -> str:
     return cookie["podsync_ui"].value
 
 
-def _ui_down(base: str, cookie: str) -> None:
+def _ui_down(base: str, cookie: str, reason: bytes = b"refused the connection") -> None:
     """The web UI while the database is down: a page for a person saying so (503 with
     Retry-After), never a 500; the sign-in form itself needs no database."""
     assert _ui_call(base, "GET", "/ui/login", "").status == 200
@@ -176,13 +179,16 @@ def _ui_down(base: str, cookie: str) -> None:
         assert answer.status == 503, (method, path, answer.status, answer.body[:300])
         assert int(answer.headers.get("Retry-After", 0)) >= 1, (method, path)
         assert answer.headers["Content-Type"].startswith("text/html"), (method, path)
-        assert b"refused the connection" in answer.body, (method, path, answer.body[:300])
+        assert reason in answer.body, (method, path, answer.body[:300])
 
 
 def _hammer(base: str, routes: list[Route], stop: threading.Event, seen: list[Answer]) -> None:
     while not stop.is_set():
         for route in routes:
-            answer = _send(base, route)
+            try:
+                answer = _send(base, route)
+            except http.client.HTTPException as exc:
+                raise AssertionError(f"{route[:2]}: {exc!r}") from exc
             seen.append(answer)
             assert answer.status < 500 or answer.status == 503, (route[:2], answer.body)
             if answer.status == 503:
@@ -391,3 +397,184 @@ def test_serve_that_cannot_reach_postgresql_names_the_database_and_the_reason(
         "the database server refused the connection (is it running?)"
     )
     assert "s3cret" not in done.stderr + done.stdout
+
+
+# Everyone connected to a database but the session that asks.
+TERMINATE = (
+    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+    "WHERE datname = $1 AND pid <> pg_backend_pid()"
+)
+
+
+def _admin(url: str, *statements: str | tuple[str, str]) -> None:
+    """Run statements (or (statement, argument)) as the cluster's superuser."""
+
+    async def run() -> None:
+        conn = await asyncpg.connect(url)
+        try:
+            for statement in statements:
+                if isinstance(statement, tuple):
+                    await conn.execute(*statement)
+                else:
+                    await conn.execute(statement)
+        finally:
+            await conn.close()
+
+    asyncio.run(run())
+
+
+def test_any_failure_to_get_a_connection_is_a_503_on_every_route_and_recovers(
+    make_config: MakeConfig, own_cluster: Cluster, tmp_path: Path
+) -> None:
+    """Not only a server that is down: a database that takes no connections
+    (ALLOW_CONNECTIONS false, SQLSTATE 55000), sessions an administrator ends
+    (57P01) while requests run, and a password rotated under podsync (28P01) are
+    each a 503 with Retry-After and the server's words on every route, never a 500,
+    and podsync recovers by itself once connections are possible again."""
+    admin = own_cluster.url("postgres")
+    _admin(admin, "CREATE ROLE rotating LOGIN PASSWORD 'first-pw'",
+           "CREATE DATABASE rotated OWNER rotating")  # fmt: skip
+    own_cluster.require_password("rotating")
+    url = f"postgresql://rotating:first-pw@127.0.0.1:{own_cluster.port}/rotated"
+    config = make_config(database={"url": url}, server={"metrics": True})
+    add_user(config)
+    log = tmp_path / "serve.log"
+    with serving(config, log) as base:
+        login = call("POST", f"{base}/auth/login", {"username": "alice", "password": PASSWORD})
+        page_cookie = _ui_sign_in(base)
+        token, refresh = login.json()["access_token"], login.json()["refresh_token"]
+        sub = {"requests": [action(feed_url="https://one.example/rss")]}
+        posted = call("POST", f"{base}/api/v1/sync", sub, {"Authorization": f"Bearer {token}"})
+        sync_id = posted.json()["results"][0]["data"]["sync_id"]
+        routes = _routes(token, refresh, sync_id)
+        _covers_every_route(routes, make_config)
+        _recovered(base, routes)
+
+        # Sessions ended while requests run (57P01 to a query in flight, a lost
+        # connection to the next), and the database closed to new ones (55000).
+        stop = threading.Event()
+        seen: list[Answer] = []
+        errors: list[BaseException] = []
+
+        def hammer() -> None:
+            try:
+                _hammer(base, routes, stop, seen)
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=hammer) for _ in range(3)]
+        for thread in threads:
+            thread.start()
+        for _ in range(10):
+            time.sleep(0.2)
+            _admin(admin, (TERMINATE, "rotated"))
+        _admin(admin, "ALTER DATABASE rotated ALLOW_CONNECTIONS false", (TERMINATE, "rotated"))
+        time.sleep(1.0)
+        stop.set()
+        for thread in threads:
+            thread.join(60)
+        said = log.read_text()
+        assert not errors, f"{errors[0]}\n{said[said.find('unhandled error') :][:8000]}"
+        assert any(a.status == 503 for a in seen) and any(a.status == 200 for a in seen)
+        _flushed(base)
+        closed = "is not currently accepting connections"
+        _all_down(base, routes, f'database "rotated" {closed}')
+        _ui_down(base, page_cookie, closed.encode())
+        _admin(admin, "ALTER DATABASE rotated ALLOW_CONNECTIONS true")
+        _recovered(base, routes)
+
+        # The password rotated under a running podsync (28P01), then set back.
+        _admin(admin, "ALTER ROLE rotating PASSWORD 'second-pw'", (TERMINATE, "rotated"))
+        _flushed(base)
+        rotated = 'password authentication failed for user "rotating"'
+        _all_down(base, routes, rotated)
+        _ui_down(base, page_cookie, b"password authentication failed")
+        _admin(admin, "ALTER ROLE rotating PASSWORD 'first-pw'")
+        _recovered(base, routes)
+        assert _ui_call(base, "GET", "/ui/subscriptions", page_cookie).status == 200
+    said = log.read_text()
+    assert "unhandled error" not in said and "Traceback" not in said, said[-8000:]
+    assert "first-pw" not in said and "second-pw" not in said
+
+
+def _certificate(directory: Path, name: str) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and its key, as PostgreSQL reads them
+    (the key the server's user's alone)."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("the openssl command is needed to make a test certificate")
+    cert, key = directory / f"{name}.crt", directory / f"{name}.key"
+    subprocess.run(
+        [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    key.chmod(0o600)
+    if os.geteuid() == 0:
+        for path in (cert, key):
+            shutil.chown(path, "postgres", "postgres")
+    return cert, key
+
+
+def test_a_tls_handshake_that_fails_is_a_503_on_every_route_and_recovers(
+    make_config: MakeConfig, tmp_path: Path
+) -> None:
+    """podsync checks the server's certificate (sslmode=verify-full); the server's
+    certificate is replaced by one its CA did not sign: new connections fail in the
+    TLS handshake, a 503 on every route; the right certificate back, podsync
+    recovers by itself."""
+    certs = Path(tempfile.mkdtemp(prefix="podsync-pg-tls-"))
+    try:
+        if os.geteuid() == 0:
+            shutil.chown(certs, "postgres", "postgres")
+        cert, key = _certificate(certs, "server")
+        other_cert, other_key = _certificate(certs, "other")
+        good = (cert.read_bytes(), key.read_bytes())
+        cluster = start_cluster(ssl="on", ssl_cert_file=str(cert), ssl_key_file=str(key))
+        try:
+            _tls_round(cluster, make_config, tmp_path, (cert, key), good,
+                       (other_cert.read_bytes(), other_key.read_bytes()))  # fmt: skip
+        finally:
+            cluster.stop()
+    finally:
+        shutil.rmtree(certs, ignore_errors=True)
+
+
+def _tls_round(
+    cluster: Cluster,
+    make_config: MakeConfig,
+    tmp_path: Path,
+    files: tuple[Path, Path],
+    good: tuple[bytes, bytes],
+    other: tuple[bytes, bytes],
+) -> None:
+    root = tmp_path / "ca.crt"
+    root.write_bytes(good[0])
+    url = f"{cluster.url('podsync')}?sslmode=verify-full&sslrootcert={root}"
+    config = make_config(database={"url": url}, server={"metrics": True})
+    add_user(config)
+    log = tmp_path / "serve.log"
+
+    def serve_certificate(pair: tuple[bytes, bytes]) -> None:
+        for path, content in zip(files, pair, strict=True):
+            path.write_bytes(content)  # in place: owner and mode stay
+        _admin(cluster.url(), "SELECT pg_reload_conf()", (TERMINATE, "podsync"))
+
+    with serving(config, log) as base:
+        login = call("POST", f"{base}/auth/login", {"username": "alice", "password": PASSWORD})
+        page_cookie = _ui_sign_in(base)
+        token, refresh = login.json()["access_token"], login.json()["refresh_token"]
+        sub = {"requests": [action(feed_url="https://one.example/rss")]}
+        posted = call("POST", f"{base}/api/v1/sync", sub, {"Authorization": f"Bearer {token}"})
+        sync_id = posted.json()["results"][0]["data"]["sync_id"]
+        routes = _routes(token, refresh, sync_id)
+        _recovered(base, routes)
+        serve_certificate(other)
+        _flushed(base)
+        _all_down(base, routes, "certificate verify failed")
+        _ui_down(base, page_cookie, b"certificate verify failed")
+        serve_certificate(good)
+        _recovered(base, routes)
+    said = log.read_text()
+    assert "unhandled error" not in said and "Traceback" not in said, said[-8000:]

@@ -159,16 +159,23 @@ class OpmlService:
         """The same document in pieces of EXPORT_PAGE feeds, each read and formatted
         on its own: 200k feeds at once held the event loop for seconds (and /healthz
         with it); a piece takes milliseconds. Pages follow the creation order by id,
-        so a feed that exists throughout is written exactly once."""
-        yield opml_head(f"podsync subscriptions of {user.name}", datetime.now(UTC)).encode()
+        so a feed that exists throughout is written exactly once. The first piece
+        comes after the first read: a handler that takes it before it starts its
+        answer can still answer a database that is not there with a 503, and a list
+        of one page is whole before anything is sent."""
+        head = opml_head(f"podsync subscriptions of {user.name}", datetime.now(UTC))
         after = 0
+        piece = head.encode()
         while True:
             async with self.db.read() as conn:
                 rows = await subscriptions.feeds_after(
                     conn, user.id, include_unsubscribed, after, EXPORT_PAGE
                 )
-            if not rows:
+            if rows:
+                piece += opml_outlines(OutlineFeed(url, title) for _, url, title in rows).encode()
+            if len(rows) < EXPORT_PAGE:
                 break
-            yield opml_outlines(OutlineFeed(url, title) for _, url, title in rows).encode()
+            yield piece
+            piece = b""
             after = rows[-1][0]
-        yield OPML_TAIL.encode()
+        yield piece + OPML_TAIL.encode()

@@ -4,6 +4,8 @@ database URL as messages show it (without its password).
 A fault that is "not now" (locked, busy, full, read-only, the server down, starting,
 shutting down, out of connections or gone mid-request) leaves the storage layer as
 `Unavailable`: a 503 with `Retry-After` and words that say which, on every route.
+So does any failure to obtain a connection, whatever its class (`no_connection`):
+that is mapped by where it happens, not by a list.
 Text the engine cannot store is `InvalidInput` (400). Anything else is a bug and
 stays an error.
 """
@@ -183,6 +185,22 @@ def connection_fault(exc: BaseException) -> Unavailable | None:
             "the database server did not answer in time; try again shortly", RETRY_AFTER_DOWN
         )
     return unavailable_error(exc)
+
+
+def no_connection(exc: Exception) -> Unavailable:
+    """The Unavailable for any failure to obtain a connection, whatever its class:
+    the words of a known fault (refused, unreachable, starting, too many
+    connections), else the server's own (a database that takes no connections,
+    a password that no longer works, a TLS handshake that fails). Nothing a
+    request sent causes it, and it passes once connections are possible again."""
+    known = connection_fault(exc)
+    if known is not None:
+        return known
+    words = " ".join(str(exc).split())[:300] or type(exc).__name__
+    return Unavailable(
+        f"cannot get a connection to the database server ({words}); try again shortly",
+        RETRY_AFTER_DOWN,
+    )
 
 
 def unstorable_text(exc: BaseException) -> InvalidInput | None:

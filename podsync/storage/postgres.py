@@ -30,6 +30,7 @@ from podsync.errors import PodsyncError, Unavailable
 from podsync.storage.errors import (
     RETRY_AFTER_STORAGE,
     connection_fault,
+    no_connection,
     redact,
     register_engine_errors,
     unstorable_text,
@@ -135,9 +136,25 @@ class PostgresDatabase:
         return self._pool
 
     @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[asyncpg.Connection]:
+        """A pooled connection for one block. Any failure to obtain one (the pool
+        opening a new connection, or a pooled one found closed) is a 503 whatever
+        its class: the server down, a database closed to connections, a password
+        rotated, TLS refused, or anything a driver release adds."""
+        pool = self._ready()
+        try:
+            raw = await pool.acquire()
+        except Exception as exc:
+            raise no_connection(exc) from exc
+        try:
+            yield raw
+        finally:
+            await pool.release(raw)
+
+    @asynccontextmanager
     async def read(self, *, threaded: bool = False) -> AsyncIterator[PgConnection]:
         """A pooled connection in autocommit for the block (`threaded` is SQLite's)."""
-        async with _Faults(self), self._ready().acquire() as raw:
+        async with _Faults(self), self._connection() as raw:
             yield PgConnection(raw)
 
     @asynccontextmanager
@@ -145,7 +162,7 @@ class PostgresDatabase:
         """One REPEATABLE READ read-only transaction: the block's queries agree."""
         async with (
             _Faults(self),
-            self._ready().acquire() as raw,
+            self._connection() as raw,
             raw.transaction(isolation="repeatable_read", readonly=True),
         ):
             yield PgConnection(raw)
@@ -154,7 +171,7 @@ class PostgresDatabase:
     async def write(self) -> AsyncIterator[PgConnection]:
         """One atomic write (READ COMMITTED): all of the block's changes commit, or none.
         Returns once PostgreSQL has committed (durably, with synchronous_commit on)."""
-        async with _Faults(self, writing=True), self._ready().acquire() as raw:
+        async with _Faults(self, writing=True), self._connection() as raw:
             async with raw.transaction():
                 yield PgConnection(raw)
             self.commits += 1

@@ -110,6 +110,22 @@ def _double_int(text: str) -> int:
     return value
 
 
+def unknown_charset(request: web.Request) -> str | None:
+    """The `charset` a request's Content-Type names when Python has no text codec of
+    that name ("x-bogus", "base64"), else None. Every API body is read as UTF-8
+    (JSON is UTF-8 whatever the label, RFC 8259), but a body labelled with a charset
+    nobody can decode is not one to guess at: a 400, on every route."""
+    charset = request.charset
+    if charset is None:
+        return None
+    try:
+        # Not b"": decoding nothing never looks the codec up.
+        b"a".decode(charset, "ignore")
+    except LookupError:
+        return charset
+    return None
+
+
 async def read_json(request: web.Request) -> Any:
     """The request body as JSON. 400 for a wrong Content-Type or bad JSON; the body
     size limit (413) is enforced by aiohttp's client_max_size while reading."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from aiohttp import web
@@ -37,6 +38,12 @@ NEXTCLOUD: web.AppKey[NextcloudSync] = web.AppKey("nextcloud")
 LOGIN_FLOWS: web.AppKey[LoginFlows] = web.AppKey("login_flows")
 # What the feed fetcher learned (titles, artwork, episode titles, fetch errors).
 FEED_INFO: web.AppKey[FeedInfoService] = web.AppKey("feed_info")
+
+# A protocol's own error page: the errors middleware answers a request the page claims
+# (it returns a response: status, description) with it instead of the JSON shape.
+# The web UI registers one for its pages.
+ErrorPage = Callable[[web.Request, int, str], web.Response | None]
+ERROR_PAGE: web.AppKey[ErrorPage] = web.AppKey("error_page")
 
 REQUEST_ID = web.RequestKey("request_id", str)
 CLIENT_ADDRESS = web.RequestKey("client_address", str)

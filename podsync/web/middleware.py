@@ -1,6 +1,7 @@
 """The middleware chain: request id + errors (outermost), client address, bearer auth.
 
-Every error leaves as the one JSON shape with an `X-Request-ID`; an unexpected
+Every error leaves as the one JSON shape with an `X-Request-ID` (or as the page of a
+protocol that answers people, the web UI's, for its own paths); an unexpected
 exception is logged with its request id and answered with a bare 500.
 """
 
@@ -25,8 +26,16 @@ from podsync.errors import (
     Unauthorized,
     Unavailable,
 )
-from podsync.web.http import json_error
-from podsync.web.keys import AUTH, CLIENT_ADDRESS, CONFIG, FROM_TRUSTED_PROXY, REQUEST_ID, USER
+from podsync.web.http import json_error, unknown_charset
+from podsync.web.keys import (
+    AUTH,
+    CLIENT_ADDRESS,
+    CONFIG,
+    ERROR_PAGE,
+    FROM_TRUSTED_PROXY,
+    REQUEST_ID,
+    USER,
+)
 
 log = logging.getLogger("podsync.web")
 
@@ -82,31 +91,36 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
     response: web.StreamResponse
     challenge = WWW_AUTHENTICATE
     try:
+        check_body_charset(request)
         response = await handler(request)
     except InvalidInput as exc:
-        response = json_error(400, str(exc))
+        response = _error_response(request, 400, str(exc))
     except Unauthorized as exc:
-        response = json_error(401, str(exc))
+        response = _error_response(request, 401, str(exc))
         if exc.invalid_token:
             challenge = INVALID_TOKEN_CHALLENGE
     except Forbidden as exc:
-        response = json_error(403, str(exc))
+        response = _error_response(request, 403, str(exc))
     except NotFound as exc:
-        response = json_error(404, str(exc))
+        response = _error_response(request, 404, str(exc))
     except Conflict as exc:
-        response = json_error(400, str(exc))
+        response = _error_response(request, 400, str(exc))
     except TooManyRequests as exc:
-        response = json_error(429, str(exc), headers={"Retry-After": str(exc.retry_after)})
+        response = _error_response(
+            request, 429, str(exc), headers={"Retry-After": str(exc.retry_after)}
+        )
     except Unavailable as exc:
-        response = json_error(503, exc.reason, headers={"Retry-After": str(exc.retry_after)})
+        response = _error_response(
+            request, 503, exc.reason, headers={"Retry-After": str(exc.retry_after)}
+        )
     except web.RequestPayloadError:
-        response = json_error(
-            400, "request body could not be read: it does not decode as its headers say"
+        response = _error_response(
+            request, 400, "request body could not be read: it does not decode as its headers say"
         )
     except web.HTTPException as exc:
         if exc.status < 400:  # podsync never redirects; let any other success through
             raise
-        response = json_error(exc.status, _framework_description(exc, request))
+        response = _error_response(request, exc.status, _framework_description(exc, request))
         if "Allow" in exc.headers:
             response.headers["Allow"] = exc.headers["Allow"]
     except Exception as exc:
@@ -130,13 +144,45 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
                 request_id,
                 extra={"request_id": request_id},
             )
-            response = json_error(
-                500, f"the server failed unexpectedly; quote request id {request_id} to the admin"
+            response = _error_response(
+                request,
+                500,
+                f"the server failed unexpectedly; quote request id {request_id} to the admin",
             )
     if response.status == 401:  # the gpodder layer answers its own Basic challenge
         response.headers.setdefault("WWW-Authenticate", challenge)
     response.headers["X-Request-ID"] = request_id
     return response
+
+
+def check_body_charset(request: web.Request) -> None:
+    """A body labelled with a charset no codec decodes is refused before any handler
+    reads it. The web UI's forms are read by its own form reader, which answers
+    this (and a multipart part's charset) on its page."""
+    if not request.body_exists or (request.match_info.route.name or "").startswith("ui."):
+        return
+    charset = unknown_charset(request)
+    if charset is not None:
+        raise InvalidInput(
+            f"request body could not be read: its charset {charset[:40]!r} is unknown; send UTF-8"
+        )
+
+
+def _error_response(
+    request: web.Request, status: int, description: str, headers: dict[str, str] | None = None
+) -> web.Response:
+    """The JSON error shape, or the page of a protocol that claims the request."""
+    page = request.app.get(ERROR_PAGE)
+    if page is not None:
+        try:
+            response = page(request, status, description)
+        except Exception:
+            log.exception("the error page for %s failed", request.rel_url.raw_path)
+            response = None
+        if response is not None:
+            response.headers.update(headers or {})
+            return response
+    return json_error(status, description, headers)
 
 
 def _client_gone(request: web.Request) -> bool:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import Counter as Tally
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, cast
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge
@@ -121,7 +121,8 @@ class Metrics:
 
 
 async def metrics_page(request: web.Request) -> web.Response:
-    metrics = request.app[METRICS]
+    # The app stores this module's Metrics there (web/app.py), nothing else.
+    metrics = cast(Metrics, request.app[METRICS])
     db = request.app[DB]
     # Counting scans the subscriptions: off the event loop.
     async with db.read(threaded=True) as conn:

@@ -6,8 +6,9 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from podsync.web import health, home, slashes
+from podsync.web import health, home
 from podsync.web.gpodder import handlers as gpodder
+from podsync.web.gpodder import slashes
 from podsync.web.gpodder import subscriptions as gpodder_subscriptions
 from podsync.web.gpodder.http import gpodder_route
 from podsync.web.middleware import Handler

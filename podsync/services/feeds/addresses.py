@@ -2,12 +2,14 @@
 
 A feed URL comes from any user, so a fetch must never reach the server's own
 network: loopback, private, link-local (cloud metadata at 169.254.169.254),
-shared (CGNAT), multicast, reserved and unspecified addresses are refused, after DNS
-resolution and for every redirect. The check sits in the resolver that aiohttp
-connects through, so the address checked is the address connected to: a name that
-resolves to a public address for a check and a private one for the connection (DNS
-rebinding) cannot get past it. IP literals never reach a resolver, so the fetcher
-checks them itself (`check_literal`).
+shared (CGNAT), multicast, reserved and unspecified addresses are refused, and so
+is an IPv6 address that carries one of them (IPv4-mapped, 6to4, Teredo, NAT64); the
+deprecated IPv4-compatible and IPv4-translated forms are refused whatever they
+carry. All of it after DNS resolution and for every redirect. The check sits in the
+resolver that aiohttp connects through, so the address checked is the address
+connected to: a name that resolves to a public address for a check and a private one
+for the connection (DNS rebinding) cannot get past it. IP literals never reach a
+resolver, so the fetcher checks them itself (`check_literal`).
 """
 
 from __future__ import annotations
@@ -43,8 +45,14 @@ _NOT_GLOBAL = tuple(
         "203.0.113.0/24",
         "224.0.0.0/4",
         "240.0.0.0/4",
-        "::/127",
-        "::ffff:0:0/96",
+        "::ffff:0:0/96",  # IPv4-mapped (also judged by the address it carries)
+        # The deprecated IPv4-compatible range, which holds ::/127 (unspecified and
+        # loopback; RFC 4291 2.5.5.1: ::127.0.0.1 is ::7f00:1), and the
+        # IPv4-translated range (RFC 2765: ::ffff:0:127.0.0.1 is ::ffff:0:7f00:1):
+        # `is_global` calls both global whatever IPv4 address they carry, and no
+        # public host is reached through either.
+        "::/96",
+        "::ffff:0:0:0/96",
         "64:ff9b:1::/48",
         "100::/64",
         "2001::/23",

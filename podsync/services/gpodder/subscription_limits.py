@@ -4,7 +4,7 @@ An upload or list replace of more than one piece is written in several transacti
 (so no request holds the event loop or the writer for long); the limits are checked
 first, on the whole write, against the user's entities as they are: a write whose
 result would pass a limit is refused whole (400) before its first piece. No HTTP and
-no database here: the caller reads the entities (`store.gpodder_feed.held`).
+no database here: the caller reads the entities (`store.subscription_stream.held`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from podsync.config import SyncConfig
 from podsync.errors import LimitExceeded
 from podsync.feeds import derive_guid, url_key
 from podsync.services.sync import entity_limit_message, subscription_limit_message
-from podsync.store.gpodder_feed import HeldFeed
+from podsync.store.subscription_stream import HeldFeed
 
 
 def result_counts(

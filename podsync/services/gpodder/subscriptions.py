@@ -28,8 +28,8 @@ from podsync.services.gpodder.episodes import normalise_url
 from podsync.services.gpodder.subscription_limits import check_result
 from podsync.services.sync import SyncService
 from podsync.storage.engine import Engine
-from podsync.store import gpodder_feed, subscriptions
-from podsync.store.gpodder_feed import HeldFeed
+from podsync.store import subscription_stream, subscriptions
+from podsync.store.subscription_stream import HeldFeed
 
 A = TypeVar("A")
 R = TypeVar("R")
@@ -169,10 +169,10 @@ class GpodderSubscriptions:
             if threshold == cursor.FULL_STATE:
                 # Never tombstones on a full state: AntennaPod and Kasts would delete
                 # the local feeds of a first sync.
-                add = await gpodder_feed.subscribed_urls(conn, user_id)
+                add = await subscription_stream.subscribed_urls(conn, user_id)
                 return Changes(add, [], cursor.encode(high))
-            changed = await gpodder_feed.changed_between(conn, user_id, threshold, high)
-            moved = await gpodder_feed.moved_between(conn, user_id, threshold, high)
+            changed = await subscription_stream.changed_between(conn, user_id, threshold, high)
+            moved = await subscription_stream.moved_between(conn, user_id, threshold, high)
         add = [url for url, subscribed in changed if subscribed]
         current = {url_key(u) for u, _ in changed}
         remove = [url for url, subscribed in changed if not subscribed]
@@ -205,7 +205,7 @@ class GpodderSubscriptions:
         async with self.db.snapshot(threaded=True) as conn:
             while True:
                 after = held[-1].id if held else 0
-                page = await gpodder_feed.held_after(conn, user_id, after, HELD_PAGE)
+                page = await subscription_stream.held_after(conn, user_id, after, HELD_PAGE)
                 held += page
                 if len(page) < HELD_PAGE:
                     return held
@@ -216,7 +216,7 @@ class GpodderSubscriptions:
         the common case, is checked there and only there)."""
         # Many removals: their old-URL lookups (one query per 500) off the loop.
         async with self.db.read(threaded=len(plan.remove) > PIECE) as conn:
-            aliases = await gpodder_feed.alias_targets(conn, user_id, plan.remove)
+            aliases = await subscription_stream.alias_targets(conn, user_id, plan.remove)
         urls = [*plan.remove, *plan.add]
         client_id = device_client_id(user_id, device_id)
         update_urls = dict(plan.rewrites)
@@ -253,4 +253,4 @@ class GpodderSubscriptions:
         """Every subscribed feed with its title: up to sync.max_subscriptions_per_user
         rows, read on a worker thread (on the event loop, 20,000 held it for ~0.2 s)."""
         async with self.db.read(threaded=True) as conn:
-            return await gpodder_feed.subscribed_titles(conn, user_id)
+            return await subscription_stream.subscribed_titles(conn, user_id)

@@ -22,8 +22,13 @@ async def export_subscriptions(request: web.Request) -> web.StreamResponse:
     )
     response.content_type = OPML_CONTENT_TYPE
     response.charset = "utf-8"
+    chunks = service.export_chunks(request[USER], include_unsubscribed)
+    # The first piece reads the database: a fault there is still a 503, not a 200
+    # cut short.
+    first = await anext(chunks)
     await response.prepare(request)
-    async for chunk in service.export_chunks(request[USER], include_unsubscribed):
+    await response.write(first)
+    async for chunk in chunks:
         await response.write(chunk)
         # Reads run on the loop and a write returns at once while the socket buffer
         # has room, so nothing above yields: let the other requests in between pieces.

@@ -30,7 +30,8 @@ from podsync.web.ui.render import render
 UPLOAD_MAX_MIB = 10  # an OPML of 20,000 feeds is ~3 MiB
 UPLOAD_MAX = UPLOAD_MAX_MIB * 1024 * 1024
 # Past the cap the rest of an upload is read and dropped (so the browser gets the
-# page, not a reset connection), but only up to here; beyond it the answer is 413.
+# page, not a reset connection), but only up to here; beyond it reading stops. The
+# answer is the same 413 page either way: it names the cap people see, 10 MiB.
 DRAIN_MAX = 128 * 1024 * 1024
 
 LOGIN_NOTICES = {
@@ -194,16 +195,17 @@ class UploadTooLarge(Exception):
 
 async def _read_upload(request: web.Request) -> tuple[str | None, bytes | None]:
     """(csrf field, file bytes) of the multipart form, reading at most UPLOAD_MAX of
-    the file; UploadTooLarge past it (after reading the rest, up to DRAIN_MAX)."""
+    the file; UploadTooLarge past it (after reading the rest, up to DRAIN_MAX: past
+    that, at once)."""
     if not request.content_type.startswith("multipart/form-data"):
         raise InvalidInput("send the form as multipart/form-data")
     csrf: str | None = None
     data: bytes | None = None
-    too_large = False
+    too_large = drained = False
     seen = 0
     try:
         reader = await request.multipart()
-        while (part := await reader.next()) is not None:
+        while not drained and (part := await reader.next()) is not None:
             if not isinstance(part, BodyPartReader):
                 raise InvalidInput(FORM_UNREADABLE)
             buffer = bytearray()
@@ -211,7 +213,8 @@ async def _read_upload(request: web.Request) -> tuple[str | None, bytes | None]:
             while chunk := await part.read_chunk(65536):
                 seen += len(chunk)
                 if seen > DRAIN_MAX:
-                    raise web.HTTPRequestEntityTooLarge(max_size=UPLOAD_MAX, actual_size=seen)
+                    too_large = drained = True
+                    break
                 if len(buffer) + len(chunk) > cap:
                     too_large = too_large or part.name == "opml"
                     continue
@@ -279,8 +282,11 @@ async def export_opml(request: web.Request) -> web.StreamResponse:
     )
     response.content_type = "text/x-opml"
     response.charset = "utf-8"
+    chunks = request.app[OPML].export_chunks(user, include_unsubscribed)
+    first = await anext(chunks)  # reads the database: a fault is still the 503 page
     await response.prepare(request)
-    async for chunk in request.app[OPML].export_chunks(user, include_unsubscribed):
+    await response.write(first)
+    async for chunk in chunks:
         await response.write(chunk)
         await asyncio.sleep(0)
     await response.write_eof()

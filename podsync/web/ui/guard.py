@@ -19,7 +19,7 @@ from multidict import MultiDictProxy
 
 from podsync.errors import InvalidInput, NotFound, TooManyRequests, Unavailable
 from podsync.web.home import server_address
-from podsync.web.keys import CLIENT_ADDRESS, CONFIG
+from podsync.web.keys import CLIENT_ADDRESS, CONFIG, REQUEST_ID
 from podsync.web.ui.keys import SIGNED_IN, WEB_SESSIONS
 from podsync.web.ui.render import render
 
@@ -34,8 +34,17 @@ CSRF_REFUSED = (
 
 FORM_UNREADABLE = "The form could not be read. Nothing was changed."
 # What aiohttp raises for a body that is not what its headers say: multipart with no
-# boundary or a line too long, a Content-Encoding that does not decode.
-FORM_READ_ERRORS = (ValueError, HttpProcessingError, web.RequestPayloadError)
+# boundary or a line too long, a Content-Encoding that does not decode, text that is
+# not in its charset (UnicodeDecodeError, a ValueError); a charset no codec has, for
+# the form or one of its parts (LookupError); a part's Content-Transfer-Encoding it
+# does not know (RuntimeError). Caught around reading the form only.
+FORM_READ_ERRORS = (
+    ValueError,
+    LookupError,
+    RuntimeError,
+    HttpProcessingError,
+    web.RequestPayloadError,
+)
 # NUL and lone surrogates: no database stores them (PostgreSQL refuses NUL in text).
 _UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")
 UNSTORABLE = "The form contained a character no field can hold (NUL). Nothing was changed."
@@ -63,15 +72,7 @@ def ui_route(
         try:
             return await _run(request, handler, public, admin, reads_own_body)
         except Refused as exc:
-            return render(
-                request,
-                "error.html",
-                "Refused",
-                status=403,
-                message=str(exc),
-                back_href="/ui/",
-                back_label="Back to the overview",
-            )
+            return _error(request, 403, "Refused", str(exc))
         except NotFound as exc:
             return _error(request, 404, "Not found", str(exc))
         except TooManyRequests as exc:
@@ -85,8 +86,8 @@ def ui_route(
         except InvalidInput as exc:
             return _error(request, 400, "Not accepted", str(exc))
         except web.HTTPRequestEntityTooLarge:
-            limit = request.app[CONFIG].server.max_body_bytes
-            return _error(request, 413, "Too large", f"The form was larger than {limit} bytes.")
+            limit = size_text(request.app[CONFIG].server.max_body_bytes)
+            return _error(request, 413, "Too large", f"The form was larger than {limit}.")
 
     wrapped.__name__ = handler.__name__
     wrapped.__doc__ = handler.__doc__
@@ -182,6 +183,12 @@ def cookie_is_secure(request: web.Request) -> bool:
     return request.secure or server_address(request).startswith("https://")
 
 
+def size_text(limit: int) -> str:
+    """A byte limit as people read it: "1 MiB", or bytes when not whole MiB."""
+    mib, rest = divmod(limit, 1 << 20)
+    return f"{mib} MiB" if mib and not rest else f"{limit} bytes"
+
+
 def _error(request: web.Request, status: int, heading: str, message: str) -> web.Response:
     return render(
         request,
@@ -189,10 +196,40 @@ def _error(request: web.Request, status: int, heading: str, message: str) -> web
         heading,
         status=status,
         message=message,
+        request_id=request.get(REQUEST_ID, ""),
         back_href="/ui/",
         back_label="Back to the overview",
     )
 
 
 def error_page(request: web.Request, status: int, heading: str, message: str) -> web.Response:
+    return _error(request, status, heading, message)
+
+
+# Headings of the page that answers an error the errors middleware met on a UI path
+# (one no UI handler answered itself: a fault, a method the path does not take).
+HEADINGS = {
+    400: "Not accepted",
+    403: "Refused",
+    404: "Not found",
+    405: "Not allowed",
+    413: "Too large",
+    429: "Too many attempts",
+    503: "Try again in a moment",
+}
+
+
+def is_ui_path(path: str) -> bool:
+    return path == "/ui" or path.startswith("/ui/")
+
+
+def page_for_error(request: web.Request, status: int, description: str) -> web.Response | None:
+    """The errors middleware's page for the UI's paths (web/keys.py ERROR_PAGE): the
+    layout, the message and the request id, never the API's JSON."""
+    if not is_ui_path(request.path):
+        return None
+    heading = HEADINGS.get(status, "Something went wrong")
+    message = description[:1].upper() + description[1:]
+    if not message.endswith("."):
+        message += "."
     return _error(request, status, heading, message)

@@ -10,9 +10,9 @@ from podsync.services.accounts import AccountService
 from podsync.services.browsing import BrowseService
 from podsync.services.opml_io import OpmlService
 from podsync.services.web_sessions import WebSessionService
-from podsync.web.keys import AUTH, CONFIG, DB, SYNC
+from podsync.web.keys import AUTH, CONFIG, DB, ERROR_PAGE, SYNC
 from podsync.web.ui import account, admin, app_passwords, grant, pages
-from podsync.web.ui.guard import Handler, error_page, ui_route
+from podsync.web.ui.guard import Handler, error_page, page_for_error, ui_route
 from podsync.web.ui.keys import ACCOUNTS, BROWSE, OPML, STYLESHEET, WEB_SESSIONS
 from podsync.web.ui.render import STATIC_CSS, stylesheet
 
@@ -85,6 +85,7 @@ def setup_ui(app: web.Application) -> None:
     app's own resources are in its cleanup_ctx (the services need them)."""
     app.cleanup_ctx.append(_services)
     app[STYLESHEET] = stylesheet()
+    app[ERROR_PAGE] = page_for_error
     routes = [
         web.route(method, path, ui_route(handler, **options), name=f"ui.r{n}_{handler.__name__}")
         for n, (method, path, handler, options) in enumerate(_UI)
