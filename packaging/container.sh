@@ -2,6 +2,7 @@
 # Build and save podsync's container image with podman (packaging/Dockerfile).
 #
 #   packaging/container.sh build [--arch amd64|arm64]   # -> localhost/podsync:VERSION-ARCH
+#                                 # (and localhost/podsync:latest, for this machine's CPU)
 #   packaging/container.sh save  [--arch amd64|arm64] [--output DIR]
 #                                 # -> DIR/podsync-VERSION-ARCH.oci.tar (default DIR: dist)
 #   packaging/container.sh podman ARGS...   # podman, set up as these scripts run it
@@ -98,6 +99,11 @@ build() {
         --build-arg BUILDER_BASE="$builder_base" --build-arg RUNTIME_BASE="$runtime_base" \
         --build-arg VERSION="$version" \
         --file "$root/packaging/Dockerfile" --tag "$image" "$root" >/dev/null
+    # This machine's own image is also localhost/podsync:latest, the one the compose
+    # files run: `packaging/container.sh build` then `podman-compose up -d` uses it.
+    if [[ "$arch" == "$(native_arch)" ]]; then
+        pod tag "$image" localhost/podsync:latest
+    fi
     echo "container.sh: built $image ($(pod image inspect --format '{{.Size}}' "$image" |
         awk '{printf "%.0f MB", $1 / 1e6}'), $((SECONDS - started)) s)" >&2
     echo "$image"

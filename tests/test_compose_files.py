@@ -96,3 +96,24 @@ def test_the_postgres_example_waits_for_a_healthy_database_with_the_same_credent
     )
     # The password comes from .env, never written in the file.
     assert "${POSTGRES_PASSWORD:?" in postgres["environment"]["POSTGRES_PASSWORD"]
+
+
+@pytest.mark.parametrize("name", COMPOSE_FILES)
+def test_a_compose_file_reads_the_same_with_every_compose_tool(name: str) -> None:
+    """What makes Compose v2, Debian's docker-compose 1.29 and podman-compose 1.0.3 run
+    it alike (tests/test_compose_run.py runs compose.yaml with each)."""
+    document: dict[str, Any] = yaml.safe_load((PACKAGING / name).read_text())
+    assert "name" not in document  # Compose 1.29 refuses a top-level name
+    # Each tool would prefix its own project name to a volume without one.
+    for key, volume in document["volumes"].items():
+        assert volume["name"].startswith("podsync"), key
+    if name == "compose.yaml":
+        assert document["volumes"]["podsync-data"]["name"] == "podsync-data"
+    for service in document["services"].values():
+        # podman-restart.service starts only "always" containers at boot.
+        assert service["restart"] == "always"
+        # Below a restricted host's hard limits, where podman's defaults are above.
+        assert service["ulimits"] == {"nofile": 8192, "nproc": 1024}
+    podsync = document["services"]["podsync"]
+    assert podsync["pull_policy"] == "never"  # the image built or loaded here, as it is
+    assert podsync["image"] == "${PODSYNC_IMAGE:-localhost/podsync:latest}"

@@ -63,3 +63,20 @@ def test_the_documented_proxy_recipes_are_the_tested_files() -> None:
     [caddy_shown] = re.findall(r"```caddyfile\n(.*?)```", operations, re.DOTALL)
     for line in caddy_shown.strip().splitlines():
         assert line.strip() in caddy, line
+
+
+def test_every_script_the_docs_run_is_executable_in_git() -> None:
+    """`packaging/container.sh build` as the docs write it needs the mode in git, not
+    only on this checkout (a fresh clone gets "Permission denied" otherwise)."""
+    import subprocess
+
+    text = "\n".join(p.read_text() for p in [README, *DOCS, *sorted(ROOT.glob("packaging/*"))])
+    scripts = set(re.findall(r"\bpackaging/[\w.-]+\.sh\b", text))
+    assert {"packaging/container.sh", "packaging/build.sh", "packaging/release.sh"} <= scripts
+    listed = subprocess.run(
+        ["git", "ls-files", "-s", "--", *sorted(scripts)],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    modes = {line.split("\t")[1]: line.split()[0] for line in listed.splitlines()}
+    assert set(modes) == scripts, f"not in git: {scripts - set(modes)}"
+    assert {path for path, mode in modes.items() if mode != "100755"} == set()

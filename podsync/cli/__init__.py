@@ -36,7 +36,10 @@ log = logging.getLogger("podsync")
     "config_path",
     envvar="PODSYNC_CONFIG",
     type=click.Path(dir_okay=False),
-    help="TOML config file [env: PODSYNC_CONFIG; default: ./podsync.toml when it exists].",
+    help=(
+        "TOML config file [env: PODSYNC_CONFIG; default: ./podsync.toml, else "
+        "/etc/podsync/podsync.toml, when it exists]."
+    ),
 )
 @click.pass_context
 def cli(ctx: click.Context, config_path: str | None) -> None:

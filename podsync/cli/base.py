@@ -114,6 +114,32 @@ def require_database(config: Config) -> None:
         raise click.ClickException(f"no database at {path} (check --config or PODSYNC_CONFIG)")
 
 
+def refuse_a_database_of_root_in_another_users_directory(config: Config) -> None:
+    """`sudo podsync user add alice` before the service ever started: root would make
+    the service's database, and the service, running as its own user, could not
+    open it. (Root on an existing database is fine: SQLite gives the files it makes
+    beside it the database's owner.)"""
+    if config.database.url or not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return
+    directory = Path(config.database.path).parent
+    try:
+        owner = directory.stat().st_uid
+    except OSError:
+        return
+    if owner != 0:
+        import pwd
+
+        try:
+            name = pwd.getpwuid(owner).pw_name
+        except KeyError:
+            name = str(owner)
+        raise click.ClickException(
+            f"no database at {os.path.abspath(config.database.path)}, and root would make "
+            f"one in {directory}, which belongs to {name}: run this as that user "
+            f"(sudo -u {name} podsync ...), or start the service first"
+        )
+
+
 def run_with_db(
     config: Config, action: Callable[[Engine], Awaitable[T]], create: bool = False
 ) -> T:
@@ -125,6 +151,7 @@ def run_with_db(
     if new and not create:
         require_database(config)
     if new:
+        refuse_a_database_of_root_in_another_users_directory(config)
         make_default_directory(config)
 
     async def main() -> T:

@@ -18,7 +18,7 @@ from urllib.parse import SplitResult, urlsplit
 
 from podsync.config import database_url
 from podsync.config.envvars import CONFIG_ENV, screen_variable
-from podsync.config.locations import default_database_path
+from podsync.config.locations import SYSTEM_CONFIG_FILE, default_database_path, is_file
 from podsync.config.sections import (
     AuthConfig,
     DatabaseConfig,
@@ -157,19 +157,22 @@ def load_config(
     path: str | os.PathLike[str] | None = None,
     environ: Mapping[str, str] | None = None,
     cwd: Path | None = None,
+    system_config: Path | None = SYSTEM_CONFIG_FILE,
 ) -> Config:
     """Build the configuration.
 
     `path` is the --config option; without it `PODSYNC_CONFIG`, then ./podsync.toml
-    when it exists, then the built-in defaults.
+    when it exists, then the service's /etc/podsync/podsync.toml when it exists
+    (`system_config`; None: none), then the built-in defaults.
     """
-    return load_config_and_origin(path, environ, cwd)[0]
+    return load_config_and_origin(path, environ, cwd, system_config)[0]
 
 
 def load_config_and_origin(
     path: str | os.PathLike[str] | None = None,
     environ: Mapping[str, str] | None = None,
     cwd: Path | None = None,
+    system_config: Path | None = SYSTEM_CONFIG_FILE,
 ) -> tuple[Config, ConfigOrigin]:
     """`load_config`, and where each value came from."""
     env = os.environ if environ is None else environ
@@ -182,8 +185,10 @@ def load_config_and_origin(
         file_path = Path(path)
     elif env.get(CONFIG_ENV):
         file_path = Path(env[CONFIG_ENV])
-    elif (cwd / DEFAULT_CONFIG_FILE).is_file():
+    elif is_file(cwd / DEFAULT_CONFIG_FILE):  # an unreadable directory has none
         file_path = cwd / DEFAULT_CONFIG_FILE
+    elif system_config is not None and is_file(system_config):
+        file_path = system_config
     if file_path is not None and not file_path.is_absolute():
         file_path = cwd / file_path
 
@@ -194,7 +199,16 @@ def load_config_and_origin(
         except FileNotFoundError:
             raise ConfigError(f"config file {file_path} does not exist") from None
         except OSError as exc:
-            raise ConfigError(f"config file {file_path} cannot be read: {exc.strerror}") from None
+            hint = ""
+            if file_path == system_config:
+                hint = (
+                    " (the service's configuration, read when no other is named: run the "
+                    "command as the service's user, e.g. sudo -u podsync podsync ..., "
+                    "or name a file with --config)"
+                )
+            raise ConfigError(
+                f"config file {file_path} cannot be read: {exc.strerror}{hint}"
+            ) from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"config file {file_path} is not valid TOML: {exc}") from None
         for section, table in document.items():

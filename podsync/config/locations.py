@@ -9,6 +9,19 @@ from collections.abc import Mapping
 from pathlib import Path
 
 DATABASE_FILE = "podsync.db"
+# The configuration of podsync installed as a service (packaging/podsync.service):
+# read when no other file is named, so that an admin command finds the service's
+# database instead of making one of its own.
+SYSTEM_CONFIG_FILE = Path("/etc/podsync/podsync.toml")
+
+
+def is_file(path: Path) -> bool:
+    """Whether `path` is a file; False too where it cannot be looked at (a directory
+    this user may not read, as /root is for `sudo -u podsync podsync ...`)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
 
 
 def _state_directory(environ: Mapping[str, str]) -> str:
@@ -35,7 +48,7 @@ def default_database_path(environ: Mapping[str, str], cwd: Path) -> tuple[str, t
     it is an old ./podsync.db (the default of earlier releases, still used)."""
     standard = default_data_directory(environ) / DATABASE_FILE
     legacy = cwd / DATABASE_FILE
-    if not _state_directory(environ) and legacy.is_file() and legacy != standard:
+    if not _state_directory(environ) and is_file(legacy) and legacy != standard:
         note = (
             f"using {legacy}: a podsync.db in the working directory (where earlier "
             f"releases kept it). Commands run elsewhere use {standard} instead: stop "

@@ -70,6 +70,10 @@ class DeviceService:
                 conn, user_id, check_device_id(device_id), caption, kind, timestamps.now_us()
             )
 
+    async def exists(self, user_id: int, device_id: str) -> bool:
+        async with self.db.read() as conn:
+            return await devices.exists(conn, user_id, check_device_id(device_id))
+
     async def ensure(self, user_id: int, device_id: str) -> None:
         """Create the device if the user lacks it; a read, and a write only when new."""
         check_device_id(device_id)

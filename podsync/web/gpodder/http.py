@@ -8,8 +8,10 @@ pay no extra stack frame, and a deeply nested JSON body still parses):
 - `Cache-Control: no-store` on every answer, and a 401 challenges
   `Basic realm="podsync"` (urllib, inside gPodder, retries only on that challenge
   and raises on a Bearer one).
-- A write on the cookie alone that a browser marks as made by a page of another
-  site is a 403 (`_refuse_foreign_page`).
+- A write that a browser marks as made by a page of another site is a 403 before
+  authentication, whatever credentials it carries: a browser that once answered
+  the Basic prompt sends those credentials to any page's form post, as it does the
+  cookie (contract section 15, `web/origin.py`).
 Repeated slashes (Kasts turns a typed trailing `/` into `//api/2/...`) are routed
 as one by `web/slashes.py`, without a redirect.
 """
@@ -30,7 +32,7 @@ from podsync.services.gpodder.auth import Session
 from podsync.web.http import json_error
 from podsync.web.keys import CLIENT_ADDRESS, CONFIG, GPODDER, GPODDER_SESSION, USER
 from podsync.web.middleware import Handler, is_trusted_proxy
-from podsync.web.origin import SAFE_METHODS, foreign_page
+from podsync.web.origin import refuse_foreign_write
 
 COOKIE = "sessionid"
 CHALLENGE = 'Basic realm="podsync", charset="UTF-8"'
@@ -99,7 +101,6 @@ async def _authenticate(
     if header is None:
         if cookie_session is None:
             raise Unauthorized(NEED_CREDENTIALS)  # not a failure: urllib asks first
-        _refuse_foreign_page(request)
         refresh = gp.auth.needs_refresh(cookie_session)
         return cookie_session, cookie_session.user, refresh, cookie_session.app_password_id
     name, password = _basic_credentials(header)
@@ -114,21 +115,6 @@ async def _authenticate(
     ):
         return cookie_session, user, gp.auth.needs_refresh(cookie_session), app_password_id
     return None, user, True, app_password_id
-
-
-def _refuse_foreign_page(request: web.Request) -> None:
-    """A cookie rides along with any request a browser makes to this host, and every
-    body here is read as JSON whatever its type (the apps need that): a page of a
-    sibling subdomain or port could POST text/plain to a user's list. Browsers say
-    which page made a request; apps send neither header (contract section 14)."""
-    if request.method in SAFE_METHODS:
-        return
-    reason = foreign_page(request)
-    if reason is not None:
-        raise Forbidden(
-            f"a write on the session cookie alone must come from an app, not from a web "
-            f"page of another site ({reason}); apps send Basic credentials or no such header"
-        )
 
 
 def gpodder_route(handler: Handler, kind: str = "") -> Handler:
@@ -152,6 +138,7 @@ def gpodder_route(handler: Handler, kind: str = "") -> Handler:
 
 async def _authenticated(request: web.Request, handler: Handler, kind: str) -> web.StreamResponse:
     gp = request.app[GPODDER]
+    refuse_foreign_write(request)  # before the credentials: never a failed login
     try:
         session, user, new_cookie, app_password_id = await _authenticate(request, gp)
     except Unauthorized:
