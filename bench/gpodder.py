@@ -6,7 +6,8 @@ Prints, for one client calling sequentially over one keep-alive connection:
 - a 30-action episode upload (AntennaPod's batch size), each batch new;
 - a subscriptions pull of a 1,000-feed account from since=0 (a first sync);
 - Basic-authenticated calls per second (GET devices, as Kasts sends Basic on every
-  call) with the verification cache on (basic_cache_seconds = 300) and off (0);
+  call) with the verification cache on (basic_cache_seconds = 300) and off (0),
+  and with an app password as the Basic password (cache off: it needs none);
 - the 1,000-feed first upload itself (one POST, AntennaPod's first sync).
 Each server gets a fresh database in a temp dir and is stopped at the end.
 """
@@ -17,6 +18,7 @@ import argparse
 import base64
 import http.client
 import json
+import os
 import socket
 import statistics
 import subprocess
@@ -81,9 +83,19 @@ class Podsync:
             self.proc.wait(timeout=15)
 
 
-def call(conn: http.client.HTTPConnection, method: str, path: str, body: object = None) -> bytes:
+def basic_header(password: str) -> dict[str, str]:
+    return {"Authorization": "Basic " + base64.b64encode(f"bench:{password}".encode()).decode()}
+
+
+def call(
+    conn: http.client.HTTPConnection,
+    method: str,
+    path: str,
+    body: object = None,
+    headers: dict[str, str] = AUTH,
+) -> bytes:
     data = None if body is None else json.dumps(body).encode()
-    conn.request(method, path, body=data, headers=AUTH)
+    conn.request(method, path, body=data, headers=headers)
     response = conn.getresponse()
     payload = response.read()
     if response.status != 200:
@@ -160,27 +172,59 @@ def main() -> None:
                 ),
             )
         )
-        basic = per_second(conn, args.seconds)
+        assert server.proc is not None
+        basic, basic_cpu = per_second(conn, args.seconds, pid=server.proc.pid)
         conn.close()
     with tempfile.TemporaryDirectory() as tmp, Podsync(Path(tmp), 0) as server:
         conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
-        uncached = per_second(conn, min(args.seconds, 3.0))
+        assert server.proc is not None
+        uncached, uncached_cpu = per_second(conn, min(args.seconds, 3.0), pid=server.proc.pid)
+        made = subprocess.run(
+            server.command("user", "app-passwords", "bench", "--create", "bench"),
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        app_password, app_cpu = per_second(
+            conn, args.seconds, basic_header(made.stdout.strip()), server.proc.pid
+        )
         conn.close()
     print("\n".join(rows))
     print()
-    print("| Basic-auth GET devices, one client | calls/s |")
-    print("|---|---|")
-    print(f"| verification cache on (300 s) | {basic:.0f} |")
-    print(f"| verification cache off (0 s): one argon2id per call | {uncached:.1f} |")
+    print("| Basic-auth GET devices, one client | calls/s | server CPU µs per call |")
+    print("|---|---|---|")
+    print(f"| verification cache on (300 s) | {basic:.0f} | {basic_cpu:.0f} |")
+    print(
+        f"| verification cache off (0 s): one argon2id per call | {uncached:.1f} "
+        f"| {uncached_cpu:.0f} |"
+    )
+    print(f"| an app password (no cache, no argon2id) | {app_password:.0f} | {app_cpu:.0f} |")
 
 
-def per_second(conn: http.client.HTTPConnection, seconds: float) -> float:
-    call(conn, "GET", "/api/2/devices/bench.json")  # warm the cache
+def per_second(
+    conn: http.client.HTTPConnection,
+    seconds: float,
+    headers: dict[str, str] = AUTH,
+    pid: int | None = None,
+) -> tuple[float, float]:
+    """(calls per second, the server's CPU microseconds per call; 0 without `pid`)."""
+    call(conn, "GET", "/api/2/devices/bench.json", headers=headers)  # warm the cache
+    cpu_before = cpu_seconds(pid)
     count, start = 0, time.perf_counter()
     while time.perf_counter() - start < seconds:
-        call(conn, "GET", "/api/2/devices/bench.json")
+        call(conn, "GET", "/api/2/devices/bench.json", headers=headers)
         count += 1
-    return count / (time.perf_counter() - start)
+    rate = count / (time.perf_counter() - start)
+    return rate, (cpu_seconds(pid) - cpu_before) / count * 1e6
+
+
+def cpu_seconds(pid: int | None) -> float:
+    """User + system CPU seconds of process `pid` and its threads (Linux /proc)."""
+    if pid is None:
+        return 0.0
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 if __name__ == "__main__":

@@ -132,7 +132,7 @@ async def test_names_are_checked_and_unique_per_user(
     config: Config, seeded_users: tuple[str, ...]
 ) -> None:
     await make(config, "Kasts")
-    for bad in ("", "   ", "x" * 101, "tab\there", "new\nline"):
+    for bad in ("", "   ", "x" * 101, "tab\there", "new\nline", "nul\x00", "lone \udcff"):
         with pytest.raises(InvalidInput):
             await make(config, bad)
     with pytest.raises(Conflict, match="already has an app password named 'Kasts'"):
@@ -173,8 +173,9 @@ async def test_revoke_by_name_or_id_and_revoke_all(
         bobs, _ = await service.create(bob, "Kasts")
         with pytest.raises(NotFound):
             await service.revoke(alice, str(bobs.id))  # not hers
-        with pytest.raises(NotFound):
-            await service.revoke(alice, "AntennaPod")
+        for missing in ("AntennaPod", "99999999999999999999999", "\ud800", "a\x00b", "-1"):
+            with pytest.raises(NotFound):
+                await service.revoke(alice, missing)
         assert (await service.revoke(alice, str(kasts.id))).name == "Kasts"
         assert [p.id for p in await service.list(alice)] == [gpodder.id]
         await service.revoke(alice, "gPodder")

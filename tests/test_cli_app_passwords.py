@@ -74,6 +74,7 @@ def test_make_list_and_revoke_with_the_cli(
         (("--create", "gPodder"), "already has an app password named 'gPodder'"),
         (("--create", " "), "give the app password a name"),
         (("--revoke", "AntennaPod"), "alice has no app password named 'AntennaPod'"),
+        (("--revoke", "9" * 30), "alice has no app password named"),
     ):
         refused = run(config, "user", "app-passwords", "alice", *args)
         assert refused.exit_code == 1 and message in refused.stderr, refused.output

@@ -41,6 +41,9 @@ MAX_NAME_LENGTH = 100
 # A use is recorded at most once a minute per app password: not a write per request.
 TOUCH_EVERY_US = 60 * 1_000_000
 _SHAPE = re.compile(r"[0-9A-Za-z-]{30,40}", re.ASCII)
+# NUL and lone surrogates: no database stores them.
+_UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")
+MAX_ID = 2**63  # a 64-bit integer column holds no larger id
 
 log = logging.getLogger("podsync.auth")
 
@@ -89,7 +92,7 @@ def check_name(name: str) -> str:
         raise InvalidInput("give the app password a name (the app it is for)")
     if len(name) > MAX_NAME_LENGTH:
         raise InvalidInput(f"an app password's name is at most {MAX_NAME_LENGTH} characters")
-    if not name.isprintable() or re.search(r"[\ud800-\udfff]", name):
+    if not name.isprintable() or _UNSTORABLE.search(name):
         raise InvalidInput("an app password's name must be printable text")
     return name
 
@@ -150,12 +153,16 @@ class AppPasswordService:
     async def revoke(self, user: User, name_or_id: str) -> AppPassword:
         """End the app password with this name, else (digits) with this id; NotFound
         when the user has none such."""
+        missing = NotFound(f"{user.name} has no app password named {name_or_id!r}")
+        if _UNSTORABLE.search(name_or_id):  # no name holds one (nor can SQL take it)
+            raise missing
         async with self.db.write() as conn:
             found = await app_passwords.find_by_name(conn, user.id, name_or_id)
-            if found is None and name_or_id.isascii() and name_or_id.isdigit():
+            digits = name_or_id.isascii() and name_or_id.isdigit()
+            if found is None and digits and int(name_or_id) < MAX_ID:
                 found = await app_passwords.find_by_id(conn, user.id, int(name_or_id))
             if found is None:
-                raise NotFound(f"{user.name} has no app password named {name_or_id!r}")
+                raise missing
             await app_passwords.delete(conn, user.id, found.id)
         log.info("app password %d of user %s revoked", found.id, user.name)
         return found

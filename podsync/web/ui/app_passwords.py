@@ -26,6 +26,7 @@ from podsync.web.ui.render import Moment, render, zone
 
 PASSWORD_RULE = f"At least {MIN_PASSWORD_LENGTH} characters."
 NAME_HINT = "The app it is for, e.g. Kasts on the laptop."
+ACCOUNT = "/ui/account"  # the menu marks it current on the pages here too
 ACCOUNT_NOTICES = {"revoked": "App password revoked. The app using it must be given a new one."}
 
 log = logging.getLogger("podsync.ui")
@@ -68,6 +69,7 @@ async def account_page(
         name_value=name_value,
         name_hint=NAME_HINT,
         name_max=MAX_NAME_LENGTH,
+        current=ACCOUNT,
     )
 
 
@@ -95,6 +97,7 @@ async def confirm_revoke(request: web.Request) -> web.Response:
         "revoke.html",
         "Revoke app password",
         app_password=_rows(request, [found])[0],
+        current=ACCOUNT,
     )
 
 
