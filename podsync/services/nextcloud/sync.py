@@ -29,7 +29,7 @@ from podsync.feeds import url_key
 from podsync.services.gpodder import Gpodder
 from podsync.services.gpodder.subscriptions import device_client_id
 from podsync.storage.engine import Engine
-from podsync.store import gpodder_feed, nextcloud_feed
+from podsync.store import nextcloud_feed, subscription_stream
 
 # Seconds before `since` that a pull still answers: the second Kasts' + 1 skips, a
 # change committed by another process after a pull that was stamped before it, a
@@ -107,7 +107,7 @@ class NextcloudSync:
         async with self.db.snapshot() as conn:
             if cutoff == 0:
                 # Never a remove on a first sync: the apps would delete local feeds.
-                add = await gpodder_feed.subscribed_urls(conn, user_id)
+                add = await subscription_stream.subscribed_urls(conn, user_id)
                 self.served.remember(key, now)
                 return SubscriptionChanges(add, [], now)
             changed = await nextcloud_feed.changed_since(
