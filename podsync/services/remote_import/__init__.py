@@ -1,0 +1,172 @@
+"""Arriving with your history: a remote account's subscriptions and every episode
+action, read from another server (gpodder.net v2 API or Nextcloud GPodder Sync) and
+applied to a podsync account with the same rules as an upload.
+
+What is applied stays applied, and applying it again adds nothing, so an import that
+stops half way (a remote that fails, a limit) is completed by running it again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from podsync import timestamps
+from podsync.errors import LimitExceeded
+from podsync.model import User
+from podsync.opml import OutlineFeed
+from podsync.services.gpodder.episodes import (
+    EpisodeService,
+    SkipItem,
+    content_hash,
+    parse_client_time,
+    parse_item,
+)
+from podsync.services.opml_io import OpmlService
+from podsync.services.remote_import.client import (
+    RemoteAccount,
+    RemoteClient,
+    RemoteError,
+    RemoteUnauthorized,
+)
+from podsync.services.remote_import.report import RemoteImportReport
+from podsync.store.episodes import EpisodeAction
+
+__all__ = [
+    "RemoteAccount",
+    "RemoteError",
+    "RemoteImportReport",
+    "RemoteImportService",
+    "RemoteUnauthorized",
+]
+
+# Actions written per transaction: a short hold of the write lock, never across a
+# remote call.
+ACTION_CHUNK = 1000
+# A server that keeps answering new pages past this is not paging, it is looping.
+MAX_PAGES = 100_000
+NO_TIME = "no usable time (missing, malformed, or more than a day ahead)"
+
+Parsed = tuple[EpisodeAction, bytes]
+
+
+def parse_page(
+    items: list[Any], now: int, seen: set[bytes]
+) -> tuple[list[Parsed], Counter[str], int]:
+    """One answer's actions as the upload rules read them (pure, run in a thread):
+    what to store, the skipped by reason, and how many were new to this run (an
+    action seen on an earlier page is not new). An action without a time of its own
+    is skipped: the time of receipt would make it a new action on every run."""
+    parsed: list[Parsed] = []
+    skipped: Counter[str] = Counter()
+    fresh = 0
+    rewrites: dict[str, str] = {}
+    for item in items:
+        marker = _marker(item)
+        if marker in seen:
+            continue
+        seen.add(marker)
+        fresh += 1
+        if not isinstance(item, dict) or parse_client_time(item.get("timestamp"), now) == now:
+            skipped[NO_TIME if isinstance(item, dict) else "not an object"] += 1
+            continue
+        try:
+            action = parse_item(item, now, rewrites)
+        except SkipItem as exc:
+            skipped[str(exc)] += 1
+            continue
+        parsed.append((action, content_hash(action)))
+    return parsed, skipped, fresh
+
+
+def _marker(item: Any) -> bytes:
+    return json.dumps(item, sort_keys=True, separators=(",", ":"), default=str).encode()
+
+
+class RemoteImportService:
+    def __init__(self, opml: OpmlService, episodes: EpisodeService) -> None:
+        self.opml = opml
+        self.episodes = episodes
+
+    async def import_from(
+        self,
+        user: User,
+        account: RemoteAccount,
+        *,
+        allow_private: bool = True,
+        progress: Callable[[str], None] | None = None,
+    ) -> RemoteImportReport:
+        """Read `account` and apply it to `user`. RemoteUnauthorized (nothing read,
+        nothing changed) when the remote refuses the password, RemoteError when
+        nothing at all could be read; a failure later ends the import with the
+        report so far and its `error` set."""
+        say = progress or (lambda _text: None)
+        async with RemoteClient(account, allow_private=allow_private) as remote:
+            report = RemoteImportReport(server=remote.base)
+            report.api = await remote.sign_in()
+            say(f"signed in to {remote.base} ({report.api} API)")
+            try:
+                await self._subscriptions(user, remote, report)
+                say(f"{report.feeds_read} subscriptions read")
+                await self._actions(user, remote, report, say)
+            except RemoteUnauthorized:
+                raise
+            except RemoteError as exc:
+                if report.feeds_read == 0 and report.actions_read == 0:
+                    raise
+                report.error = str(exc)
+            except LimitExceeded as exc:
+                report.error = str(exc)
+        return report
+
+    async def _subscriptions(
+        self, user: User, remote: RemoteClient, report: RemoteImportReport
+    ) -> None:
+        found = await remote.subscriptions()
+        report.devices = found.devices
+        report.feeds_read = len(found.subscribed)
+        report.feeds_unsubscribed_there = len(found.unsubscribed)
+        now = timestamps.now_us()
+        plan = self.opml.plan([OutlineFeed(url, None) for url in found.subscribed], now)
+        done = await self.opml.apply(user, plan, now)
+        report.feeds_added = done.added
+        report.feeds_resubscribed = done.resubscribed
+        report.feeds_already = done.already_subscribed
+        report.feeds_skipped = done.skipped
+
+    async def _actions(
+        self,
+        user: User,
+        remote: RemoteClient,
+        report: RemoteImportReport,
+        say: Callable[[str], None],
+    ) -> None:
+        seen: set[bytes] = set()
+        since: int | str = 0
+        for _ in range(MAX_PAGES):
+            page = await remote.episode_page(since)
+            now = timestamps.now_us()
+            parsed, skipped, fresh = await asyncio.to_thread(parse_page, page.actions, now, seen)
+            report.actions_read += fresh
+            report.actions_skipped.update(skipped)
+            for start in range(0, len(parsed), ACTION_CHUNK):
+                stored = await self.episodes.store_imported(
+                    user.id, parsed[start : start + ACTION_CHUNK]
+                )
+                report.actions_added += stored.added
+                report.actions_already += stored.already
+                if stored.refused_device:
+                    report.actions_skipped[
+                        "names a new device past the device limit (gpodder.max_devices_per_user)"
+                    ] += stored.refused_device
+            if fresh:
+                say(f"{report.actions_read} episode actions read")
+            # The last answer brought nothing new, or the server's clock did not move:
+            # every action it has was read.
+            if fresh == 0 or str(page.timestamp) == str(since):
+                return
+            since = page.timestamp
+        raise RemoteError("episode actions", f"still new pages after {MAX_PAGES} answers")

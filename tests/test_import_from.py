@@ -1,0 +1,128 @@
+"""`podsync user import-from`: subscriptions and every episode action of an account
+on another server, applied with the upload rules; twice adds nothing; a failure half
+way is completed by a second run; a wrong remote password changes nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import Result
+
+from podsync.config import Config
+from tests.cli_support import add_user, dump, run, stored
+from tests.remote_peers import (
+    FEEDS,
+    REMOTE_PASSWORD,
+    UNSUBSCRIBED,
+    FlakyGpodder,
+    expected_rows,
+    opodsync,
+    seed_gpodder,
+    stored_actions,
+)
+from tests.server_support import podsync_command, serving
+
+SUBSCRIBED = {(url, None, True) for url in FEEDS if url != UNSUBSCRIBED}
+
+
+def import_from(config: Config, url: str, *extra: str, password: str = REMOTE_PASSWORD) -> Result:
+    return run(
+        config,
+        "user",
+        "import-from",
+        "alice",
+        url,
+        "--username",
+        "remote",
+        *extra,
+        env={"PODSYNC_IMPORT_PASSWORD": password},
+    )
+
+
+def test_an_opodsync_account_arrives_whole_and_a_second_run_adds_nothing(
+    config: Config, tmp_path: Path
+) -> None:
+    add_user(config)
+    with opodsync(tmp_path) as base:
+        seed_gpodder(base)
+        first = import_from(config, base)
+        assert first.exit_code == 0, first.output
+        assert "(gpodder API)" in first.output
+        assert "3 subscriptions on 2 devices, 1 feed unsubscribed there, 40 episode actions" in (
+            first.output
+        )
+        assert "Subscriptions: 3 added, 0 subscribed again, 0 already there, 0 skipped." in (
+            first.output
+        )
+        assert "Episode actions: 40 added, 0 already there, 0 skipped." in first.output
+        assert stored(config) == SUBSCRIBED
+        assert stored_actions(config.database.path, "alice") == expected_rows()
+        second = import_from(config, base)
+    assert second.exit_code == 0, second.output
+    assert "Subscriptions: 0 added, 0 subscribed again, 3 already there" in second.output
+    assert "Episode actions: 0 added, 40 already there, 0 skipped." in second.output
+    assert "Nothing new: everything was already here." in second.output
+    assert stored_actions(config.database.path, "alice") == expected_rows()
+
+
+def test_a_wrong_remote_password_exits_non_zero_and_changes_nothing(
+    config: Config, tmp_path: Path
+) -> None:
+    add_user(config)
+    before = dump(config)
+    with opodsync(tmp_path) as base:
+        seed_gpodder(base)
+        result = import_from(config, base, password="not-the-password")
+    assert result.exit_code == 1, result.output
+    assert f"POST {base}/api/2/auth/remote/login.json: HTTP 401" in result.output
+    assert "refused user 'remote'" in result.output
+    assert "not-the-password" not in result.output
+    assert dump(config) == before
+
+
+def test_another_podsync_over_the_gpodder_api_pages_and_arrives_whole(
+    config: Config, tmp_path: Path
+) -> None:
+    add_user(config)
+    remote_dir = tmp_path / "remote"
+    remote_dir.mkdir()
+    remote = Config.__new__(Config)  # only for its database path below
+    toml = remote_dir / "podsync.toml"
+    toml.write_text(
+        f'[database]\npath = "{remote_dir / "podsync.db"}"\n'
+        "[gpodder]\nepisode_page_size = 7\n[log]\naccess_log = false\n"
+    )
+    from podsync.config import load_config
+
+    remote = load_config(toml, environ={})
+    add_user(remote, "remote", REMOTE_PASSWORD)
+    with serving(remote, tmp_path / "remote.log") as base:
+        seed_gpodder(base)
+        first = import_from(config, base, "--api", "gpodder")
+        second = import_from(config, base)
+    assert first.exit_code == 0, first.output
+    assert "Episode actions: 40 added, 0 already there, 0 skipped." in first.output
+    assert stored(config) == SUBSCRIBED
+    assert stored_actions(config.database.path, "alice") == expected_rows()
+    assert second.exit_code == 0, second.output
+    assert "Episode actions: 0 added, 40 already there, 0 skipped." in second.output
+    assert podsync_command  # the remote ran as its own process
+
+
+def test_a_remote_that_drops_the_connection_half_way_is_completed_by_a_second_run(
+    config: Config,
+) -> None:
+    add_user(config)
+    with FlakyGpodder(count=40, page=10, fail_at=20) as remote:
+        first = import_from(config, remote.base)
+        assert first.exit_code == 1, first.output
+        call = f"GET {remote.base}/api/2/episodes/remote.json?since=20"
+        assert f"The import stopped: {call}: the answer was cut off" in first.output
+        assert "Episode actions: 20 added, 0 already there, 0 skipped." in first.output
+        assert len(stored_actions(config.database.path, "alice")) == 20
+        remote.fail_at = None
+        second = import_from(config, remote.base)
+    assert second.exit_code == 0, second.output
+    assert "Episode actions: 20 added, 20 already there, 0 skipped." in second.output
+    assert stored_actions(config.database.path, "alice") == expected_rows()
+    assert stored(config) == {(url, None, True) for url in FEEDS[:2]}
