@@ -208,6 +208,7 @@ async def test_hostile_form_input_never_gives_a_500(
         "/ui/devices/remove",
         "/ui/account/password",
         "/ui/import",
+        "/ui/import-from",
         "/ui/admin/users",
         "/ui/login",
     ]
@@ -225,6 +226,8 @@ async def test_hostile_form_input_never_gives_a_500(
                 "name": value,
                 "password": value,
                 "username": value,
+                "url": value,
+                "api": value,
             }
             encoded = {
                 k: v.encode("utf-8", "surrogatepass").decode("latin-1") for k, v in data.items()
