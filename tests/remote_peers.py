@@ -179,15 +179,11 @@ def opodsync(tmp: Path, users: tuple[str, ...] = ("remote",)) -> Iterator[str]:
         proc.wait(timeout=15)
 
 
-class FlakyGpodder:
-    """A gpodder server in a thread: one device, FEEDS[:2], `count` actions in pages
-    of `page`; while `fail_at` is set, the answer of the page starting there is cut
-    off after its headers and part of its body (the connection is dropped)."""
+class ThreadedServer:
+    """An aiohttp app on a free loopback port, in a thread of its own (the CLI under
+    test runs its own event loop in the test's thread)."""
 
-    def __init__(self, count: int = 40, page: int = 10, fail_at: int | None = 20) -> None:
-        self.actions = actions(count)
-        self.page = page
-        self.fail_at = fail_at
+    def __init__(self) -> None:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.calls: list[str] = []
@@ -195,12 +191,12 @@ class FlakyGpodder:
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._runner: web.AppRunner | None = None
 
-    def __enter__(self) -> FlakyGpodder:
+    def routes(self, app: web.Application) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Any:
         app = web.Application()
-        app.router.add_post("/api/2/auth/{user}/login.json", self._login)
-        app.router.add_get("/api/2/devices/{user}.json", self._devices)
-        app.router.add_get("/api/2/subscriptions/{user}/{device}.json", self._subscriptions)
-        app.router.add_get("/api/2/episodes/{user}.json", self._episodes)
+        self.routes(app)
         self._runner = web.AppRunner(app, access_log=None)
         self._thread.start()
         asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(10)
@@ -218,13 +214,36 @@ class FlakyGpodder:
         self._thread.join(10)
         self._loop.close()
 
-    def _authorized(self, request: web.Request) -> bool:
-        token = base64.b64encode(f"remote:{REMOTE_PASSWORD}".encode()).decode()
+    @staticmethod
+    def authorized(request: web.Request, user: str = "remote") -> bool:
+        token = base64.b64encode(f"{user}:{REMOTE_PASSWORD}".encode()).decode()
         return request.headers.get("Authorization") == f"Basic {token}"
+
+
+class FlakyGpodder(ThreadedServer):
+    """A gpodder server: one device, FEEDS[:2], `count` actions in pages of `page`;
+    while `fail_at` is set, the answer of the page starting there is cut off after
+    its headers and part of its body (the connection is dropped)."""
+
+    def __init__(self, count: int = 40, page: int = 10, fail_at: int | None = 20) -> None:
+        super().__init__()
+        self.actions = actions(count)
+        self.page = page
+        self.fail_at = fail_at
+
+    def __enter__(self) -> FlakyGpodder:
+        super().__enter__()
+        return self
+
+    def routes(self, app: web.Application) -> None:
+        app.router.add_post("/api/2/auth/{user}/login.json", self._login)
+        app.router.add_get("/api/2/devices/{user}.json", self._devices)
+        app.router.add_get("/api/2/subscriptions/{user}/{device}.json", self._subscriptions)
+        app.router.add_get("/api/2/episodes/{user}.json", self._episodes)
 
     async def _login(self, request: web.Request) -> web.Response:
         self.calls.append("login")
-        if not self._authorized(request):
+        if not self.authorized(request):
             return web.json_response({"message": "wrong password"}, status=401)
         return web.json_response({})
 
@@ -248,3 +267,70 @@ class FlakyGpodder:
         assert request.transport is not None
         request.transport.close()  # the connection drops mid-answer
         return response
+
+
+def play_actions(count: int = 40) -> list[dict[str, Any]]:
+    """What the Nextcloud app keeps of `actions(count)`: plays only (it drops the
+    rest on upload), with started, position and total."""
+    return [a for a in actions(count) if a["action"] == "play"]
+
+
+class NextcloudGpodderSync(ThreadedServer):
+    """The Nextcloud app's API as thrillfall/nextcloud-gpodder answers it
+    (appinfo/routes.php, SubscriptionChangeController, EpisodeActionController,
+    EpisodeActionRepository): Basic auth on every call, `since` compared with > on
+    Unix seconds, `timestamp` the server's clock, an action's time in ISO 8601 with
+    its offset (PHP's "c"), guid null when none, -1 for an absent position; one
+    answer each, no paging. Anything else under Nextcloud is a 404."""
+
+    def __init__(self, count: int = 40) -> None:
+        super().__init__()
+        self.actions = play_actions(count)
+
+    def __enter__(self) -> NextcloudGpodderSync:
+        super().__enter__()
+        return self
+
+    def routes(self, app: web.Application) -> None:
+        prefix = "/index.php/apps/gpoddersync"
+        app.router.add_get(f"{prefix}/subscriptions", self._subscriptions)
+        app.router.add_get(f"{prefix}/episode_action", self._episode_actions)
+
+    def _refused(self, request: web.Request) -> web.Response | None:
+        self.calls.append(request.path_qs)
+        if self.authorized(request):
+            return None
+        return web.json_response({"message": "Current user is not logged in"}, status=401)
+
+    async def _subscriptions(self, request: web.Request) -> web.Response:
+        if (refused := self._refused(request)) is not None:
+            return refused
+        since = int(request.query.get("since", "0"))
+        add = FEEDS[:2] if since < 1_000_000 else []
+        remove = [FEEDS[2]] if since < 1_000_000 else []
+        return web.json_response({"add": add, "remove": remove, "timestamp": int(time.time())})
+
+    async def _episode_actions(self, request: web.Request) -> web.Response:
+        from datetime import UTC, datetime
+
+        if (refused := self._refused(request)) is not None:
+            return refused
+        since = int(request.query.get("since", "0"))
+        out = []
+        for a in self.actions:
+            moment = datetime.fromisoformat(a["timestamp"]).replace(tzinfo=UTC)
+            if int(moment.timestamp()) <= since:
+                continue
+            out.append(
+                {
+                    "podcast": a["podcast"],
+                    "episode": a["episode"],
+                    "timestamp": moment.isoformat(),  # PHP's "c": 2026-10-01T00:00:07+00:00
+                    "guid": None,
+                    "position": a.get("position", -1),
+                    "started": a.get("started", -1),
+                    "total": a.get("total", -1),
+                    "action": a["action"].upper(),
+                }
+            )
+        return web.json_response({"actions": out, "timestamp": int(time.time())})

@@ -15,6 +15,7 @@ from tests.remote_peers import (
     REMOTE_PASSWORD,
     UNSUBSCRIBED,
     FlakyGpodder,
+    NextcloudGpodderSync,
     expected_rows,
     opodsync,
     seed_gpodder,
@@ -126,3 +127,28 @@ def test_a_remote_that_drops_the_connection_half_way_is_completed_by_a_second_ru
     assert "Episode actions: 20 added, 20 already there, 0 skipped." in second.output
     assert stored_actions(config.database.path, "alice") == expected_rows()
     assert stored(config) == {(url, None, True) for url in FEEDS[:2]}
+
+
+def test_a_nextcloud_gpodder_sync_account_is_detected_and_arrives_whole(
+    config: Config,
+) -> None:
+    add_user(config)
+    plays = {
+        (episode, action, at, position, None)
+        for episode, action, at, position, _device in expected_rows()
+        if action == "play"
+    }
+    with NextcloudGpodderSync() as remote:
+        first = import_from(config, remote.base)  # --api left out: found by asking
+        second = import_from(config, remote.base + "/index.php/apps/gpoddersync/")
+        refused = import_from(config, remote.base, "--api", "nextcloud", password="wrong-9")
+    assert first.exit_code == 0, first.output
+    assert "(nextcloud API)" in first.output
+    assert "2 subscriptions, 1 feed unsubscribed there, 10 episode actions." in first.output
+    assert "Episode actions: 10 added, 0 already there, 0 skipped." in first.output
+    assert stored(config) == {(url, None, True) for url in FEEDS[:2]}
+    assert stored_actions(config.database.path, "alice") == plays
+    assert second.exit_code == 0, second.output
+    assert "Episode actions: 0 added, 10 already there, 0 skipped." in second.output
+    assert refused.exit_code == 1
+    assert "/index.php/apps/gpoddersync/subscriptions?since=0: HTTP 401" in refused.output
