@@ -10,6 +10,7 @@ from click.testing import Result
 
 from podsync.config import Config
 from tests.cli_support import add_user, dump, run, stored
+from tests.conftest import MakeConfig
 from tests.remote_peers import (
     FEEDS,
     REMOTE_PASSWORD,
@@ -152,3 +153,23 @@ def test_a_nextcloud_gpodder_sync_account_is_detected_and_arrives_whole(
     assert "Episode actions: 0 added, 10 already there, 0 skipped." in second.output
     assert refused.exit_code == 1
     assert "/index.php/apps/gpoddersync/subscriptions?since=0: HTTP 401" in refused.output
+
+
+def test_a_limit_refuses_the_actions_past_it_and_says_which(make_config: MakeConfig) -> None:
+    config = make_config(gpodder={"max_episode_actions_per_user": 25})
+    add_user(config)
+    with FlakyGpodder(count=40, page=10, fail_at=None) as remote:
+        result = import_from(config, remote.base)
+    assert result.exit_code == 1, result.output
+    assert "Episode actions: 20 added, 0 already there, 0 skipped." in result.output
+    assert "The import stopped: episode action limit reached" in result.output
+    assert "gpodder.max_episode_actions_per_user" in result.output
+    assert len(stored_actions(config.database.path, "alice")) == 20
+
+
+def test_an_unknown_user_is_refused_before_any_password_is_asked(config: Config) -> None:
+    add_user(config)
+    result = run(config, "user", "import-from", "nobody", "https://example.org", "--username", "x")
+    assert result.exit_code == 1
+    assert "nobody" in result.output
+    assert "Password" not in result.output

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from podsync.cli.base import Context, pass_context, run_with_db
+from podsync.cli.base import Context, pass_context, run_with_accounts, run_with_db
 from podsync.config.envvars import IMPORT_PASSWORD_ENV
 from podsync.services.gpodder.bounds import UploadBounds
 from podsync.services.gpodder.episodes import EpisodeService
@@ -64,6 +64,7 @@ def import_from(
         base_url(url)
     except ValueError as exc:
         raise click.ClickException(f"{url}: {exc}") from None
+    run_with_accounts(ctx.config, lambda accounts: accounts.get_user(name))  # before asking
     password = _remote_password(password_stdin, remote_user)
     account = RemoteAccount(url, remote_user, password, api)  # type: ignore[arg-type]
     config = ctx.config
