@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from click.testing import Result
 
 from podsync.config import Config
@@ -173,3 +174,16 @@ def test_an_unknown_user_is_refused_before_any_password_is_asked(config: Config)
     assert result.exit_code == 1
     assert "nobody" in result.output
     assert "Password" not in result.output
+
+
+@pytest.mark.both_engines
+def test_importing_twice_adds_nothing_on_either_engine(config: Config) -> None:
+    add_user(config)
+    with FlakyGpodder(count=40, page=10, fail_at=None) as remote:
+        first = import_from(config, remote.base)
+        second = import_from(config, remote.base)
+    assert first.exit_code == 0, first.output
+    assert "Episode actions: 40 added, 0 already there, 0 skipped." in first.output
+    assert second.exit_code == 0, second.output
+    assert "Subscriptions: 0 added, 0 subscribed again, 2 already there" in second.output
+    assert "Episode actions: 0 added, 40 already there, 0 skipped." in second.output

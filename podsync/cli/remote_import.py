@@ -49,9 +49,9 @@ def import_from(
     unsubscribed there; each episode action keeps its own time, so the newest
     position wins whichever server it was made on.
 
-    The password of that server comes from $PODSYNC_IMPORT_PASSWORD, else one
-    line of standard input (--password-stdin), else a hidden prompt; never the
-    command line. Running the import again adds nothing; an import that stopped
+    The password of that server comes from one line of standard input with
+    --password-stdin, else $PODSYNC_IMPORT_PASSWORD, else a hidden prompt; never
+    the command line. Running the import again adds nothing; an import that stopped
     half way is completed by running it again.
 
     \b

@@ -16,7 +16,8 @@ from podsync.services.passwords import check_password_rules
 
 @click.group(short_help="Manage user accounts.")
 def user() -> None:
-    """Manage user accounts: add, passwd, list, disable, enable, admin, logout, unlock, delete.
+    """Manage user accounts: add, passwd, list, disable, enable, admin, logout, unlock,
+    delete, and import-from another server.
 
     \b
     Example:
