@@ -223,13 +223,19 @@ class ThreadedServer:
 class FlakyGpodder(ThreadedServer):
     """A gpodder server: one device, FEEDS[:2], `count` actions in pages of `page`;
     while `fail_at` is set, the answer of the page starting there is cut off after
-    its headers and part of its body (the connection is dropped)."""
+    its headers and part of its body (the connection is dropped). `one_second`:
+    pages as mygpo does when all actions share one second."""
 
-    def __init__(self, count: int = 40, page: int = 10, fail_at: int | None = 20) -> None:
+    def __init__(
+        self, count: int = 40, page: int = 10, fail_at: int | None = 20, one_second: bool = False
+    ) -> None:
         super().__init__()
         self.actions = actions(count)
         self.page = page
         self.fail_at = fail_at
+        # mygpo's paging when every action has the same time T: `since` compared with
+        # >=, the answer's timestamp the last action's, so since=T gives the same page.
+        self.one_second = one_second
 
     def __enter__(self) -> FlakyGpodder:
         super().__enter__()
@@ -258,6 +264,8 @@ class FlakyGpodder(ThreadedServer):
         self.calls.append(f"episodes since={start}")
         chunk = self.actions[start : start + self.page]
         body = json.dumps({"actions": chunk, "timestamp": start + len(chunk)}).encode()
+        if self.one_second:
+            body = json.dumps({"actions": self.actions[: self.page], "timestamp": 1000}).encode()
         if self.fail_at is None or start != self.fail_at:
             return web.Response(body=body, content_type="application/json")
         response = web.StreamResponse(headers={"Content-Length": str(len(body))})

@@ -187,3 +187,15 @@ def test_importing_twice_adds_nothing_on_either_engine(config: Config) -> None:
     assert second.exit_code == 0, second.output
     assert "Subscriptions: 0 added, 0 subscribed again, 2 already there" in second.output
     assert "Episode actions: 0 added, 40 already there, 0 skipped." in second.output
+
+
+def test_a_server_that_cannot_page_past_one_second_is_an_error_not_a_silent_end(
+    config: Config,
+) -> None:
+    add_user(config)
+    with FlakyGpodder(count=40, page=10, fail_at=None, one_second=True) as remote:
+        result = import_from(config, remote.base)
+    assert result.exit_code == 1, result.output
+    call = f"GET {remote.base}/api/2/episodes/remote.json?since=1000"
+    assert f"The import stopped: {call}: the same 10 actions came back again" in result.output
+    assert "Episode actions: 10 added, 0 already there, 0 skipped." in result.output

@@ -146,8 +146,10 @@ class RemoteImportService:
     ) -> None:
         seen: set[bytes] = set()
         since: int | str = 0
+        longest = 0
         for _ in range(MAX_PAGES):
             page = await remote.episode_page(since)
+            longest = max(longest, len(page.actions))
             now = timestamps.now_us()
             parsed, skipped, fresh = await asyncio.to_thread(parse_page, page.actions, now, seen)
             report.actions_read += fresh
@@ -164,6 +166,16 @@ class RemoteImportService:
                     ] += stored.refused_device
             if fresh:
                 say(f"{report.actions_read} episode actions read")
+            # mygpo pages by time (>=): a full page of one second comes back for ever,
+            # and the actions after it cannot be reached.
+            stuck = fresh == 0 and page.actions and len(page.actions) == longest
+            if stuck and str(page.timestamp) == str(since):
+                raise RemoteError(
+                    remote.episodes_call(since),
+                    f"the same {len(page.actions)} actions came back again: more actions "
+                    "share one time than the server sends in one answer, so the ones "
+                    "after them cannot be read through this API",
+                )
             # The last answer brought nothing new, or the server's clock did not move:
             # every action it has was read.
             if fresh == 0 or str(page.timestamp) == str(since):

@@ -189,14 +189,20 @@ class RemoteClient:
             lists.append(([_feed_of(u) for u in urls], []))
         return _merge(lists, len(ids))
 
+    def _episodes_path(self) -> str:
+        if self.api == "nextcloud":
+            return f"{NEXTCLOUD_PATH}/episode_action"
+        return f"/api/2/episodes/{self._user}.json"
+
+    def episodes_call(self, since: int | str) -> str:
+        """The episode call for `since`, as a failure names it."""
+        return self._name("GET", self._episodes_path(), {"since": str(since)})
+
     async def episode_page(self, since: int | str) -> ActionPage:
         """One answer of episode actions after `since` (0 for all)."""
-        if self.api == "nextcloud":
-            path = f"{NEXTCLOUD_PATH}/episode_action"
-        else:
-            path = f"/api/2/episodes/{self._user}.json"
+        path = self._episodes_path()
         answer = await self._get_json(path, {"since": str(since)})
-        call = self._name("GET", path, {"since": str(since)})
+        call = self.episodes_call(since)
         if not isinstance(answer, dict) or not isinstance(answer.get("actions"), list):
             raise RemoteError(call, "the answer has no list of actions")
         timestamp = answer.get("timestamp")
