@@ -46,8 +46,8 @@ class Unauthorized(PodsyncError):
 
 
 class Forbidden(PodsyncError):
-    """Authenticated, but not allowed from where the request came (403): a write on
-    a session cookie alone that a browser says a page of another site made."""
+    """Not allowed from where the request came (403): a write, or a GET that would
+    create a device, that a browser says a page of another site made."""
 
 
 class TooManyRequests(PodsyncError):

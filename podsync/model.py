@@ -47,6 +47,16 @@ class UserOverview:
     last_activity: int | None  # the latest device sync, sign-in or subscription change
 
 
+@dataclass(frozen=True, slots=True)
+class AppPassword:
+    """One of a user's app passwords, without its secret (only a hash is stored)."""
+
+    id: int
+    name: str  # the app it is for, unique per user
+    created_at: int
+    last_used_at: int | None  # None: never used; updated at most once a minute
+
+
 @dataclass(slots=True)
 class Subscription:
     """One subscription entity of one user (contract section 1).

@@ -362,7 +362,15 @@ def gp_with(
 
     async def make(**sections: dict[str, Any]) -> TestClient[Any, Any]:
         config = make_config(**sections)
-        shutil.copyfile(seeded_template, config.database.path)
+        if config.database.url:  # PostgreSQL (a both_engines module): hash them here
+
+            async def seed(accounts: AccountService) -> None:
+                for name in SEEDED_USERS:
+                    await accounts.add_user(name, PASSWORD)
+
+            await with_accounts(config, seed)
+        else:
+            shutil.copyfile(seeded_template, config.database.path)
         result: TestClient[Any, Any] = await aiohttp_client(
             create_app(config), cookie_jar=DummyCookieJar()
         )

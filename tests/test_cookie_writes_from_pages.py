@@ -7,7 +7,8 @@ cookie alone authenticates and that a browser marks as coming from another site
 (`Sec-Fetch-Site: cross-site|same-site`, or an `Origin` that is not the server's
 own) is refused with 403 in the error shape. Apps send neither header; gPodder's own
 library (mygpoclient) and the AntennaPod replica keep working through real
-`podsync serve` processes.
+`podsync serve` processes. Section 15 widens the rule to every credential a browser
+attaches by itself (tests/test_browser_saved_credentials.py).
 """
 
 from __future__ import annotations
@@ -115,7 +116,7 @@ def test_cookie_only_writes_marked_by_a_browser_as_foreign_are_refused(
             assert answer.headers["X-Request-ID"]
             error = answer.json()
             assert error["error"] == "Forbidden"
-            assert "cookie" in error["description"]
+            assert "web page of another site" in error["description"]
             assert "Set-Cookie" not in answer.headers
     # Nothing changed: the list, the devices, the episode actions, the session.
     assert listed(server, cookie) == FEED + "\n"
@@ -137,9 +138,8 @@ def test_reads_and_the_apps_own_requests_still_work(server: str, cookie: str) ->
         {},  # the apps: neither header
         {"Sec-Fetch-Site": "same-origin", "Origin": f"http://127.0.0.1:{port}"},
         {"Sec-Fetch-Site": "none"},  # typed by the user
-        # Basic credentials are not ambient: a page cannot send them on its own.
-        {"Authorization": basic_header("alice", PASSWORD), "Sec-Fetch-Site": "cross-site"},
-        {"Authorization": basic_header("alice", PASSWORD), "Origin": "http://evil.example"},
+        # An app's Basic credentials, with neither header.
+        {"Authorization": basic_header("alice", PASSWORD)},
     ]
     for n, marks in enumerate(allowed):
         feed = f"http://allowed-{n}.example/feed"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import Result
 
-from podsync.config import Config
+from podsync.config import Config, load_config
 from tests.cli_support import add_user, dump, run, stored
 from tests.conftest import MakeConfig
 from tests.remote_peers import (
@@ -23,7 +23,7 @@ from tests.remote_peers import (
     seed_gpodder,
     stored_actions,
 )
-from tests.server_support import podsync_command, serving
+from tests.server_support import serving
 
 SUBSCRIBED = {(url, None, True) for url in FEEDS if url != UNSUBSCRIBED}
 
@@ -83,33 +83,60 @@ def test_a_wrong_remote_password_exits_non_zero_and_changes_nothing(
     assert dump(config) == before
 
 
+def remote_podsync(tmp_path: Path, page_size: int = 7) -> Config:
+    """Another podsync's config (its own database), with user `remote`."""
+    remote_dir = tmp_path / "remote"
+    remote_dir.mkdir()
+    toml = remote_dir / "podsync.toml"
+    toml.write_text(
+        f'[database]\npath = "{remote_dir / "podsync.db"}"\n'
+        f"[gpodder]\nepisode_page_size = {page_size}\n[log]\naccess_log = false\n"
+    )
+    remote = load_config(toml, environ={})
+    add_user(remote, "remote", REMOTE_PASSWORD)
+    return remote
+
+
 def test_another_podsync_over_the_gpodder_api_pages_and_arrives_whole(
     config: Config, tmp_path: Path
 ) -> None:
     add_user(config)
-    remote_dir = tmp_path / "remote"
-    remote_dir.mkdir()
-    remote = Config.__new__(Config)  # only for its database path below
-    toml = remote_dir / "podsync.toml"
-    toml.write_text(
-        f'[database]\npath = "{remote_dir / "podsync.db"}"\n'
-        "[gpodder]\nepisode_page_size = 7\n[log]\naccess_log = false\n"
-    )
-    from podsync.config import load_config
-
-    remote = load_config(toml, environ={})
-    add_user(remote, "remote", REMOTE_PASSWORD)
-    with serving(remote, tmp_path / "remote.log") as base:
+    with serving(remote_podsync(tmp_path), tmp_path / "remote.log") as base:
         seed_gpodder(base)
         first = import_from(config, base, "--api", "gpodder")
         second = import_from(config, base)
     assert first.exit_code == 0, first.output
+    # podsync answers since=0 with the list as it is (no removals to replay)
+    assert "3 subscriptions on 2 devices, 0 feeds unsubscribed there, 40 episode actions" in (
+        first.output
+    )
+    assert "Episode actions: 40 added, 0 already there, 0 skipped." in first.output
+    assert stored(config) == SUBSCRIBED
+    assert stored_actions(config.database.path, "alice") == expected_rows()
+    assert second.exit_code == 0, second.output
+    assert "(gpodder API)" in second.output  # found by asking
+    assert "Episode actions: 0 added, 40 already there, 0 skipped." in second.output
+
+
+def test_another_podsync_over_the_nextcloud_api_arrives_whole(
+    config: Config, tmp_path: Path
+) -> None:
+    add_user(config)
+    with serving(remote_podsync(tmp_path), tmp_path / "remote.log") as base:
+        seed_gpodder(base)
+        first = import_from(config, base, "--api", "nextcloud")
+        second = import_from(config, base + "/index.php/apps/gpoddersync")
+        refused = import_from(config, base, "--api", "nextcloud", password="wrong-password")
+    assert first.exit_code == 0, first.output
+    assert "(nextcloud API)" in first.output
+    assert "3 subscriptions, 0 feeds unsubscribed there, 40 episode actions." in first.output
     assert "Episode actions: 40 added, 0 already there, 0 skipped." in first.output
     assert stored(config) == SUBSCRIBED
     assert stored_actions(config.database.path, "alice") == expected_rows()
     assert second.exit_code == 0, second.output
     assert "Episode actions: 0 added, 40 already there, 0 skipped." in second.output
-    assert podsync_command  # the remote ran as its own process
+    assert refused.exit_code == 1
+    assert "/index.php/apps/gpoddersync/subscriptions?since=0: HTTP 401" in refused.output
 
 
 def test_a_remote_that_drops_the_connection_half_way_is_completed_by_a_second_run(

@@ -10,7 +10,7 @@ from podsync.errors import InvalidInput
 from podsync.model import User, UserOverview, UserSummary
 from podsync.services.passwords import PasswordService, check_password_rules
 from podsync.storage.engine import Engine
-from podsync.store import Connection, login_failures, tokens, users, web_sessions
+from podsync.store import Connection, app_passwords, login_failures, tokens, users, web_sessions
 
 USERNAME = re.compile(r"[A-Za-z0-9._-]{1,64}", re.ASCII)
 
@@ -87,8 +87,9 @@ class AccountService:
 
 
 async def _revoke(conn: Connection, user_id: int) -> None:
-    """Every access token (generation), refresh token and web UI session of the user
-    stops working."""
+    """Every access token (generation), refresh token, web UI session and app password
+    of the user stops working."""
     await users.bump_generation(conn, user_id)
+    await app_passwords.delete_for_user(conn, user_id)
     await tokens.delete_for_user(conn, user_id)
     await web_sessions.delete_for_user(conn, user_id)

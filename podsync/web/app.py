@@ -14,17 +14,33 @@ from aiohttp.typedefs import Middleware
 
 from podsync.config import Config
 from podsync.errors import METRICS_EXTRA, MissingExtra
+from podsync.services.app_passwords import AppPasswordService
 from podsync.services.auth import AuthService, load_secret_key
+from podsync.services.basic_auth import BasicAuth
 from podsync.services.feed_info import FeedInfoService
 from podsync.services.gpodder import Gpodder, build_gpodder
 from podsync.services.gpodder.history import prune_superseded
 from podsync.services.health import require_writable
 from podsync.services.listing import ListingService
+from podsync.services.nextcloud.login_flows import LoginFlows
+from podsync.services.nextcloud.sync import NextcloudSync
 from podsync.services.passwords import PasswordService
 from podsync.services.sync import SyncService
 from podsync.storage.engine import Engine, create_engine, open_when_up
 from podsync.web.cors import cors_middleware
-from podsync.web.keys import AUTH, CONFIG, DB, FEED_INFO, GPODDER, LISTING, SYNC
+from podsync.web.keys import (
+    APP_PASSWORDS,
+    AUTH,
+    BASIC_AUTH,
+    CONFIG,
+    DB,
+    FEED_INFO,
+    GPODDER,
+    LISTING,
+    LOGIN_FLOWS,
+    NEXTCLOUD,
+    SYNC,
+)
 from podsync.web.metrics import METRICS, metrics_middleware
 from podsync.web.middleware import (
     auth_middleware,
@@ -42,7 +58,7 @@ PRUNE_INTERVAL_S = 3600
 
 
 async def _prune_periodically(
-    sync: SyncService, gpodder: Gpodder, db: Engine, config: Config
+    sync: SyncService, gpodder: Gpodder, flows: LoginFlows, db: Engine, config: Config
 ) -> None:
     """Forget what is past its retention, now and every hour: action ids, the
     revocations of gpodder sessions whose cookies have all expired, and superseded
@@ -55,6 +71,7 @@ async def _prune_periodically(
             ended = await gpodder.auth.prune_revocations()
             if ended:
                 log.info("forgot %d ended gpodder sessions past their cookies' lifetime", ended)
+            await flows.prune()  # Login Flow v2 requests past their lifetime
             pruned = await prune_superseded(db, config.gpodder.episode_history_days)
             if pruned:
                 log.info("pruned %d superseded episode actions past their history", pruned)
@@ -86,9 +103,19 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
         app[AUTH] = AuthService(db, config.auth, secret, passwords)
         app[SYNC] = SyncService(db, config.sync)
         app[LISTING] = ListingService(db, secret)
-        app[GPODDER] = build_gpodder(db, app[AUTH], app[SYNC], secret, config.gpodder)
+        app[APP_PASSWORDS] = AppPasswordService(db, app[AUTH])
+        app[BASIC_AUTH] = BasicAuth(
+            db, app[AUTH], app[APP_PASSWORDS], secret, config.gpodder.basic_cache_seconds
+        )
+        app[GPODDER] = build_gpodder(
+            db, app[AUTH], app[SYNC], secret, config.gpodder, app[BASIC_AUTH]
+        )
+        app[NEXTCLOUD] = NextcloudSync(db, app[GPODDER])
+        app[LOGIN_FLOWS] = LoginFlows(db)
         app[FEED_INFO] = FeedInfoService(db, config.feeds.fetch_metadata)
-        pruner = asyncio.create_task(_prune_periodically(app[SYNC], app[GPODDER], db, config))
+        pruner = asyncio.create_task(
+            _prune_periodically(app[SYNC], app[GPODDER], app[LOGIN_FLOWS], db, config)
+        )
         # Off by default: then nothing here, or anywhere, opens an outbound connection.
         if config.feeds.fetch_metadata:
             from podsync.services.feeds.fetcher import FeedFetcher
@@ -133,7 +160,7 @@ def create_app(config: Config) -> web.Application:
     if config.server.metrics:
         app[METRICS] = _prometheus().Metrics()
     app.cleanup_ctx.append(_resources)
-    setup_routes(app, config.gpodder.enabled, config.server.metrics)
+    setup_routes(app, config.gpodder.enabled, config.server.metrics, config.server.public_url)
     return app
 
 

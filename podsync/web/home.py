@@ -8,6 +8,7 @@ comes from the configuration or the request is escaped.
 from __future__ import annotations
 
 import ipaddress
+import re
 from html import escape
 from urllib.parse import urlsplit
 
@@ -25,12 +26,13 @@ CSP = (
 
 def server_address(request: web.Request) -> str:
     """The address to type into an app: `server.public_url`, else this request's
-    own origin; a proxy's X-Forwarded-Proto/-Host/-Port count only from a trusted
-    proxy (the port when the forwarded host names none and it is not the scheme's)."""
+    own origin; a proxy's X-Forwarded-Proto/-Host/-Port/-Prefix count only from a
+    trusted proxy (the port when the forwarded host names none and it is not the
+    scheme's; the prefix when it is a plain path such as `/podsync`)."""
     public_url: str = request.app[CONFIG].server.public_url
     if public_url:
         return public_url.rstrip("/")
-    scheme, host = request.scheme, request.host
+    scheme, host, prefix = request.scheme, request.host, ""
     if request.get(FROM_TRUSTED_PROXY, False):
         proto = _first(request, "X-Forwarded-Proto").lower()
         if proto in ("http", "https"):
@@ -41,12 +43,18 @@ def server_address(request: web.Request) -> str:
         wanted = port.isdigit() and 0 < int(port) < 65536 and int(port) != DEFAULT_PORTS[scheme]
         if wanted and not has_port:
             host = f"{host}:{int(port)}"
+        forwarded_prefix = _first(request, "X-Forwarded-Prefix").rstrip("/")
+        if _PREFIX.fullmatch(forwarded_prefix):
+            prefix = forwarded_prefix
     # aiohttp keeps a header's bytes that are not UTF-8 as lone surrogates, which no
     # page can be encoded with: show each as U+FFFD.
-    return f"{scheme}://{host}".encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    address = f"{scheme}://{host}{prefix}"
+    return address.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
+# A path prefix a proxy may say it serves podsync under: plain path segments.
+_PREFIX = re.compile(r"(/[A-Za-z0-9._~-]+)+", re.ASCII)
 
 
 def _first(request: web.Request, header: str) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import json
 import math
@@ -11,7 +13,7 @@ from typing import Any
 
 from aiohttp import web
 
-from podsync.errors import InvalidInput
+from podsync.errors import InvalidInput, Unauthorized
 from podsync.feeds import has_bad_characters as has_bad_characters
 
 MAX_DOUBLE = int(sys.float_info.max)
@@ -169,3 +171,36 @@ def client_id(request: web.Request) -> str | None:
         return str(uuid.UUID(raw.strip()))
     except ValueError:
         raise InvalidInput("Client-ID header must be a UUID") from None
+
+
+def basic_credentials(header: str) -> tuple[str, str]:
+    """(name, password) of an `Authorization: Basic` header; Unauthorized otherwise."""
+    scheme, _, encoded = header.strip().partition(" ")
+    if scheme.lower() != "basic":
+        raise Unauthorized("this API takes Basic credentials")
+    try:
+        raw = base64.b64decode(encoded.strip(), validate=True)
+    except (binascii.Error, ValueError):
+        raise Unauthorized("Basic credentials are not valid base64") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:  # OkHttp's Credentials.basic default is ISO-8859-1
+        text = raw.decode("latin-1")
+    name, colon, password = text.partition(":")
+    if not colon:
+        raise Unauthorized("Basic credentials must be user:password")
+    return name, password
+
+
+async def read_body(request: web.Request) -> Any:
+    """The body as JSON whatever its Content-Type (AntennaPod says `plain/text`,
+    mygpoclient form-urlencoded, Kasts nothing); None when empty."""
+    body = await request.read()
+    if not body.strip():
+        return None
+    try:
+        return json.loads(body.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InvalidInput("request body is not UTF-8") from None
+    except (ValueError, RecursionError):
+        raise InvalidInput("request body is not valid JSON") from None

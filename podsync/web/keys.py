@@ -12,10 +12,14 @@ from aiohttp import web
 if TYPE_CHECKING:
     from podsync.config import Config
     from podsync.model import User
+    from podsync.services.app_passwords import AppPasswordService
     from podsync.services.auth import AuthService
+    from podsync.services.basic_auth import BasicAuth
     from podsync.services.feed_info import FeedInfoService
     from podsync.services.gpodder import Gpodder
     from podsync.services.listing import ListingService
+    from podsync.services.nextcloud.login_flows import LoginFlows
+    from podsync.services.nextcloud.sync import NextcloudSync
     from podsync.services.sync import SyncService
     from podsync.storage.engine import Engine
 
@@ -25,6 +29,12 @@ AUTH: web.AppKey[AuthService] = web.AppKey("auth")
 SYNC: web.AppKey[SyncService] = web.AppKey("sync")
 LISTING: web.AppKey[ListingService] = web.AppKey("listing")
 GPODDER: web.AppKey[Gpodder] = web.AppKey("gpodder")
+APP_PASSWORDS: web.AppKey[AppPasswordService] = web.AppKey("app_passwords")
+# HTTP Basic on every API that takes it (gpodder, Nextcloud): app password or password.
+BASIC_AUTH: web.AppKey[BasicAuth] = web.AppKey("basic_auth")
+# The Nextcloud gpoddersync API over the gpodder layer, and Login Flow v2.
+NEXTCLOUD: web.AppKey[NextcloudSync] = web.AppKey("nextcloud")
+LOGIN_FLOWS: web.AppKey[LoginFlows] = web.AppKey("login_flows")
 # What the feed fetcher learned (titles, artwork, episode titles, fetch errors).
 FEED_INFO: web.AppKey[FeedInfoService] = web.AppKey("feed_info")
 

@@ -208,9 +208,10 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
     wrong methods fall through so that they answer 404/405, not 401."""
     route_error = request.match_info.http_exception
     # The gpodder layer (/api/2/, /subscriptions/) authenticates on its own terms.
-    # The web UI (/ui/) has its own session rules (web/ui/guard.py).
+    # The web UI (/ui/) has its own session rules (web/ui/guard.py), the Nextcloud
+    # API (/index.php/) its Basic (web/nextcloud/http.py).
     name = request.match_info.route.name or ""
-    own_rules = name.startswith(("gpodder.", "ui."))
+    own_rules = name.startswith(("gpodder.", "ui.", "nextcloud."))
     if route_error is None and request.path not in PUBLIC_PATHS and not own_rules:
         request[USER] = await request.app[AUTH].authenticate(bearer_token(request))
     return await handler(request)

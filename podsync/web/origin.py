@@ -1,10 +1,13 @@
-"""Where a request comes from, as a browser tells it (contract section 14).
+"""Where a request comes from, as a browser tells it (contract sections 14 and 15).
 
-A session cookie is ambient: a browser attaches it to any request to this host,
-whichever page made the request. Browsers say which page did, in `Sec-Fetch-Site`
+A browser attaches what it keeps for this host to any request to it, whichever
+page made the request: the session cookie, and the Basic credentials a person once
+typed into its prompt. Browsers say which page made a request, in `Sec-Fetch-Site`
 and `Origin`; apps send neither. `foreign_page` reads those two headers against
 the server's own origin: `server.public_url`, and the origin the request itself was
 addressed to (its Host, or a trusted proxy's X-Forwarded-Host and -Proto).
+`refuse_foreign_write` is the rule of the APIs that take Basic credentials or a
+cookie: a write made by a page of another site is refused before authentication.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
+from podsync.errors import Forbidden
 from podsync.web.keys import CONFIG, FROM_TRUSTED_PROXY
 
 # RFC 9110 section 9.2.1: everything else may change state.
@@ -73,3 +77,18 @@ def foreign_page(request: web.Request) -> str | None:
     if origin is not None and parse_origin(origin) not in own_origins(request):
         return "its Origin is not this server's"
     return None
+
+
+def refuse_foreign_write(request: web.Request) -> None:
+    """Forbidden when a page of another site made this write (any method but GET,
+    HEAD and OPTIONS), whatever credentials it carries: a cookie, the Basic
+    credentials a browser saved, or none. Called before authentication, so such a
+    request never counts as a failed login (another site cannot lock a user out)."""
+    if request.method in SAFE_METHODS:
+        return
+    reason = foreign_page(request)
+    if reason is not None:
+        raise Forbidden(
+            f"a write must come from an app, not from a web page of another site "
+            f"({reason}); apps send no such header"
+        )

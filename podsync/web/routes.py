@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from aiohttp import web
 
 from podsync.web import health, home, slashes
@@ -9,13 +11,19 @@ from podsync.web.gpodder import handlers as gpodder
 from podsync.web.gpodder import subscriptions as gpodder_subscriptions
 from podsync.web.gpodder.http import gpodder_route
 from podsync.web.middleware import Handler
+from podsync.web.nextcloud import login_flow as nextcloud_flow
+from podsync.web.nextcloud import sync as nextcloud
+from podsync.web.nextcloud.http import nextcloud_route
 from podsync.web.opa import auth as auth_handlers
 from podsync.web.opa import openapi, opml_export, subscriptions, sync
 from podsync.web.ui.routes import setup_ui
 
 
 def setup_routes(
-    app: web.Application, gpodder_enabled: bool, metrics_enabled: bool = False
+    app: web.Application,
+    gpodder_enabled: bool,
+    metrics_enabled: bool = False,
+    public_url: str = "",
 ) -> None:
     if metrics_enabled:  # prometheus-client (the `metrics` extra) is loaded only then
         from podsync.web.prometheus import metrics_page
@@ -48,6 +56,12 @@ def setup_routes(
     if gpodder_enabled:
         app.router.register_resource(slashes.RepeatedSlashes(app.router, GPODDER_PREFIXES))
         app.router.add_routes(GPODDER_ROUTES)
+        app.router.add_routes(nextcloud_routes(""))
+        # Behind a proxy that passes its path prefix on (server.public_url
+        # https://host/podsync), the same routes under the prefix too.
+        prefix = urlsplit(public_url).path.rstrip("/") if public_url else ""
+        if prefix:
+            app.router.add_routes(nextcloud_routes(prefix))
     setup_ui(app)
 
 
@@ -79,3 +93,31 @@ GPODDER_ROUTES = [
     web.route(method, path, gpodder_route(handler, kind), name=f"gpodder.r{n}_{handler.__name__}")
     for n, (method, path, handler, kind) in enumerate(_GPODDER)
 ]
+
+
+# The Nextcloud "GPodder Sync" API and Login Flow v2 (the nextcloud spec): (method,
+# path, handler, whether it takes Basic). Route names start "nextcloud.": the bearer
+# middleware leaves these to web/nextcloud/http.py.
+_NC = "/index.php/apps/gpoddersync"
+_NEXTCLOUD: list[tuple[str, str, Handler, bool]] = [
+    ("GET", f"{_NC}/subscriptions", nextcloud.get_subscriptions, True),
+    ("POST", f"{_NC}/subscription_change/create", nextcloud.post_subscriptions, True),
+    ("GET", f"{_NC}/episode_action", nextcloud.get_actions, True),
+    ("POST", f"{_NC}/episode_action/create", nextcloud.post_actions, True),
+    ("POST", "/index.php/login/v2", nextcloud_flow.start, False),
+    ("POST", "/index.php/login/v2/poll", nextcloud_flow.poll, False),
+    ("GET", "/index.php/login/v2/flow/{flow_id}", nextcloud_flow.open_flow, False),
+]
+
+
+def nextcloud_routes(prefix: str) -> list[web.RouteDef]:
+    tag = "p" if prefix else ""
+    return [
+        web.route(
+            method,
+            prefix + path,
+            nextcloud_route(handler, basic),
+            name=f"nextcloud.{tag}r{n}_{handler.__name__}",
+        )
+        for n, (method, path, handler, basic) in enumerate(_NEXTCLOUD)
+    ]

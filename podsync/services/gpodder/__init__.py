@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from podsync.config import GpodderConfig
 from podsync.services.auth import AuthService
+from podsync.services.basic_auth import BasicAuth
 from podsync.services.gpodder.auth import GpodderAuth
 from podsync.services.gpodder.bounds import UploadBounds
 from podsync.services.gpodder.cursor import ServedCursors
@@ -26,10 +27,15 @@ class Gpodder:
 
 
 def build_gpodder(
-    db: Engine, auth: AuthService, sync: SyncService, secret_key: str, config: GpodderConfig
+    db: Engine,
+    auth: AuthService,
+    sync: SyncService,
+    secret_key: str,
+    config: GpodderConfig,
+    basic: BasicAuth,
 ) -> Gpodder:
     return Gpodder(
-        auth=GpodderAuth(db, auth, secret_key, config),
+        auth=GpodderAuth(db, auth, secret_key, config, basic),
         devices=DeviceService(db, config.max_devices_per_user),
         episodes=EpisodeService(db, config.episode_page_size, UploadBounds(config)),
         subscriptions=GpodderSubscriptions(db, sync),

@@ -4,16 +4,15 @@ signed session cookie.
 The cookie carries the user id, the user's token generation (so `passwd`, `logout`
 and `disable` end it, as they end OPA tokens) and a random session id (the key of the
 served-cursor memory, and what `logout.json` revokes: in the database, so that every
-process refuses it and a restart does not bring it back). A verified Basic credential is
-remembered for `basic_cache_seconds` under an HMAC of user and password, so Kasts'
-Basic on every call costs one argon2 hash per few minutes, not one per request; every
-hit re-reads the user, so a revocation ends it at once.
+process refuses it and a restart does not bring it back). A cookie made on an app
+password names it too, so revoking that app password ends the cookie as well.
+
+Basic credentials are checked by `services/basic_auth.py` (app passwords, then the
+account password with its cache), shared with the Nextcloud API.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import secrets
 import time
 from collections import OrderedDict
@@ -26,9 +25,11 @@ from podsync import timestamps
 from podsync.config import GpodderConfig
 from podsync.errors import Unauthorized
 from podsync.model import User
+from podsync.services.app_passwords import BasicLogin
 from podsync.services.auth import AuthService
+from podsync.services.basic_auth import BasicAuth
 from podsync.storage.engine import Engine
-from podsync.store import sessions, users
+from podsync.store import app_passwords, sessions, users
 
 SESSION_SALT = "podsync.gpodder-session"
 MAX_CACHED = 10_000
@@ -40,43 +41,56 @@ class Session:
     user: User
     session_id: str
     issued_at: int  # whole seconds (itsdangerous' own resolution)
+    app_password_id: int | None = None  # the app password the login used, if any
 
 
 class GpodderAuth:
     def __init__(
-        self, db: Engine, auth: AuthService, secret_key: str, config: GpodderConfig
+        self,
+        db: Engine,
+        auth: AuthService,
+        secret_key: str,
+        config: GpodderConfig,
+        basic: BasicAuth,
     ) -> None:
         self.db = db
         self.auth = auth
         self.config = config
-        self._secret = secret_key.encode("utf-8", "surrogatepass")
+        self.basic = basic
         self._serializer = URLSafeTimedSerializer(secret_key, salt=SESSION_SALT)
-        # HMAC(user, password) -> (user id, generation, trusted until [monotonic s])
-        self._verified: OrderedDict[bytes, tuple[int, int, float]] = OrderedDict()
-        # cookie -> (user id, generation, session id, issued at): signatures verified
-        self._cookies: OrderedDict[str, tuple[int, int, str, int]] = OrderedDict()
+        # cookie -> (user id, generation, session id, issued at, app password id):
+        # signatures verified
+        self._cookies: OrderedDict[str, tuple[int, int, str, int, int | None]] = OrderedDict()
 
-    def issue_cookie(self, user: User, session_id: str | None = None) -> tuple[str, str]:
-        """(cookie value, session id): a new session, or a fresh cookie for `session_id`."""
+    def issue_cookie(
+        self, user: User, session_id: str | None = None, app_password_id: int | None = None
+    ) -> tuple[str, str]:
+        """(cookie value, session id): a new session, or a fresh cookie for `session_id`.
+        `app_password_id`: the login used that app password; revoking it ends the cookie."""
         sid = session_id or secrets.token_urlsafe(12)
-        return self._serializer.dumps({"u": user.id, "g": user.token_generation, "s": sid}), sid
+        payload: dict[str, Any] = {"u": user.id, "g": user.token_generation, "s": sid}
+        if app_password_id is not None:
+            payload["a"] = app_password_id
+        return self._serializer.dumps(payload), sid
 
     async def from_cookie(self, value: str) -> Session:
         """The session a cookie proves; Unauthorized when it is not valid now."""
-        user_id, generation, session_id, issued_at = self._verify_cookie(value)
+        user_id, generation, session_id, issued_at, app_password_id = self._verify_cookie(value)
         async with self.db.read() as conn:
             user = await users.get_by_id(conn, user_id)
             revoked = user is not None and await sessions.is_revoked(conn, session_id)
+            if user is not None and not revoked and app_password_id is not None:
+                revoked = not await app_passwords.exists(conn, user_id, app_password_id)
         if user is None or revoked or not user.enabled or user.token_generation != generation:
             raise Unauthorized(BAD_SESSION)
-        return Session(user, session_id, issued_at)
+        return Session(user, session_id, issued_at, app_password_id)
 
-    def _verify_cookie(self, value: str) -> tuple[int, int, str, int]:
-        """(user id, generation, session id, issued at) of a cookie whose signature is
-        good and which has not expired. A verified cookie is remembered (an app sends
-        the same one on every call; the signature check was half the CPU of a poll);
-        its age is checked on every call, and the user, generation and revocation are
-        read by the caller every time."""
+    def _verify_cookie(self, value: str) -> tuple[int, int, str, int, int | None]:
+        """(user id, generation, session id, issued at, app password id) of a cookie
+        whose signature is good and which has not expired. A verified cookie is
+        remembered (an app sends the same one on every call; the signature check was
+        half the CPU of a poll); its age is checked on every call, and the user,
+        generation, revocation and app password are read by the caller every time."""
         cached = self._cookies.get(value)
         if cached is None:
             cached = self._check_signature(value)
@@ -88,7 +102,7 @@ class GpodderAuth:
             raise Unauthorized(BAD_SESSION)
         return cached
 
-    def _check_signature(self, value: str) -> tuple[int, int, str, int]:
+    def _check_signature(self, value: str) -> tuple[int, int, str, int, int | None]:
         if not value.isascii():
             raise Unauthorized(BAD_SESSION)
         try:
@@ -103,9 +117,16 @@ class GpodderAuth:
             or type(payload.get("u")) is not int
             or type(payload.get("g")) is not int
             or not isinstance(payload.get("s"), str)
+            or type(payload.get("a", 0)) is not int
         ):
             raise Unauthorized(BAD_SESSION)
-        return payload["u"], payload["g"], payload["s"], int(issued.timestamp())
+        return (
+            payload["u"],
+            payload["g"],
+            payload["s"],
+            int(issued.timestamp()),
+            payload.get("a"),
+        )
 
     def needs_refresh(self, session: Session) -> bool:
         """A sliding session: re-issue the cookie once it is a tenth of its life old."""
@@ -123,26 +144,11 @@ class GpodderAuth:
         async with self.db.write() as conn:
             return await sessions.prune(conn, timestamps.now_us())
 
-    def _key(self, username: str, password: str) -> bytes:
-        text = f"{username}\x00{password}".encode("utf-8", "surrogatepass")
-        return hmac.new(self._secret, text, hashlib.sha256).digest()
+    async def login_basic(self, username: str, password: str, address: str) -> BasicLogin:
+        """The login these Basic credentials prove (an app password or the account
+        password), under the login throttle."""
+        return await self.basic.authenticate_basic(username, password, address)
 
     async def from_basic(self, username: str, password: str, address: str) -> User:
         """The user these Basic credentials prove, under the login throttle."""
-        key = self._key(username, password)
-        cached = self._verified.get(key)
-        if cached is not None and cached[2] > time.monotonic():
-            # Throttle first, as a login would: a locked-out pair stays locked out.
-            await self.auth.throttle_check(username, address)
-            async with self.db.read() as conn:
-                user = await users.get_by_id(conn, cached[0])
-            if user is not None and user.enabled and user.token_generation == cached[1]:
-                return user
-        self._verified.pop(key, None)
-        user = await self.auth.verify_credentials(username, password, address)
-        if self.config.basic_cache_seconds > 0:
-            until = time.monotonic() + self.config.basic_cache_seconds
-            self._verified[key] = (user.id, user.token_generation, until)
-            while len(self._verified) > MAX_CACHED:
-                self._verified.popitem(last=False)
-        return user
+        return (await self.login_basic(username, password, address)).user

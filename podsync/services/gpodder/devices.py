@@ -70,8 +70,13 @@ class DeviceService:
                 conn, user_id, check_device_id(device_id), caption, kind, timestamps.now_us()
             )
 
-    async def ensure(self, user_id: int, device_id: str) -> None:
-        """Create the device if the user lacks it; a read, and a write only when new."""
+    async def exists(self, user_id: int, device_id: str) -> bool:
+        async with self.db.read() as conn:
+            return await devices.exists(conn, user_id, check_device_id(device_id))
+
+    async def ensure(self, user_id: int, device_id: str, caption: str | None = None) -> None:
+        """Create the device if the user lacks it (captioned `caption`, else its id); a
+        read, and a write only when new. An existing device is never changed."""
         check_device_id(device_id)
         async with self.db.read() as conn:
             if await devices.exists(conn, user_id, device_id):
@@ -79,7 +84,10 @@ class DeviceService:
         async with self.db.write() as conn:
             await meta.lock_user(conn, user_id)
             await check_new_device(conn, user_id, device_id, self.max_devices)
-            await devices.ensure(conn, user_id, [device_id], timestamps.now_us())
+            if caption is None:
+                await devices.ensure(conn, user_id, [device_id], timestamps.now_us())
+            elif not await devices.exists(conn, user_id, device_id):
+                await devices.upsert(conn, user_id, device_id, caption, None, timestamps.now_us())
 
     async def sync_groups(self, user_id: int) -> dict[str, Any]:
         """Kasts' sync-devices view: all devices are always in one group."""

@@ -197,7 +197,9 @@ class EpisodeService:
         self.page_size = page_size
         self.bounds = bounds or UploadBounds(GpodderConfig())
 
-    async def upload(self, user_id: int, items: list[Any]) -> Upload:
+    async def upload(self, user_id: int, items: list[Any], device_id: str | None = None) -> Upload:
+        """Store the usable items. `device_id`: the device every action is stored
+        under, whatever its item says (the Nextcloud API: one device per app password)."""
         now = timestamps.now_us()
         rewrites: dict[str, str] = {}
         parsed: list[tuple[EpisodeAction, bytes]] = []
@@ -209,6 +211,8 @@ class EpisodeService:
                 skipped += 1
                 log.info("episode upload of user %d: item %d skipped: %s", user_id, index, exc)
                 continue
+            if device_id is not None:
+                action.device_id = device_id
             parsed.append((action, content_hash(action)))
         async with self.db.write() as conn:
             # On PostgreSQL seq is taken at INSERT but seen at COMMIT: one writer per

@@ -167,8 +167,10 @@ class RemoteImportService:
             if fresh:
                 say(f"{report.actions_read} episode actions read")
             # mygpo pages by time (>=): a full page of one second comes back for ever,
-            # and the actions after it cannot be reached.
-            stuck = fresh == 0 and page.actions and len(page.actions) == longest
+            # and the actions after it cannot be reached. (A Nextcloud server answers
+            # everything at once; podsync's sends the last minute again: not stuck.)
+            full = page.actions and len(page.actions) == longest and report.api == "gpodder"
+            stuck = fresh == 0 and full
             if stuck and str(page.timestamp) == str(since):
                 raise RemoteError(
                     remote.episodes_call(since),

@@ -305,6 +305,42 @@ MIGRATIONS: tuple[Step, ...] = (
     DROP INDEX subscriptions_url_key;
     CREATE UNIQUE INDEX subscriptions_url_key ON subscriptions(url_key, user_id);
     """,
+    # 12: app passwords, a user's named random credentials for one app each. Only the
+    # SHA-256 of the secret is kept; the unique index on it finds the row a Basic
+    # password names without reading any other. Ids are never given out twice
+    # (AUTOINCREMENT), so `--revoke ID` never ends a newer password.
+    """
+    CREATE TABLE app_passwords (
+        id           INTEGER PRIMARY KEY AUTOINCREMENT,
+        user_id      INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        name         TEXT NOT NULL,
+        hash         BLOB NOT NULL,             -- SHA-256 of the secret
+        created_at   INTEGER NOT NULL,
+        last_used_at INTEGER                    -- updated at most once a minute
+    ) STRICT;
+    CREATE UNIQUE INDEX app_passwords_name ON app_passwords(user_id, name);
+    CREATE UNIQUE INDEX app_passwords_hash ON app_passwords(hash);
+    """,
+    # 13: Login Flow v2 requests of the Nextcloud API (any process answers any step),
+    # and the episode actions by the server's clock of their arrival, which the
+    # Nextcloud API's `since` (Unix seconds) reads.
+    """
+    CREATE TABLE login_flows (
+        id         INTEGER PRIMARY KEY,
+        flow_id    TEXT NOT NULL UNIQUE,        -- random, in the browser's URL
+        token_hash BLOB NOT NULL UNIQUE,        -- SHA-256 of the app's poll token
+        user_agent TEXT NOT NULL,
+        address    TEXT NOT NULL,               -- who started it (the throttle)
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        state      TEXT NOT NULL
+            CHECK (state IN ('pending', 'granted', 'cancelled', 'spent')),
+        user_id    INTEGER REFERENCES users(id) ON DELETE CASCADE
+    ) STRICT;
+    CREATE INDEX login_flows_address ON login_flows(address, created_at);
+    CREATE INDEX login_flows_expiry ON login_flows(expires_at);
+    CREATE INDEX episode_actions_received ON episode_actions(user_id, received_at);
+    """,
 )
 
 

@@ -13,8 +13,8 @@ from aiohttp import web
 
 from podsync.errors import InvalidInput
 from podsync.services.gpodder.cursor import post_cursor
-from podsync.web.gpodder.http import COOKIE, read_body
-from podsync.web.http import json_bytes, json_ok
+from podsync.web.gpodder.http import COOKIE
+from podsync.web.http import json_bytes, json_ok, read_body
 from podsync.web.keys import GPODDER, GPODDER_SESSION, USER
 
 EPISODES = "episodes"

@@ -8,18 +8,17 @@ pay no extra stack frame, and a deeply nested JSON body still parses):
 - `Cache-Control: no-store` on every answer, and a 401 challenges
   `Basic realm="podsync"` (urllib, inside gPodder, retries only on that challenge
   and raises on a Bearer one).
-- A write on the cookie alone that a browser marks as made by a page of another
-  site is a 403 (`_refuse_foreign_page`).
+- A write that a browser marks as made by a page of another site is a 403 before
+  authentication, whatever credentials it carries: a browser that once answered
+  the Basic prompt sends those credentials to any page's form post, as it does the
+  cookie (contract section 15, `web/origin.py`).
 Repeated slashes (Kasts turns a typed trailing `/` into `//api/2/...`) are routed
 as one by `web/slashes.py`, without a redirect.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import functools
-import json
 from typing import Any
 
 from aiohttp import web
@@ -27,32 +26,14 @@ from aiohttp import web
 from podsync.errors import Forbidden, InvalidInput, Unauthorized
 from podsync.services.gpodder import Gpodder
 from podsync.services.gpodder.auth import Session
-from podsync.web.http import json_error
+from podsync.web.http import basic_credentials, json_error
 from podsync.web.keys import CLIENT_ADDRESS, CONFIG, GPODDER, GPODDER_SESSION, USER
 from podsync.web.middleware import Handler, is_trusted_proxy
-from podsync.web.origin import SAFE_METHODS, foreign_page
+from podsync.web.origin import refuse_foreign_write
 
 COOKIE = "sessionid"
 CHALLENGE = 'Basic realm="podsync", charset="UTF-8"'
 NEED_CREDENTIALS = "send Basic credentials or the session cookie of a login"
-
-
-def _basic_credentials(header: str) -> tuple[str, str]:
-    scheme, _, encoded = header.strip().partition(" ")
-    if scheme.lower() != "basic":
-        raise Unauthorized("this API takes Basic credentials or a session cookie")
-    try:
-        raw = base64.b64decode(encoded.strip(), validate=True)
-    except (binascii.Error, ValueError):
-        raise Unauthorized("Basic credentials are not valid base64") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:  # OkHttp's Credentials.basic default is ISO-8859-1
-        text = raw.decode("latin-1")
-    name, colon, password = text.partition(":")
-    if not colon:
-        raise Unauthorized("Basic credentials must be user:password")
-    return name, password
 
 
 async def _cookie_session(gp: Gpodder, request: web.Request) -> Session | None:
@@ -89,36 +70,30 @@ def set_session_cookie(request: web.Request, response: web.StreamResponse, value
     )
 
 
-async def _authenticate(request: web.Request, gp: Gpodder) -> tuple[Session | None, Any, bool]:
-    """(cookie session or None, user, whether a new cookie is due)."""
+async def _authenticate(
+    request: web.Request, gp: Gpodder
+) -> tuple[Session | None, Any, bool, int | None]:
+    """(cookie session or None, user, whether a new cookie is due, the app password
+    the credentials used)."""
     cookie_session = await _cookie_session(gp, request)
     header = request.headers.get("Authorization")
     if header is None:
         if cookie_session is None:
             raise Unauthorized(NEED_CREDENTIALS)  # not a failure: urllib asks first
-        _refuse_foreign_page(request)
-        return cookie_session, cookie_session.user, gp.auth.needs_refresh(cookie_session)
-    name, password = _basic_credentials(header)
+        refresh = gp.auth.needs_refresh(cookie_session)
+        return cookie_session, cookie_session.user, refresh, cookie_session.app_password_id
+    name, password = basic_credentials(header)
     address = request.get(CLIENT_ADDRESS, request.remote or "unknown")
-    user = await gp.auth.from_basic(name, password, address)
-    if cookie_session is not None and cookie_session.user.id == user.id:
-        return cookie_session, user, gp.auth.needs_refresh(cookie_session)
-    return None, user, True
-
-
-def _refuse_foreign_page(request: web.Request) -> None:
-    """A cookie rides along with any request a browser makes to this host, and every
-    body here is read as JSON whatever its type (the apps need that): a page of a
-    sibling subdomain or port could POST text/plain to a user's list. Browsers say
-    which page made a request; apps send neither header (contract section 14)."""
-    if request.method in SAFE_METHODS:
-        return
-    reason = foreign_page(request)
-    if reason is not None:
-        raise Forbidden(
-            f"a write on the session cookie alone must come from an app, not from a web "
-            f"page of another site ({reason}); apps send Basic credentials or no such header"
-        )
+    login = await gp.auth.login_basic(name, password, address)
+    user = login.user
+    app_password_id = None if login.app_password is None else login.app_password.id
+    if (
+        cookie_session is not None
+        and cookie_session.user.id == user.id
+        and cookie_session.app_password_id == app_password_id
+    ):
+        return cookie_session, user, gp.auth.needs_refresh(cookie_session), app_password_id
+    return None, user, True, app_password_id
 
 
 def gpodder_route(handler: Handler, kind: str = "") -> Handler:
@@ -142,8 +117,9 @@ def gpodder_route(handler: Handler, kind: str = "") -> Handler:
 
 async def _authenticated(request: web.Request, handler: Handler, kind: str) -> web.StreamResponse:
     gp = request.app[GPODDER]
+    refuse_foreign_write(request)  # before the credentials: never a failed login
     try:
-        session, user, new_cookie = await _authenticate(request, gp)
+        session, user, new_cookie, app_password_id = await _authenticate(request, gp)
     except Unauthorized:
         if kind == "logout":  # logout always succeeds (spec 5.2)
             return await handler(request)
@@ -158,7 +134,7 @@ async def _authenticated(request: web.Request, handler: Handler, kind: str) -> w
         session_id = session.session_id
     else:
         value, session_id = gp.auth.issue_cookie(
-            user, session.session_id if session is not None else None
+            user, session.session_id if session is not None else None, app_password_id
         )
     request[USER] = user
     request[GPODDER_SESSION] = session_id
@@ -166,17 +142,3 @@ async def _authenticated(request: web.Request, handler: Handler, kind: str) -> w
     if value is not None and kind != "logout" and response.status == 200:
         set_session_cookie(request, response, value)
     return response
-
-
-async def read_body(request: web.Request) -> Any:
-    """The body as JSON whatever its Content-Type (AntennaPod says `plain/text`,
-    mygpoclient form-urlencoded, Kasts nothing); None when empty."""
-    body = await request.read()
-    if not body.strip():
-        return None
-    try:
-        return json.loads(body.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise InvalidInput("request body is not UTF-8") from None
-    except (ValueError, RecursionError):
-        raise InvalidInput("request body is not valid JSON") from None

@@ -1,6 +1,6 @@
 """Handlers of the gpodder subscription stream (v2, spec 5.5 and 5.6) and of the
 simple API v1 (spec 5.10). Every device sees the account-wide list; an unknown
-device is created on first use."""
+device is created on first use, by an app (never by a page of another site)."""
 
 from __future__ import annotations
 
@@ -9,15 +9,15 @@ from datetime import UTC, datetime
 
 from aiohttp import web
 
-from podsync.errors import InvalidInput
+from podsync.errors import Forbidden, InvalidInput
 from podsync.opml import OutlineFeed, parse_opml, serialise_opml
 from podsync.services.gpodder.cursor import post_cursor
 from podsync.services.gpodder.devices import check_device_id
 from podsync.services.gpodder.subscriptions import parse_url_list
 from podsync.web.gpodder.handlers import empty_ok
-from podsync.web.gpodder.http import read_body
-from podsync.web.http import json_ok
+from podsync.web.http import json_ok, read_body
 from podsync.web.keys import GPODDER, GPODDER_SESSION, USER
+from podsync.web.origin import foreign_page
 
 STREAM = "subscriptions"
 FORMATS = ("json", "opml", "txt")
@@ -35,7 +35,16 @@ def _cursor_keys(request: web.Request, device_id: str) -> list[tuple[object, ...
 
 async def _device(request: web.Request) -> str:
     device_id = check_device_id(request.match_info["device"])
-    await request.app[GPODDER].devices.ensure(request[USER].id, device_id)
+    devices = request.app[GPODDER].devices
+    reason = foreign_page(request)  # a write from such a page never got this far
+    if reason is not None and not await devices.exists(request[USER].id, device_id):
+        # A link on another site opened with the saved credentials or the cookie
+        # (SameSite=Lax sends it on a top-level navigation) must not fill the
+        # device limit (contract section 15).
+        raise Forbidden(
+            f"a new device is made by an app, not by a web page of another site ({reason})"
+        )
+    await devices.ensure(request[USER].id, device_id)
     return device_id
 
 

@@ -12,7 +12,7 @@ from podsync.services.opml_io import OpmlService
 from podsync.services.remote_import import RemoteImportService
 from podsync.services.web_sessions import WebSessionService
 from podsync.web.keys import AUTH, CONFIG, DB, GPODDER, SYNC
-from podsync.web.ui import account, admin, pages, remote_import, transfer
+from podsync.web.ui import account, admin, grant, pages, remote_import, transfer
 from podsync.web.ui.guard import Handler, error_page, ui_route
 from podsync.web.ui.keys import (
     ACCOUNTS,
@@ -48,6 +48,8 @@ _UI: list[tuple[str, str, Handler, dict[str, bool]]] = [
     ("GET", "/ui/account", account.account, {}),
     ("POST", "/ui/account/password", account.change_password, {}),
     ("POST", "/ui/account/logout-everywhere", account.logout_everywhere, {}),
+    ("GET", "/ui/grant/{flow_id}", grant.grant_page, {}),
+    ("POST", "/ui/grant/{flow_id}", grant.decide, {}),
     ("GET", "/ui/admin/users", admin.users, {"admin": True}),
     ("POST", "/ui/admin/users", admin.add_user, {"admin": True}),
     ("GET", "/ui/admin/user", admin.user_page, {"admin": True}),

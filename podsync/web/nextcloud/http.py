@@ -1,0 +1,69 @@
+"""Transport and authentication of the Nextcloud API (the nextcloud spec).
+
+`nextcloud_route` wraps each handler:
+- A request other than GET/HEAD/OPTIONS that a browser marks as made by a page of
+  another site is refused with 403 before anything else (contract section 15): a
+  browser attaches the Basic credentials it saved to any site's form posts, and a
+  refused request never counts as a failed login.
+- `basic` routes need HTTP Basic: the login name and an app password, or the account
+  password; a wrong one is 401 with `WWW-Authenticate: Basic`.
+- `Cache-Control: no-store` on every answer.
+
+Who wrote an episode action or a subscription change is a gpodder device: one per
+app password (`nextcloud-<id>`, captioned with its name), and `nextcloud` for every
+app that signs in with the account password.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from aiohttp import web
+
+from podsync.errors import Forbidden, Unauthorized
+from podsync.model import User
+from podsync.web.http import basic_credentials, json_error
+from podsync.web.keys import BASIC_AUTH, CLIENT_ADDRESS
+from podsync.web.middleware import Handler
+from podsync.web.origin import refuse_foreign_write
+
+CHALLENGE = 'Basic realm="podsync", charset="UTF-8"'
+ACCOUNT_DEVICE = "nextcloud"
+ACCOUNT_DEVICE_CAPTION = "Nextcloud API (account password)"
+NC_USER = web.RequestKey("nextcloud_user", User)
+NC_DEVICE = web.RequestKey("nextcloud_device", str)
+NC_DEVICE_CAPTION = web.RequestKey("nextcloud_device_caption", str)
+
+
+async def _authenticate(request: web.Request) -> None:
+    header = request.headers.get("Authorization")
+    if header is None:
+        raise Unauthorized("send Basic credentials: your login name and an app password")
+    name, password = basic_credentials(header)
+    address = request.get(CLIENT_ADDRESS, request.remote or "unknown")
+    login = await request.app[BASIC_AUTH].authenticate_basic(name, password, address)
+    request[NC_USER] = login.user
+    if login.app_password is None:
+        request[NC_DEVICE] = ACCOUNT_DEVICE
+        request[NC_DEVICE_CAPTION] = ACCOUNT_DEVICE_CAPTION
+    else:
+        request[NC_DEVICE] = f"nextcloud-{login.app_password.id}"
+        request[NC_DEVICE_CAPTION] = login.app_password.name
+
+
+def nextcloud_route(handler: Handler, basic: bool = True) -> Handler:
+    @functools.wraps(handler)
+    async def nextcloud_handler(request: web.Request) -> web.StreamResponse:
+        try:
+            refuse_foreign_write(request)  # before the credentials: never a failed login
+            if basic:
+                await _authenticate(request)
+            response = await handler(request)
+        except Unauthorized as exc:
+            response = json_error(401, str(exc), headers={"WWW-Authenticate": CHALLENGE})
+        except Forbidden as exc:
+            response = json_error(403, str(exc))
+        response.headers["Cache-Control"] = "no-store"
+        return response
+
+    return nextcloud_handler
