@@ -227,10 +227,15 @@ class FlakyGpodder(ThreadedServer):
     pages as mygpo does when all actions share one second."""
 
     def __init__(
-        self, count: int = 40, page: int = 10, fail_at: int | None = 20, one_second: bool = False
+        self,
+        count: int = 40,
+        page: int = 10,
+        fail_at: int | None = 20,
+        one_second: bool = False,
+        items: list[dict[str, Any]] | None = None,
     ) -> None:
         super().__init__()
-        self.actions = actions(count)
+        self.actions = actions(count) if items is None else items
         self.page = page
         self.fail_at = fail_at
         # mygpo's paging when every action has the same time T: `since` compared with

@@ -5,6 +5,12 @@ connects only to public addresses unless [feeds] allow_private says otherwise.""
 
 from __future__ import annotations
 
+import http.cookiejar
+import time
+import urllib.parse
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -15,7 +21,8 @@ from podsync.web.app import create_app
 from tests.cli_support import dump, stored
 from tests.conftest import PASSWORD, MakeConfig, with_accounts
 from tests.remote_peers import FEEDS, REMOTE_PASSWORD, FlakyGpodder, stored_actions
-from tests.test_webui_http import sign_in
+from tests.test_loop_stalls import assert_not_stalled, bob_ticking
+from tests.test_webui_http import CSRF, sign_in
 
 
 async def _client(aiohttp_client: Any, config: Config) -> TestClient[Any, Any]:
@@ -127,3 +134,64 @@ async def test_the_page_reaches_only_public_addresses_by_default(
     assert "Nothing could be read" in text
     assert "127.0.0.1 is not a public address" in text
     assert dump(config) == before
+
+
+def _many_actions(count: int) -> list[dict[str, Any]]:
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    return [
+        {
+            "podcast": f"https://p{n % 50}.example/feed.xml",
+            "episode": f"https://p{n % 50}.example/{n}.mp3",
+            "action": "play",
+            "timestamp": (start + timedelta(seconds=n)).strftime("%Y-%m-%dT%H:%M:%S"),
+            "started": 0,
+            "position": n % 3600,
+            "total": 3600,
+        }
+        for n in range(count)
+    ]
+
+
+class _Browser:
+    """A form-posting HTTP client with a cookie jar, as a browser signs in."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self.opener = urllib.request.build_opener(
+            urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar())
+        )
+
+    def get(self, path: str) -> str:
+        with self.opener.open(self.base + path, timeout=120) as resp:
+            text: str = resp.read().decode()
+            return text
+
+    def post(self, path: str, form: dict[str, str]) -> str:
+        data = urllib.parse.urlencode(form).encode()
+        req = urllib.request.Request(  # noqa: S310 - loopback
+            self.base + path, data=data, headers={"Origin": self.base}
+        )
+        with self.opener.open(req, timeout=600) as resp:
+            text: str = resp.read().decode()
+            return text
+
+
+@pytest.mark.slow
+def test_a_big_import_from_the_page_does_not_stall_other_users(
+    make_config: MakeConfig, seeded_users: tuple[str, ...], serve_process: Any
+) -> None:
+    base = serve_process(make_config(feeds={"allow_private": True})).url
+    page = _Browser(base)
+    page.post("/ui/login", {"username": "alice", "password": PASSWORD})
+    found = CSRF.search(page.get("/ui/transfer"))
+    assert found is not None
+    count = 50_000  # one answer, as oPodSync and Nextcloud send them
+    with FlakyGpodder(page=count, fail_at=None, items=_many_actions(count)) as remote:
+        form = {"csrf": found.group(1), "url": remote.base, "username": "remote"}
+        form.update(password=REMOTE_PASSWORD, api="gpodder")
+        with bob_ticking(base) as ticker, ThreadPoolExecutor(1) as pool:
+            started = time.perf_counter()
+            text = pool.submit(page.post, "/ui/import-from", form).result()
+            took = time.perf_counter() - started
+    assert f"Episode actions: {count} added, 0 already there, 0 skipped." in text
+    assert_not_stalled(ticker, f"an import of {count} actions from the web UI ({took:.1f} s)")

@@ -9,9 +9,9 @@ stops half way (a remote that fails, a limit) is completed by running it again.
 from __future__ import annotations
 
 import asyncio
-import json
+import hashlib
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from podsync import timestamps
@@ -43,9 +43,10 @@ __all__ = [
     "RemoteUnauthorized",
 ]
 
-# Actions written per transaction: a short hold of the write lock, never across a
-# remote call.
-ACTION_CHUNK = 1000
+# Actions parsed and written per transaction: a short hold of the write lock, never
+# across a remote call (1000 kept another user's requests waiting 0.3 s on a loaded
+# two-core machine, 500 about 0.1 s).
+ACTION_CHUNK = 500
 # A server that keeps answering new pages past this is not paging, it is looping.
 MAX_PAGES = 100_000
 NO_TIME = "no usable time (missing, malformed, or more than a day ahead)"
@@ -54,7 +55,7 @@ Parsed = tuple[EpisodeAction, bytes]
 
 
 def parse_page(
-    items: list[Any], now: int, seen: set[bytes]
+    items: Sequence[Any], now: int, seen: set[bytes]
 ) -> tuple[list[Parsed], Counter[str], int]:
     """One answer's actions as the upload rules read them (pure, run in a thread):
     what to store, the skipped by reason, and how many were new to this run (an
@@ -83,7 +84,9 @@ def parse_page(
 
 
 def _marker(item: Any) -> bytes:
-    return json.dumps(item, sort_keys=True, separators=(",", ":"), default=str).encode()
+    """What tells an action seen on an earlier page (the same server writes it the
+    same way each time): a digest of its repr, four times cheaper than JSON."""
+    return hashlib.blake2b(repr(item).encode("utf-8", "replace"), digest_size=16).digest()
 
 
 class RemoteImportService:
@@ -150,20 +153,11 @@ class RemoteImportService:
         for _ in range(MAX_PAGES):
             page = await remote.episode_page(since)
             longest = max(longest, len(page.actions))
-            now = timestamps.now_us()
-            parsed, skipped, fresh = await asyncio.to_thread(parse_page, page.actions, now, seen)
-            report.actions_read += fresh
-            report.actions_skipped.update(skipped)
-            for start in range(0, len(parsed), ACTION_CHUNK):
-                stored = await self.episodes.store_imported(
-                    user.id, parsed[start : start + ACTION_CHUNK]
-                )
-                report.actions_added += stored.added
-                report.actions_already += stored.already
-                if stored.refused_device:
-                    report.actions_skipped[
-                        "names a new device past the device limit (gpodder.max_devices_per_user)"
-                    ] += stored.refused_device
+            fresh = 0
+            # A slice at a time: decoded, checked and written before the next is
+            # decoded, so few of a large answer's actions are alive at once.
+            for start in range(0, len(page.actions), ACTION_CHUNK):
+                fresh += await self._apply_slice(user, page.actions, start, seen, report)
             if fresh:
                 say(f"{report.actions_read} episode actions read")
             # mygpo pages by time (>=): a full page of one second comes back for ever,
@@ -184,3 +178,30 @@ class RemoteImportService:
                 return
             since = page.timestamp
         raise RemoteError("episode actions", f"still new pages after {MAX_PAGES} answers")
+
+    async def _apply_slice(
+        self,
+        user: User,
+        actions: Sequence[Any],
+        start: int,
+        seen: set[bytes],
+        report: RemoteImportReport,
+    ) -> int:
+        """Parse and store ACTION_CHUNK actions from `start`; how many were new."""
+        now = timestamps.now_us()
+
+        def parse() -> tuple[list[Parsed], Counter[str], int]:
+            return parse_page(actions[start : start + ACTION_CHUNK], now, seen)
+
+        parsed, skipped, fresh = await asyncio.to_thread(parse)
+        report.actions_read += fresh
+        report.actions_skipped.update(skipped)
+        if parsed:
+            stored = await self.episodes.store_imported(user.id, parsed)
+            report.actions_added += stored.added
+            report.actions_already += stored.already
+            if stored.refused_device:
+                report.actions_skipped[
+                    "names a new device past the device limit (gpodder.max_devices_per_user)"
+                ] += stored.refused_device
+        return fresh

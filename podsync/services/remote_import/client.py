@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import quote
@@ -32,13 +33,15 @@ from yarl import URL
 from podsync import __version__
 from podsync.errors import PodsyncError
 from podsync.services.feeds.addresses import PublicOnlyResolver, RefusedAddress, check_literal
+from podsync.services.remote_import.json_pieces import LazyList, loads_in_pieces
 
 Api = Literal["gpodder", "nextcloud"]
 APIS: tuple[Api, ...] = ("gpodder", "nextcloud")
 NEXTCLOUD_PATH = "/index.php/apps/gpoddersync"
 USER_AGENT = f"podsync/{__version__} (importing an account)"
 MAX_ANSWER_BYTES = 256 << 20  # one answer; oPodSync sends every action in one
-# Decoding a large answer takes a while: in a thread, off the event loop.
+# Decoding a large answer takes a while: in a thread, a piece at a time (one
+# json.loads of 10 MB holds the GIL, and so the event loop, for 0.2 s).
 THREADED_JSON_BYTES = 256 << 10
 _SHOWN = 200  # characters of an unexpected answer quoted in a message
 
@@ -74,7 +77,7 @@ class RemoteSubscriptions:
 
 @dataclass(frozen=True)
 class ActionPage:
-    actions: list[Any]
+    actions: Sequence[Any]  # a LazyList when the answer is large
     timestamp: int | str
 
 
@@ -201,9 +204,9 @@ class RemoteClient:
     async def episode_page(self, since: int | str) -> ActionPage:
         """One answer of episode actions after `since` (0 for all)."""
         path = self._episodes_path()
-        answer = await self._get_json(path, {"since": str(since)})
+        answer = await self._get_json(path, {"since": str(since)}, lazy="actions")
         call = self.episodes_call(since)
-        if not isinstance(answer, dict) or not isinstance(answer.get("actions"), list):
+        if not isinstance(answer, dict) or not isinstance(answer.get("actions"), list | LazyList):
             raise RemoteError(call, "the answer has no list of actions")
         timestamp = answer.get("timestamp")
         if isinstance(timestamp, bool) or not isinstance(timestamp, int | str):
@@ -223,7 +226,8 @@ class RemoteClient:
         remove = answer.get("remove")
         return answer["add"], remove if isinstance(remove, list) else []
 
-    async def _get_json(self, path: str, query: dict[str, str]) -> Any:
+    async def _get_json(self, path: str, query: dict[str, str], lazy: str | None = None) -> Any:
+        """The answer's JSON; a large one's member `lazy` as a LazyList."""
         status, call, body = await self._call("GET", path, query)
         if status == 401:
             raise RemoteUnauthorized(call, self._refusal(status, body))
@@ -231,7 +235,7 @@ class RemoteClient:
             raise RemoteError(call, self._said(status, body))
         try:
             if len(body) > THREADED_JSON_BYTES:
-                return await asyncio.to_thread(json.loads, body)
+                return await asyncio.to_thread(loads_in_pieces, body, lazy)
             return json.loads(body)
         except ValueError:
             raise RemoteError(call, f"not JSON: {_quote(body)}") from None
