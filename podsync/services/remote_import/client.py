@@ -39,7 +39,7 @@ Api = Literal["gpodder", "nextcloud"]
 APIS: tuple[Api, ...] = ("gpodder", "nextcloud")
 NEXTCLOUD_PATH = "/index.php/apps/gpoddersync"
 USER_AGENT = f"podsync/{__version__} (importing an account)"
-MAX_ANSWER_BYTES = 256 << 20  # one answer; oPodSync sends every action in one
+MAX_ANSWER_BYTES = 128 << 20  # one answer; oPodSync sends every action in one (~250 bytes each)
 # Decoding a large answer takes a while: in a thread, a piece at a time (one
 # json.loads of 10 MB holds the GIL, and so the event loop, for 0.2 s).
 THREADED_JSON_BYTES = 256 << 10
