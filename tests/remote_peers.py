@@ -220,6 +220,17 @@ class ThreadedServer:
         return request.headers.get("Authorization") == f"Basic {token}"
 
 
+class NotASyncServer(ThreadedServer):
+    """A web server that speaks neither API: 404 for every path."""
+
+    def __enter__(self) -> NotASyncServer:
+        super().__enter__()
+        return self
+
+    def routes(self, app: web.Application) -> None:
+        pass
+
+
 class FlakyGpodder(ThreadedServer):
     """A gpodder server: one device, FEEDS[:2], `count` actions in pages of `page`;
     while `fail_at` is set, the answer of the page starting there is cut off after
@@ -294,7 +305,7 @@ class NextcloudGpodderSync(ThreadedServer):
     EpisodeActionRepository): Basic auth on every call, `since` compared with > on
     Unix seconds, `timestamp` the server's clock, an action's time in ISO 8601 with
     its offset (PHP's "c"), guid null when none, -1 for an absent position; one
-    answer each, no paging. Anything else under Nextcloud is a 404."""
+    answer each, no paging. Any other path redirects to the sign-in page."""
 
     def __init__(self, count: int = 40) -> None:
         super().__init__()
@@ -308,6 +319,12 @@ class NextcloudGpodderSync(ThreadedServer):
         prefix = "/index.php/apps/gpoddersync"
         app.router.add_get(f"{prefix}/subscriptions", self._subscriptions)
         app.router.add_get(f"{prefix}/episode_action", self._episode_actions)
+        app.router.add_route("*", "/{tail:.*}", self._elsewhere)
+
+    async def _elsewhere(self, request: web.Request) -> web.Response:
+        """A path Nextcloud has no route for: off to its sign-in page."""
+        self.calls.append(request.path_qs)
+        raise web.HTTPFound("/index.php/login")
 
     def _refused(self, request: web.Request) -> web.Response | None:
         self.calls.append(request.path_qs)

@@ -18,6 +18,7 @@ from tests.remote_peers import (
     UNSUBSCRIBED,
     FlakyGpodder,
     NextcloudGpodderSync,
+    NotASyncServer,
     expected_rows,
     opodsync,
     seed_gpodder,
@@ -173,6 +174,7 @@ def test_a_nextcloud_gpodder_sync_account_is_detected_and_arrives_whole(
         refused = import_from(config, remote.base, "--api", "nextcloud", password="wrong-9")
     assert first.exit_code == 0, first.output
     assert "(nextcloud API)" in first.output
+    assert remote.calls[0] == "/api/2/auth/remote/login.json"  # redirected to sign in
     assert "2 subscriptions, 1 feed unsubscribed there, 10 episode actions." in first.output
     assert "Episode actions: 10 added, 0 already there, 0 skipped." in first.output
     assert stored(config) == {(url, None, True) for url in FEEDS[:2]}
@@ -226,3 +228,15 @@ def test_a_server_that_cannot_page_past_one_second_is_an_error_not_a_silent_end(
     call = f"GET {remote.base}/api/2/episodes/remote.json?since=1000"
     assert f"The import stopped: {call}: the same 10 actions came back again" in result.output
     assert "Episode actions: 10 added, 0 already there, 0 skipped." in result.output
+
+
+def test_a_server_that_speaks_neither_api_is_named_and_nothing_changes(config: Config) -> None:
+    add_user(config)
+    before = dump(config)
+    with NotASyncServer() as remote:
+        result = import_from(config, remote.base + "/podcasts/")
+    assert result.exit_code == 1, result.output
+    assert "neither API answered" in result.output
+    assert f"POST {remote.base}/podcasts/api/2/auth/remote/login.json: HTTP 404" in result.output
+    assert f"GET {remote.base}/podcasts/index.php/apps/gpoddersync/subscriptions" in result.output
+    assert dump(config) == before

@@ -115,9 +115,7 @@ class RemoteImportService:
                 await self._subscriptions(user, remote, report)
                 say(f"{report.feeds_read} subscriptions read")
                 await self._actions(user, remote, report, say)
-            except RemoteUnauthorized:
-                raise
-            except RemoteError as exc:
+            except RemoteError as exc:  # a refused password too, past the sign-in
                 if report.feeds_read == 0 and report.actions_read == 0:
                     raise
                 report.error = str(exc)

@@ -150,15 +150,21 @@ class RemoteClient:
         if self.api == "nextcloud":
             await self._nextcloud_subscriptions()
             return "nextcloud"
-        status, call, body = await self._call("POST", f"/api/2/auth/{self._user}/login.json")
-        if status == 200:
-            self.api = "gpodder"
-            return "gpodder"
-        if status == 401:
-            raise RemoteUnauthorized(call, self._refusal(status, body))
-        if self.api == "gpodder":
-            raise RemoteError(call, self._said(status, body))
-        gpodder_said = f"{call}: {self._said(status, body)}"
+        try:
+            status, call, body = await self._call("POST", f"/api/2/auth/{self._user}/login.json")
+        except RemoteError as exc:  # a redirect to a sign-in page, say (Nextcloud)
+            if self.api == "gpodder":
+                raise
+            gpodder_said = str(exc)
+        else:
+            if status == 200:
+                self.api = "gpodder"
+                return "gpodder"
+            if status == 401:
+                raise RemoteUnauthorized(call, self._refusal(status, body))
+            if self.api == "gpodder":
+                raise RemoteError(call, self._said(status, body))
+            gpodder_said = f"{call}: {self._said(status, body)}"
         try:
             await self._nextcloud_subscriptions()
         except RemoteUnauthorized:
@@ -167,7 +173,7 @@ class RemoteClient:
             raise RemoteError(
                 "neither API answered",
                 f"{gpodder_said}; {exc}. Check the address (the server's base, path "
-                "prefix included) or name the API with --api",
+                "prefix included), or say which API it speaks",
             ) from None
         self.api = "nextcloud"
         return "nextcloud"
