@@ -240,3 +240,28 @@ def test_a_server_that_speaks_neither_api_is_named_and_nothing_changes(config: C
     assert f"POST {remote.base}/podcasts/api/2/auth/remote/login.json: HTTP 404" in result.output
     assert f"GET {remote.base}/podcasts/index.php/apps/gpoddersync/subscriptions" in result.output
     assert dump(config) == before
+
+
+def test_the_password_comes_from_stdin_or_the_environment_never_the_command_line(
+    config: Config,
+) -> None:
+    add_user(config)
+    with FlakyGpodder(count=4, page=10, fail_at=None) as remote:
+        args = ("user", "import-from", "alice", remote.base, "--username", "remote")
+        piped = run(
+            config,
+            *args,
+            "--password-stdin",
+            input=REMOTE_PASSWORD + "\n",
+            env={"PODSYNC_IMPORT_PASSWORD": None},
+        )
+        from_env = run(config, *args, env={"PODSYNC_IMPORT_PASSWORD": REMOTE_PASSWORD})
+        neither = run(config, *args, env={"PODSYNC_IMPORT_PASSWORD": None})
+    assert piped.exit_code == 0, piped.output
+    assert "Episode actions: 4 added" in piped.output
+    assert from_env.exit_code == 0, from_env.output
+    assert "names no setting" not in from_env.output  # podsync's own variable
+    assert neither.exit_code == 1
+    assert "set PODSYNC_IMPORT_PASSWORD or use --password-stdin" in neither.output
+    for result in (piped, from_env):
+        assert REMOTE_PASSWORD not in result.output
