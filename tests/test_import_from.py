@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from aiohttp import web
 from click.testing import Result
 
 from podsync.config import Config, load_config
@@ -265,3 +266,21 @@ def test_the_password_comes_from_stdin_or_the_environment_never_the_command_line
     assert "set PODSYNC_IMPORT_PASSWORD or use --password-stdin" in neither.output
     for result in (piped, from_env):
         assert REMOTE_PASSWORD not in result.output
+
+
+class _Hostile(FlakyGpodder):
+    """Signs in and lists a device, then answers episodes nested 100,000 deep."""
+
+    async def _episodes(self, request: web.Request) -> web.StreamResponse:
+        deep = b'{"actions": [' + b"[" * 100_000 + b"]" * 100_000 + b'], "timestamp": 1}'
+        return web.Response(body=deep, content_type="application/json")
+
+
+def test_a_hostile_answer_is_named_not_a_crash(config: Config) -> None:
+    add_user(config)
+    with _Hostile() as remote:
+        result = import_from(config, remote.base)
+    assert result.exit_code == 1, result.output
+    call = f"GET {remote.base}/api/2/episodes/remote.json?since=0"
+    assert f"The import stopped: {call}: not JSON" in result.output
+    assert "Traceback" not in result.output

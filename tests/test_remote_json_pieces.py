@@ -62,3 +62,9 @@ def test_the_lazy_member_reads_as_the_same_list() -> None:
     assert list(loads_in_pieces(b'{"actions": []}', lazy="actions")["actions"]) == []
     with pytest.raises(ValueError):  # each element is still checked on the way
         loads_in_pieces(b'{"actions": [{"a": 1}, {"b": }]}', lazy="actions")
+
+
+def test_an_answer_nested_past_reason_is_refused() -> None:
+    deep = b'{"actions": [' + b"[" * 100_000 + b"]" * 100_000 + b"]}"
+    with pytest.raises(RecursionError):  # the client calls it "not JSON"
+        loads_in_pieces(deep, lazy="actions")

@@ -66,7 +66,11 @@ def parse_page(
     fresh = 0
     rewrites: dict[str, str] = {}
     for item in items:
-        marker = _marker(item)
+        try:
+            marker = _marker(item)
+        except RecursionError:
+            skipped["nested too deeply"] += 1
+            continue
         if marker in seen:
             continue
         seen.add(marker)

@@ -243,7 +243,7 @@ class RemoteClient:
             if len(body) > THREADED_JSON_BYTES:
                 return await asyncio.to_thread(loads_in_pieces, body, lazy)
             return json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested past any sense
             raise RemoteError(call, f"not JSON: {_quote(body)}") from None
 
     async def _call(
