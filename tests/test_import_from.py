@@ -20,6 +20,7 @@ from tests.remote_peers import (
     FlakyGpodder,
     NextcloudGpodderSync,
     NotASyncServer,
+    actions,
     expected_rows,
     opodsync,
     seed_gpodder,
@@ -284,3 +285,22 @@ def test_a_hostile_answer_is_named_not_a_crash(config: Config) -> None:
     call = f"GET {remote.base}/api/2/episodes/remote.json?since=0"
     assert f"The import stopped: {call}: not JSON" in result.output
     assert "Traceback" not in result.output
+
+
+def test_actions_podsync_cannot_store_are_skipped_with_their_reasons(config: Config) -> None:
+    add_user(config)
+    items = actions(5)
+    del items[0]["timestamp"]  # the time of receipt would make it new on every run
+    items[1]["timestamp"] = "2999-01-01T00:00:00"  # far ahead of any clock
+    items[2]["episode"] = "ftp://media.example.com/x.mp3"
+    items[3]["action"] = "listen"
+    with FlakyGpodder(page=10, fail_at=None, items=items) as remote:
+        first = import_from(config, remote.base)
+        second = import_from(config, remote.base)
+    assert first.exit_code == 0, first.output
+    assert "Episode actions: 1 added, 0 already there, 4 skipped." in first.output
+    assert "2 actions skipped: no usable time" in first.output
+    assert "1 action skipped: episode is not an http(s) URL" in first.output
+    assert "1 action skipped: unknown action" in first.output
+    assert "Episode actions: 0 added, 1 already there, 4 skipped." in second.output
+    assert len(stored_actions(config.database.path, "alice")) == 1
