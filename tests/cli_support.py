@@ -24,8 +24,13 @@ def config_path(config: Config) -> str:
     return str(Path(config.database.path).parent / "podsync.toml")
 
 
-def run(config: Config, *args: str, input: str | bytes | None = None) -> Result:
-    return CliRunner().invoke(cli, ["--config", config_path(config), *args], input=input)
+def run(
+    config: Config,
+    *args: str,
+    input: str | bytes | None = None,
+    env: dict[str, str | None] | None = None,
+) -> Result:
+    return CliRunner().invoke(cli, ["--config", config_path(config), *args], input=input, env=env)
 
 
 def add_user(config: Config, name: str = "alice", password: str = PASSWORD) -> None:

@@ -208,6 +208,7 @@ async def test_hostile_form_input_never_gives_a_500(
         "/ui/devices/remove",
         "/ui/account/password",
         "/ui/import",
+        "/ui/import-from",
         "/ui/admin/users",
         "/ui/login",
     ]
@@ -226,6 +227,9 @@ async def test_hostile_form_input_never_gives_a_500(
                 "password": value,
                 "username": value,
             }
+            if path == "/ui/import-from":  # its own fields (all of them: past 1 MiB)
+                data = {"csrf": csrf, "url": value, "username": value}
+                data.update(password=value, api=value)
             encoded = {
                 k: v.encode("utf-8", "surrogatepass").decode("latin-1") for k, v in data.items()
             }

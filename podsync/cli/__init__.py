@@ -13,7 +13,7 @@ import click
 from click.core import ParameterSource
 
 from podsync import __version__
-from podsync.cli import configuration, db, opml, users
+from podsync.cli import configuration, db, opml, remote_import, users
 from podsync.cli.base import (
     Context,
     accept_config_option,
@@ -107,6 +107,7 @@ def version() -> None:
     click.echo(f"podsync {__version__}")
 
 
+users.user.add_command(remote_import.import_from)
 cli.add_command(users.user)
 cli.add_command(opml.opml)
 cli.add_command(db.db)

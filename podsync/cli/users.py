@@ -18,7 +18,7 @@ from podsync.services.passwords import check_password_rules
 @click.group(short_help="Manage user accounts.")
 def user() -> None:
     """Manage user accounts: add, passwd, list, disable, enable, admin, logout, unlock,
-    delete, app-passwords.
+    delete, app-passwords, and import-from another server.
 
     \b
     Example:

@@ -16,8 +16,13 @@ from collections.abc import Mapping
 
 CONFIG_ENV = "PODSYNC_CONFIG"  # the config file
 COPY_TO_URL_ENV = "PODSYNC_COPY_TO_URL"  # `podsync db copy-to`'s target
+IMPORT_PASSWORD_ENV = "PODSYNC_IMPORT_PASSWORD"  # noqa: S105 (a name: import-from's password)
 # podsync's names that are not settings, with what they are.
-OWN_NAMES = {CONFIG_ENV: "the config file", COPY_TO_URL_ENV: "db copy-to's target"}
+OWN_NAMES = {
+    CONFIG_ENV: "the config file",
+    COPY_TO_URL_ENV: "db copy-to's target",
+    IMPORT_PASSWORD_ENV: "user import-from's remote password",
+}
 
 # Each kind of service-link name, behind "PODSYNC" and the rest of the Service's
 # name, with the shape of the value it holds. A name can read as more than one kind

@@ -29,7 +29,7 @@ from podsync.services.gpodder import cursor
 from podsync.services.gpodder.bounds import UploadBounds
 from podsync.services.gpodder.devices import DEVICE_ID
 from podsync.storage.engine import Engine
-from podsync.store import episodes, meta
+from podsync.store import episode_history, episodes, meta
 from podsync.store.episodes import EpisodeAction
 
 log = logging.getLogger("podsync.gpodder")
@@ -179,6 +179,13 @@ class Upload:
 
 
 @dataclass(frozen=True)
+class Imported:
+    added: int
+    already: int  # stored before (an earlier import, or the apps' own uploads)
+    refused_device: int  # naming a new device past gpodder.max_devices_per_user
+
+
+@dataclass(frozen=True)
 class Pull:
     views: list[bytes]  # each action's stored JSON (model.episode_action_view)
     timestamp: int
@@ -224,6 +231,22 @@ class EpisodeService:
             before=before,
             after=after,
         )
+
+    async def store_imported(
+        self, user_id: int, parsed: list[tuple[EpisodeAction, bytes]]
+    ) -> Imported:
+        """Store actions read from another server (already parsed, with their content
+        hashes) under the same rules as an upload, counting those stored before.
+        LimitExceeded when they would pass the action bound: nothing is written."""
+        now = timestamps.now_us()
+        async with self.db.write() as conn:
+            await meta.lock_user(conn, user_id)
+            kept, refused = await self.bounds.admit(conn, user_id, parsed, now)
+            keys = [(a.episode_url, a.action, h) for a, h in kept]
+            already = await episode_history.known_actions(conn, user_id, keys) if kept else 0
+            if kept:
+                await episodes.insert_many(conn, user_id, kept, now)
+        return Imported(added=len(kept) - already, already=already, refused_device=refused)
 
     async def pull(
         self,

@@ -26,8 +26,8 @@ from podsync.web.ui.guard import (
 )
 from podsync.web.ui.keys import OPML, SIGNED_IN, WEB_SESSIONS
 from podsync.web.ui.render import render
+from podsync.web.ui.transfer import UPLOAD_MAX_MIB, transfer_page
 
-UPLOAD_MAX_MIB = 10  # an OPML of 20,000 feeds is ~3 MiB
 UPLOAD_MAX = UPLOAD_MAX_MIB * 1024 * 1024
 # Past the cap the rest of an upload is read and dropped (so the browser gets the
 # page, not a reset connection), but only up to here; beyond it reading stops. The
@@ -171,24 +171,6 @@ async def logout_everywhere(request: web.Request) -> web.Response:
     raise response
 
 
-async def transfer(request: web.Request) -> web.Response:
-    return _transfer_page(request, {})
-
-
-def _transfer_page(
-    request: web.Request, errors: dict[str, str], report: object = None, status: int = 200
-) -> web.Response:
-    return render(
-        request,
-        "transfer.html",
-        "Import and export",
-        status=status,
-        errors=errors,
-        report=report,
-        max_mib=UPLOAD_MAX_MIB,
-    )
-
-
 class UploadTooLarge(Exception):
     pass
 
@@ -236,14 +218,14 @@ async def import_opml(request: web.Request) -> web.Response:
     try:
         csrf, data = await _read_upload(request)
     except UploadTooLarge:
-        return _transfer_page(
+        return transfer_page(
             request,
             {"opml": f"The file is larger than {UPLOAD_MAX_MIB} MiB; nothing imported."},
             status=413,
         )
     check_csrf(request, csrf)
     if not data:
-        return _transfer_page(request, {"opml": "Choose an OPML file to import."}, status=400)
+        return transfer_page(request, {"opml": "Choose an OPML file to import."}, status=400)
     service = request.app[OPML]
     now = now_us()
 
@@ -254,7 +236,7 @@ async def import_opml(request: web.Request) -> web.Response:
         # Parsing and checking a big file takes a while: not on the event loop.
         plan = await asyncio.to_thread(parse_and_plan)
     except OpmlError as exc:
-        return _transfer_page(
+        return transfer_page(
             request, {"opml": f"This is not an OPML file ({exc}); nothing imported."}, status=400
         )
     report = await service.apply(user, plan, now)  # type: ignore[arg-type]
@@ -267,7 +249,7 @@ async def import_opml(request: web.Request) -> web.Response:
         report.already_subscribed,
         len(report.skipped),
     )
-    return _transfer_page(request, {}, report=report)
+    return transfer_page(request, {}, report=report)
 
 
 async def export_opml(request: web.Request) -> web.StreamResponse:

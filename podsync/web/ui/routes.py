@@ -9,11 +9,20 @@ from aiohttp import web
 from podsync.services.accounts import AccountService
 from podsync.services.browsing import BrowseService
 from podsync.services.opml_io import OpmlService
+from podsync.services.remote_import import RemoteImportService
 from podsync.services.web_sessions import WebSessionService
-from podsync.web.keys import AUTH, CONFIG, DB, ERROR_PAGE, SYNC
-from podsync.web.ui import account, admin, app_passwords, grant, pages
+from podsync.web.keys import AUTH, CONFIG, DB, ERROR_PAGE, GPODDER, SYNC
+from podsync.web.ui import account, admin, app_passwords, grant, pages, remote_import, transfer
 from podsync.web.ui.guard import Handler, error_page, page_for_error, ui_route
-from podsync.web.ui.keys import ACCOUNTS, BROWSE, OPML, STYLESHEET, WEB_SESSIONS
+from podsync.web.ui.keys import (
+    ACCOUNTS,
+    BROWSE,
+    IMPORT_REPORTS,
+    OPML,
+    REMOTE_IMPORT,
+    STYLESHEET,
+    WEB_SESSIONS,
+)
 from podsync.web.ui.render import STATIC_CSS, stylesheet
 
 # (method, path, handler, options). Route names start "ui.": the bearer middleware
@@ -32,8 +41,9 @@ _UI: list[tuple[str, str, Handler, dict[str, bool]]] = [
     ("GET", "/ui/devices", pages.devices, {}),
     ("POST", "/ui/devices/rename", pages.rename_device, {}),
     ("POST", "/ui/devices/remove", pages.remove_device, {}),
-    ("GET", "/ui/transfer", account.transfer, {}),
+    ("GET", "/ui/transfer", transfer.transfer, {}),
     ("POST", "/ui/import", account.import_opml, {"reads_own_body": True}),
+    ("POST", "/ui/import-from", remote_import.import_from_server, {}),
     ("GET", "/ui/export.opml", account.export_opml, {}),
     ("GET", "/ui/account", account.account, {}),
     ("POST", "/ui/account/password", account.change_password, {}),
@@ -77,6 +87,8 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     app[WEB_SESSIONS] = WebSessionService(db, auth, app[ACCOUNTS], app[CONFIG].ui.session_lifetime)
     app[BROWSE] = BrowseService(db, app[SYNC])
     app[OPML] = OpmlService(db, app[SYNC])
+    app[REMOTE_IMPORT] = RemoteImportService(app[OPML], app[GPODDER].episodes)
+    app[IMPORT_REPORTS] = transfer.ImportReports()
     yield
 
 

@@ -1,0 +1,105 @@
+"""`podsync user import-from`: bring an account's history from another server."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from podsync.cli.base import Context, pass_context, run_with_accounts, run_with_db
+from podsync.config.envvars import IMPORT_PASSWORD_ENV
+from podsync.services.gpodder.bounds import UploadBounds
+from podsync.services.gpodder.episodes import EpisodeService
+from podsync.services.opml_io import OpmlService
+from podsync.services.remote_import import (
+    RemoteAccount,
+    RemoteImportReport,
+    RemoteImportService,
+)
+from podsync.services.remote_import.client import APIS, base_url
+from podsync.services.sync import SyncService
+from podsync.storage.engine import Engine
+
+
+@click.command("import-from", short_help="Import subscriptions and history from another server.")
+@click.argument("name")
+@click.argument("url")
+@click.option("--username", "remote_user", required=True, help="Your user name on that server.")
+@click.option(
+    "--api",
+    type=click.Choice(APIS),
+    help="The API that server speaks (detected when left out).",
+)
+@click.option(
+    "--password-stdin",
+    is_flag=True,
+    help="Read that server's password as one line from standard input.",
+)
+@pass_context
+def import_from(
+    ctx: Context, name: str, url: str, remote_user: str, api: str | None, password_stdin: bool
+) -> None:
+    """Import NAME's subscriptions and every episode action (plays, positions,
+    downloads, deletions) from the account REMOTE_USER on the server at URL.
+
+    URL is the other server's address: gpodder.net, oPodSync, mygpo, another
+    podsync, ... (the gpodder API), or a Nextcloud with GPodder Sync (the
+    Nextcloud API). Subscriptions of every device come along, except feeds you
+    unsubscribed there; each episode action keeps its own time, so the newest
+    position wins whichever server it was made on.
+
+    The password of that server comes from one line of standard input with
+    --password-stdin, else $PODSYNC_IMPORT_PASSWORD, else a hidden prompt; never
+    the command line. Running the import again adds nothing; an import that stopped
+    half way is completed by running it again.
+
+    \b
+    Example:
+      podsync user import-from alice https://gpodder.net --username alice42
+      printf '%s\\n' "$APP_PASSWORD" | podsync user import-from alice \\
+          https://cloud.example.org --username alice --api nextcloud --password-stdin
+    """
+    try:
+        base_url(url)
+    except ValueError as exc:
+        raise click.ClickException(f"{url}: {exc}") from None
+    run_with_accounts(ctx.config, lambda accounts: accounts.get_user(name))  # before asking
+    password = _remote_password(password_stdin, remote_user)
+    account = RemoteAccount(url, remote_user, password, api)  # type: ignore[arg-type]
+    config = ctx.config
+
+    def say(text: str) -> None:
+        click.echo(text, err=True)
+
+    async def run(db: Engine) -> RemoteImportReport:
+        opml = OpmlService(db, SyncService(db, config.sync))
+        episodes = EpisodeService(
+            db, config.gpodder.episode_page_size, UploadBounds(config.gpodder)
+        )
+        user = await opml.require_user(name)
+        return await RemoteImportService(opml, episodes).import_from(user, account, progress=say)
+
+    report = run_with_db(config, run)
+    for line in report.lines():
+        click.echo(line)
+    if not report.complete:
+        sys.exit(1)
+
+
+def _remote_password(from_stdin: bool, remote_user: str) -> str:
+    if from_stdin:
+        line = sys.stdin.readline()
+        if not line:
+            raise click.ClickException("--password-stdin: nothing on standard input")
+        return line.rstrip("\r\n")
+    from_environment = os.environ.get(IMPORT_PASSWORD_ENV)
+    if from_environment:
+        return from_environment
+    if not sys.stdin.isatty():
+        raise click.ClickException(
+            f"no terminal to ask for the password; set {IMPORT_PASSWORD_ENV} "
+            "or use --password-stdin"
+        )
+    value: str = click.prompt(f"Password of {remote_user} on that server", hide_input=True)
+    return value
