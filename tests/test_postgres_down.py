@@ -37,8 +37,12 @@ from tests.server_support import podsync_command, serving
 from tests.sync_helpers import action
 
 MAX_CONNECTIONS = 20
+NEXTCLOUD = "/index.php/apps/gpoddersync"
 # Routes that never touch the database: they go on answering 200.
-NO_DATABASE = {"/", "/api/v1/openapi.json"}
+# Login Flow v2's browser address redirects to the web UI's sign-in page (urllib
+# follows it), which needs no database either.
+FLOW_PAGE = "/index.php/login/v2/flow/f"
+NO_DATABASE = {"/", "/api/v1/openapi.json", FLOW_PAGE}
 Route = tuple[str, str, Any, dict[str, str]]
 
 
@@ -57,6 +61,7 @@ def _routes(token: str, refresh: str, sync_id: str) -> list[Route]:
     episode = {"podcast": "https://e.example/rss", "episode": "https://e.example/1.mp3",
                "action": "download"}  # fmt: skip
     feeds = b"https://l.example/rss\n"
+    form = {"Content-Type": "application/x-www-form-urlencoded; charset=utf-8"}
     return [
         ("GET", "/", None, {}),
         ("GET", "/healthz", None, {}),
@@ -83,6 +88,13 @@ def _routes(token: str, refresh: str, sync_id: str) -> list[Route]:
         ("GET", "/subscriptions/alice/phone.txt", None, gp),
         ("PUT", "/subscriptions/alice/phone.txt", feeds, gp),
         ("POST", "/subscriptions/alice/phone.txt", feeds, gp),
+        ("GET", f"{NEXTCLOUD}/subscriptions?since=0", None, gp),
+        ("POST", f"{NEXTCLOUD}/subscription_change/create", {"add": [], "remove": []}, gp),
+        ("GET", f"{NEXTCLOUD}/episode_action?since=0", None, gp),
+        ("POST", f"{NEXTCLOUD}/episode_action/create", [episode], gp),
+        ("POST", "/index.php/login/v2", None, {}),
+        ("POST", "/index.php/login/v2/poll", b"token=x", form),
+        ("GET", FLOW_PAGE, None, {}),
     ]
 
 

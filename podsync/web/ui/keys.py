@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from aiohttp import web
 
 from podsync.services.accounts import AccountService
@@ -11,15 +9,13 @@ from podsync.services.browsing import BrowseService
 from podsync.services.opml_io import OpmlService
 from podsync.services.remote_import import RemoteImportService
 from podsync.services.web_sessions import SignedIn, WebSessionService
-
-if TYPE_CHECKING:
-    from podsync.web.ui.transfer import ImportReports
+from podsync.web.ui.import_reports import ImportReports
 
 WEB_SESSIONS = web.AppKey("web_sessions", WebSessionService)
 BROWSE = web.AppKey("browse", BrowseService)
 ACCOUNTS = web.AppKey("ui_accounts", AccountService)
 OPML = web.AppKey("ui_opml", OpmlService)
 REMOTE_IMPORT = web.AppKey("ui_remote_import", RemoteImportService)
-IMPORT_REPORTS: web.AppKey[ImportReports] = web.AppKey("ui_import_reports")
+IMPORT_REPORTS = web.AppKey("ui_import_reports", ImportReports)
 STYLESHEET = web.AppKey("ui_stylesheet", bytes)
 SIGNED_IN = web.RequestKey("ui_signed_in", SignedIn)

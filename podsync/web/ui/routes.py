@@ -14,6 +14,7 @@ from podsync.services.web_sessions import WebSessionService
 from podsync.web.keys import AUTH, CONFIG, DB, ERROR_PAGE, GPODDER, SYNC
 from podsync.web.ui import account, admin, app_passwords, grant, pages, remote_import, transfer
 from podsync.web.ui.guard import Handler, error_page, page_for_error, ui_route
+from podsync.web.ui.import_reports import ImportReports
 from podsync.web.ui.keys import (
     ACCOUNTS,
     BROWSE,
@@ -88,7 +89,7 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     app[BROWSE] = BrowseService(db, app[SYNC])
     app[OPML] = OpmlService(db, app[SYNC])
     app[REMOTE_IMPORT] = RemoteImportService(app[OPML], app[GPODDER].episodes)
-    app[IMPORT_REPORTS] = transfer.ImportReports()
+    app[IMPORT_REPORTS] = ImportReports()
     yield
 
 
