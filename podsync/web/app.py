@@ -24,7 +24,7 @@ from podsync.services.passwords import PasswordService
 from podsync.services.sync import SyncService
 from podsync.storage.engine import Engine, create_engine, open_when_up
 from podsync.web.cors import cors_middleware
-from podsync.web.keys import AUTH, CONFIG, DB, FEED_INFO, GPODDER, LISTING, SYNC
+from podsync.web.keys import AUTH, CONFIG, DB, FEED_FETCHER, FEED_INFO, GPODDER, LISTING, SYNC
 from podsync.web.metrics import METRICS, metrics_middleware
 from podsync.web.middleware import (
     auth_middleware,
@@ -88,15 +88,19 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
         app[LISTING] = ListingService(db, secret)
         app[GPODDER] = build_gpodder(db, app[AUTH], app[SYNC], secret, config.gpodder)
         app[FEED_INFO] = FeedInfoService(db, config.feeds.fetch_metadata)
+        app[FEED_FETCHER] = None
         pruner = asyncio.create_task(_prune_periodically(app[SYNC], app[GPODDER], db, config))
-        # Off by default: then nothing here, or anywhere, opens an outbound connection.
-        if config.feeds.fetch_metadata:
+        # Off: then nothing here, or anywhere, opens an outbound connection.
+        if not config.feeds.fetch_metadata:
+            log.info("feeds.fetch_metadata is off: podsync makes no outbound connection")
+        else:
             from podsync.services.feeds.fetcher import FeedFetcher
             from podsync.services.feeds.http import FeedClient
 
             client = FeedClient(config.feeds.allow_private)
             fetcher = FeedFetcher(db, client, config.feeds.refresh_hours)
             await fetcher.open()
+            app[FEED_FETCHER] = fetcher
             fetching = asyncio.create_task(fetcher.run_forever())
             log.info(
                 "fetching subscribed feeds for titles and artwork, each at most every %d h%s",

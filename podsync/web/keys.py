@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from podsync.model import User
     from podsync.services.auth import AuthService
     from podsync.services.feed_info import FeedInfoService
+    from podsync.services.feeds.fetcher import FeedFetcher
     from podsync.services.gpodder import Gpodder
     from podsync.services.listing import ListingService
     from podsync.services.sync import SyncService
@@ -27,6 +28,8 @@ LISTING: web.AppKey[ListingService] = web.AppKey("listing")
 GPODDER: web.AppKey[Gpodder] = web.AppKey("gpodder")
 # What the feed fetcher learned (titles, artwork, episode titles, fetch errors).
 FEED_INFO: web.AppKey[FeedInfoService] = web.AppKey("feed_info")
+# The feed fetcher, for a fetch on demand (None with [feeds] fetch_metadata = false).
+FEED_FETCHER: web.AppKey[FeedFetcher | None] = web.AppKey("feed_fetcher")
 
 REQUEST_ID = web.RequestKey("request_id", str)
 CLIENT_ADDRESS = web.RequestKey("client_address", str)

@@ -269,6 +269,12 @@ MIGRATIONS: tuple[Step, ...] = (
     DROP INDEX subscriptions_url_key;
     CREATE UNIQUE INDEX subscriptions_url_key ON subscriptions(url_key, user_id);
     """,
+    # 14: the history by the action's own time; an import's report in its session
+    # (as SQLite's step 14).
+    """
+    CREATE INDEX episode_actions_time ON episode_actions(user_id, occurred_at, seq);
+    ALTER TABLE web_sessions ADD COLUMN import_report TEXT;
+    """,
 )
 
 

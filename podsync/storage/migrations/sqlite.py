@@ -305,6 +305,14 @@ MIGRATIONS: tuple[Step, ...] = (
     DROP INDEX subscriptions_url_key;
     CREATE UNIQUE INDEX subscriptions_url_key ON subscriptions(url_key, user_id);
     """,
+    # 14 (12 and 13 come from other work): the web UI's second release. The history
+    # reads newest first by the action's own time (ties by arrival), a page at a time
+    # from a (time, seq) key; an import's report waits in the session that made it,
+    # for the page the browser is sent to after the upload.
+    """
+    CREATE INDEX episode_actions_time ON episode_actions(user_id, occurred_at, seq);
+    ALTER TABLE web_sessions ADD COLUMN import_report TEXT;
+    """,
 )
 
 

@@ -6,11 +6,13 @@ from aiohttp import web
 
 from podsync.services.accounts import AccountService
 from podsync.services.browsing import BrowseService
+from podsync.services.listening import ListeningService
 from podsync.services.opml_io import OpmlService
 from podsync.services.web_sessions import SignedIn, WebSessionService
 
 WEB_SESSIONS = web.AppKey("web_sessions", WebSessionService)
 BROWSE = web.AppKey("browse", BrowseService)
+LISTENING = web.AppKey("listening", ListeningService)
 ACCOUNTS = web.AppKey("ui_accounts", AccountService)
 OPML = web.AppKey("ui_opml", OpmlService)
 STYLESHEET = web.AppKey("ui_stylesheet", bytes)

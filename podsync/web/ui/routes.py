@@ -8,12 +8,13 @@ from aiohttp import web
 
 from podsync.services.accounts import AccountService
 from podsync.services.browsing import BrowseService
+from podsync.services.listening import ListeningService
 from podsync.services.opml_io import OpmlService
 from podsync.services.web_sessions import WebSessionService
-from podsync.web.keys import AUTH, CONFIG, DB, SYNC
-from podsync.web.ui import account, admin, pages
+from podsync.web.keys import AUTH, CONFIG, DB, FEED_FETCHER, SYNC
+from podsync.web.ui import account, admin, devices, listening, pages
 from podsync.web.ui.guard import Handler, error_page, ui_route
-from podsync.web.ui.keys import ACCOUNTS, BROWSE, OPML, STYLESHEET, WEB_SESSIONS
+from podsync.web.ui.keys import ACCOUNTS, BROWSE, LISTENING, OPML, STYLESHEET, WEB_SESSIONS
 from podsync.web.ui.render import STATIC_CSS, stylesheet
 
 # (method, path, handler, options). Route names start "ui.": the bearer middleware
@@ -28,10 +29,12 @@ _UI: list[tuple[str, str, Handler, dict[str, bool]]] = [
     ("POST", "/ui/subscriptions", pages.subscribe, {}),
     ("POST", "/ui/subscriptions/unsubscribe", pages.unsubscribe, {}),
     ("POST", "/ui/subscriptions/resubscribe", pages.resubscribe, {}),
-    ("GET", "/ui/history", pages.history, {}),
-    ("GET", "/ui/devices", pages.devices, {}),
-    ("POST", "/ui/devices/rename", pages.rename_device, {}),
-    ("POST", "/ui/devices/remove", pages.remove_device, {}),
+    ("POST", "/ui/subscriptions/refresh", pages.refresh, {}),
+    ("GET", "/ui/podcasts/{sync_id}", listening.podcast, {}),
+    ("GET", "/ui/history", listening.history, {}),
+    ("GET", "/ui/devices", devices.devices, {}),
+    ("POST", "/ui/devices/rename", devices.rename_device, {}),
+    ("POST", "/ui/devices/remove", devices.remove_device, {}),
     ("GET", "/ui/transfer", account.transfer, {}),
     ("POST", "/ui/import", account.import_opml, {"reads_own_body": True}),
     ("GET", "/ui/export.opml", account.export_opml, {}),
@@ -70,7 +73,8 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     db, auth = app[DB], app[AUTH]
     app[ACCOUNTS] = AccountService(db, auth.passwords)
     app[WEB_SESSIONS] = WebSessionService(db, auth, app[ACCOUNTS], app[CONFIG].ui.session_lifetime)
-    app[BROWSE] = BrowseService(db, app[SYNC])
+    app[BROWSE] = BrowseService(db, app[SYNC], app[FEED_FETCHER])
+    app[LISTENING] = ListeningService(db)
     app[OPML] = OpmlService(db, app[SYNC])
     yield
 
