@@ -269,8 +269,15 @@ def test_search_the_unsubscribed_switch_and_pages(server: str, context: Any) -> 
     page.goto(server + "/ui/subscriptions")
     assert page.locator("#count").inner_text() == "60 current subscriptions"
     assert page.locator(".sub").count() == 50
-    page.get_by_role("link", name="Next →").click()
+    # The pager sits above and below the list.
+    assert page.get_by_role("link", name="Next →").count() == 2
+    page.get_by_role("link", name="Next →").first.click()
     assert page.locator(".sub").count() == 10
+    # A page number past the end goes to the last page.
+    page.goto(server + "/ui/subscriptions?page=99")
+    assert page.url == server + "/ui/subscriptions?page=2"
+    assert page.locator(".sub").count() == 10
+    assert page.get_by_text("Page 2 of 2").count() == 2
     page.get_by_label("Search by title or URL").fill("HOST07")
     page.get_by_role("button", name="Search").click()
     assert page.locator(".sub .url").all_inner_texts() == [feeds[7]]
