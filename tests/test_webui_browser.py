@@ -617,8 +617,10 @@ def test_titles_artwork_and_episode_titles_from_the_feed_fetcher(
             time.sleep(0.5)
         shown = page.locator(".sub", has_text="The Show")
         assert shown.locator("img").get_attribute("src") == "https://127.0.0.1:1/art.jpg"
-        assert shown.get_by_role("link", name="The Show").get_attribute("href").startswith(
-            "/ui/podcasts/"
+        assert (
+            shown.get_by_role("link", name="The Show")
+            .get_attribute("href")
+            .startswith("/ui/podcasts/")
         )
         screenshot(page, "subscriptions-with-titles-1280")
         # A failing feed is quiet in the list: its URL, no error; its page says why.
