@@ -273,6 +273,8 @@ MIGRATIONS: tuple[Step, ...] = (
     # (as SQLite's step 14).
     """
     CREATE INDEX episode_actions_time ON episode_actions(user_id, occurred_at, seq);
+    CREATE INDEX episode_actions_podcast_time
+        ON episode_actions(user_id, podcast_key, occurred_at, seq);
     ALTER TABLE web_sessions ADD COLUMN import_report TEXT;
     """,
 )

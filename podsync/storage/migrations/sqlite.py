@@ -307,10 +307,13 @@ MIGRATIONS: tuple[Step, ...] = (
     """,
     # 14 (12 and 13 come from other work): the web UI's second release. The history
     # reads newest first by the action's own time (ties by arrival), a page at a time
-    # from a (time, seq) key; an import's report waits in the session that made it,
-    # for the page the browser is sent to after the upload.
+    # from a (time, seq) key, for all podcasts or one (a podcast's page, the filter,
+    # the "recently played" sort); an import's report waits in the session that made
+    # it, for the page the browser is sent to after the upload.
     """
     CREATE INDEX episode_actions_time ON episode_actions(user_id, occurred_at, seq);
+    CREATE INDEX episode_actions_podcast_time
+        ON episode_actions(user_id, podcast_key, occurred_at, seq);
     ALTER TABLE web_sessions ADD COLUMN import_report TEXT;
     """,
 )
