@@ -335,6 +335,12 @@ def test_phone_layout_the_list_is_short_and_the_pager_on_top(
     assert height < 7000, height  # 50 rows were 12,500 px in the first release
 
 
+REPORTED_OPML = (
+    b'<?xml version="1.0"?><opml version="2.0"><body>'
+    b'<outline type="rss" text="Alpha Show" xmlUrl="http://127.0.0.1:1/alpha.xml"/>'
+    b'<outline type="rss" text="Broken" xmlUrl="ftp://nope.example.com/x"/>'
+    b"</body></opml>"
+)
 NEW_PAGES = (
     "overview",
     "podcast",
@@ -343,6 +349,7 @@ NEW_PAGES = (
     "unsubscribe-confirm",
     "device-remove-confirm",
     "subscribe-refused",
+    "import-report",
 )
 
 
@@ -356,6 +363,7 @@ def open_new_page(page: Any, server: str, name: str, podcast: str, feeds: Thread
         "unsubscribe-confirm": podcast,
         "device-remove-confirm": "/ui/devices",
         "subscribe-refused": "/ui/subscriptions",
+        "import-report": "/ui/transfer",
     }
     page.goto(server + paths[name])
     if name == "unsubscribe-confirm":
@@ -367,6 +375,12 @@ def open_new_page(page: Any, server: str, name: str, podcast: str, feeds: Thread
     elif name == "subscribe-refused":
         subscribe(page, feeds.url("/cover.png"))
         assert page.locator("#e-feed_url").count() == 1
+    elif name == "import-report":
+        page.get_by_label("OPML file", exact=True).set_input_files(
+            {"name": "mine.opml", "mimeType": "text/x-opml", "buffer": REPORTED_OPML}
+        )
+        page.get_by_role("button", name="Import").click()
+        assert page.locator(".report").count() == 1
 
 
 def test_new_pages_at_both_sizes_light_and_dark_axe_and_screenshots(

@@ -82,6 +82,8 @@ def render(
     user = signed_in.user if signed_in is not None else None
     nav = NAV + ADMIN_NAV if user is not None and user.admin else NAV
     current = request.path if request.path != "/ui" else "/ui/"
+    if current.startswith("/ui/podcasts/"):
+        current = "/ui/subscriptions"  # a podcast's page belongs to the subscriptions
     page = (
         environment()
         .get_template(template)
