@@ -51,6 +51,7 @@ class Podsync:
             f'[database]\npath = "{workdir / f"podsync-{cache_seconds}.db"}"\n\n'
             f"[gpodder]\nbasic_cache_seconds = {cache_seconds}\n\n"
             '[log]\nlevel = "warning"\naccess_log = false\n'
+            "[feeds]\nfetch_metadata = false\n"  # its feeds are not served anywhere
         )
         self.log = workdir / f"podsync-{cache_seconds}.log"
         self.proc: subprocess.Popen[bytes] | None = None

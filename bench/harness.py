@@ -42,6 +42,8 @@ BASE_CONFIG: dict[str, dict[str, Any]] = {
     },
     "sync": {"max_subscriptions_per_user": 10_000_000},
     "log": {"level": "warning", "access_log": False},
+    # The bench's feeds are not served anywhere: no fetcher reaching for public hosts.
+    "feeds": {"fetch_metadata": False},
 }
 
 Overrides = dict[str, dict[str, Any]]

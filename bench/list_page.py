@@ -112,6 +112,7 @@ async def measure(size: int, requests: int, explain: bool) -> None:
             f'[database]\npath = "{Path(tmp) / "bench.db"}"\n'
             "[server]\nport = 0\n[sync]\nmax_subscriptions_per_user = 10000000\n"
             '[log]\naccess_log = false\nlevel = "warning"\n'
+            "[feeds]\nfetch_metadata = false\n"  # its feeds are not served anywhere
         )
         config = load_config(path, environ={})
         began = time.perf_counter()

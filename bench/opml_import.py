@@ -141,6 +141,7 @@ def main() -> None:
         config = folder / "podsync.toml"
         config.write_text(
             f'[database]\npath = "{folder / "podsync.db"}"\n[log]\nlevel = "warning"\n'
+            "[feeds]\nfetch_metadata = false\n"  # its feeds are not served anywhere
         )
         opml = folder / "big.opml"
         write_opml(opml, args.feeds)

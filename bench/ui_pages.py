@@ -1,6 +1,9 @@
 """Server time per web UI page for one user with 1,000 subscriptions and 10,000
 episode actions (the history), on SQLite.
 
+The actions' own times are a permutation of their arrival order (as after devices
+that sync backlogs), so the history's (time, seq) pages are not the arrival order.
+
     python bench/ui_pages.py [--subscriptions 1000] [--history 10000] [--requests 100]
 
 Seeds through the real services (SyncService.apply for subscriptions, the episode
@@ -17,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
+import os
 import re
 import statistics
 import sys
@@ -77,7 +81,7 @@ async def seed(config: Config, subscriptions: int, history: int) -> None:
                             podcast_key=url_key(feed),
                             episode_url=f"{feed.rsplit('/', 1)[0]}/episode-{i}.mp3",
                             action=action,
-                            occurred_at=moment + i * 1_000_000,
+                            occurred_at=moment + ((i * 7919) % history) * 1_000_000,
                             device_id=f"device-{i % 3}",
                             guid=None,
                             started=0 if play else None,
@@ -113,8 +117,10 @@ async def run(subscriptions: int, history: int, requests: int) -> None:
         path.write_text(
             f'[server]\nhost = "127.0.0.1"\nport = 0\n[database]\npath = "{tmp}/podsync.db"\n'
             '[log]\nlevel = "warning"\naccess_log = false\n'
+            "[feeds]\nfetch_metadata = false\n"  # its feeds are not served anywhere
         )
         config = load_config(path, environ={})
+        print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         began = time.perf_counter()
         await seed(config, subscriptions, history)
         print(
@@ -141,8 +147,18 @@ async def run(subscriptions: int, history: int, requests: int) -> None:
                     assert response.status == 200, await response.text()
                 async with session.get("/ui/history") as response:
                     text = await response.text()
-                    older = re.search(r"before=(\d+)", text)
+                    older = re.search(r"before=(\d+\.\d+)", text)
                     assert older is not None
+                deep = older.group(1)
+                for _ in range(100):  # 100 pages on: page 101 of the 10,000 rows' 200
+                    async with session.get(f"/ui/history?before={deep}") as response:
+                        found = re.search(r"before=(\d+\.\d+)", await response.text())
+                    if found is None:
+                        break
+                    deep = found.group(1)
+                async with session.get("/ui/subscriptions?q=feeds3.example.org") as response:
+                    podcast = re.search(r'href="(/ui/podcasts/[^"]+)"', await response.text())
+                    assert podcast is not None
                 key = url_key("https://feeds3.example.org/podcast/rss")
                 pages = [
                     "/ui/",
@@ -152,8 +168,13 @@ async def run(subscriptions: int, history: int, requests: int) -> None:
                     "/ui/subscriptions?all=1&q=example.org",
                     "/ui/history",
                     f"/ui/history?before={older.group(1)}",
+                    f"/ui/history?before={deep}",
                     f"/ui/history?podcast={key}",
                     "/ui/history?device=device-1",
+                    "/ui/history?action=play",
+                    "/ui/history?action=delete",
+                    podcast.group(1),
+                    "/ui/subscriptions?sort=played",
                     "/ui/devices",
                     "/ui/transfer",
                     "/ui/account",
@@ -176,6 +197,7 @@ async def run(subscriptions: int, history: int, requests: int) -> None:
                     f"{page[:42]:42} {statistics.median(walls):8.2f} {p95:7.2f} "
                     f"{statistics.median(cpus):7.2f} {sizes[page] / 1024:6.1f}"
                 )
+            print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         finally:
             await runner.cleanup()
 

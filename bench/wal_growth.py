@@ -106,6 +106,7 @@ def main() -> None:
             "XDG_CONFIG_HOME": directory,
             "PODSYNC_SYNC_MAX_SUBSCRIPTIONS_PER_USER": UNLIMITED,
             "PODSYNC_SYNC_MAX_ENTITIES_PER_USER": UNLIMITED,
+            "PODSYNC_FEEDS_FETCH_METADATA": "false",  # its feeds are not served anywhere
         }
         subprocess.run(
             [args.podsync, "user", "add", "bench", "--password-stdin"],

@@ -178,3 +178,45 @@ class FeedSite:
     async def _to_host(self, request: web.Request) -> web.Response:
         """A redirect to the feed on another host name or address of this machine."""
         raise web.HTTPFound(f"http://{request.match_info['host']}:{self.port}/show.xml")
+
+
+# A PNG's first bytes: what an image URL answers instead of a feed.
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00"
+
+
+class ThreadedFeedHost:
+    """The same kind of host for tests that cannot run an event loop of their own (the
+    browser tests: playwright's sync API holds the thread's loop): a threaded
+    http.server on 127.0.0.1 serving fixed answers, path -> (status, type, body)."""
+
+    def __init__(self, answers: dict[str, tuple[int, str, bytes]]) -> None:
+        import http.server
+        import threading
+
+        self.answers = answers
+        self.hits: Counter[str] = Counter()
+        host = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                host.hits[self.path] += 1
+                status, kind, body = host.answers.get(self.path, (404, "text/plain", b"no"))
+                self.send_response(status)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}{path}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -37,7 +37,9 @@ def write_server_config(directory: Path, port: int, **auth: int) -> Config:
         f'[server]\nhost = "127.0.0.1"\nport = {port}\n\n'
         f'[database]\npath = "{directory / "podsync.db"}"\ndurability = "full"\n\n'
         f"[auth]\n{extra}\n"
-        '[log]\nlevel = "warning"\naccess_log = false\n'
+        '[log]\nlevel = "warning"\naccess_log = false\n\n'
+        # Its feeds are not served here: nothing reaches for a public host.
+        "[feeds]\nfetch_metadata = false\n"
     )
     return load_config(path, environ={})
 

@@ -169,6 +169,7 @@ def test_a_container_serves_syncs_stops_on_sigterm_and_keeps_its_data(
     options = (
         "--publish", f"127.0.0.1:{port}:8080",
         "--env", f"PODSYNC_SERVER_SHUTDOWN_TIMEOUT={SHUTDOWN_TIMEOUT}",
+        "--env", "PODSYNC_FEEDS_FETCH_METADATA=false",  # its feeds are not served anywhere
     )  # fmt: skip
     first = run_container(image, *options, volume=volume)
     assert wait_until_healthy(base, timeout=90) == {"status": "ok", "version": version("podsync")}

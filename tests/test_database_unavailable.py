@@ -145,7 +145,10 @@ async def test_a_full_disk_is_a_503_and_healthz_says_so_until_space_is_freed(
 def config_at(tmp_path: Path, database: Path) -> Config:
     """A config (written to tmp_path/podsync.toml) whose database is `database`."""
     path = tmp_path / "podsync.toml"
-    path.write_text(f'[database]\npath = "{database}"\n[log]\naccess_log = false\n')
+    path.write_text(
+        f'[database]\npath = "{database}"\n[log]\naccess_log = false\n'
+        "[feeds]\nfetch_metadata = false\n"
+    )
     return load_config(path, environ={})
 
 

@@ -94,6 +94,7 @@ def installed(podsync_binary: Path, tmp_path: Path) -> tuple[Path, dict[str, str
     shutil.copy2(podsync_binary, binary)
     (workdir / "podsync.toml").write_text(
         '[server]\nport = 0\n\n[database]\npath = "data/podsync.db"\n'
+        "[feeds]\nfetch_metadata = false\n"  # its feeds are not served anywhere
     )
     (workdir / "data").mkdir()
     return binary, _bare_env(unpack)

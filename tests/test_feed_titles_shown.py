@@ -1,9 +1,11 @@
-"""The feed fetcher inside the server: off by default with no outbound connection at
-all; on, the titles it learns reach the OPML export and the gpodder simple API."""
+"""The feed fetcher inside the server: on by default; with `fetch_metadata = false` no
+outbound connection at all; on, the titles it learns reach the OPML export and the
+gpodder simple API."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -16,11 +18,12 @@ from aiohttp.test_utils import TestClient
 from podsync.config import Config
 from podsync.web.app import create_app
 from podsync.web.keys import FEED_INFO
-from tests.conftest import MakeConfig, bearer, login, run_cli
+from tests.conftest import PASSWORD, MakeConfig, bearer, login, run_cli
 from tests.feed_site import FeedSite
 from tests.gpodder_support import basic
 
 Client = TestClient[Any, Any]
+CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 
 # Every connect() and name lookup of this process while a test listens (an audit
 # hook cannot be removed, so one hook serves every test and records only then).
@@ -75,7 +78,11 @@ def feeds_config(make_config: MakeConfig, fetch: bool) -> Config:
     return make_config(feeds={"fetch_metadata": fetch, "allow_private": True})
 
 
-async def test_by_default_the_server_makes_no_outbound_connection(
+def test_the_fetcher_is_on_by_default(make_config: MakeConfig) -> None:
+    assert make_config(feeds={"allow_private": True}).feeds.fetch_metadata is True
+
+
+async def test_with_fetch_metadata_false_the_server_makes_no_outbound_connection(
     aiohttp_client: Any,
     make_config: MakeConfig,
     seeded_users: tuple[str, ...],
@@ -83,8 +90,7 @@ async def test_by_default_the_server_makes_no_outbound_connection(
     tmp_path: Path,
     outbound: list[tuple[str, Any]],
 ) -> None:
-    config = make_config(feeds={"allow_private": True})  # fetch_metadata left at its default
-    assert config.feeds.fetch_metadata is False
+    config = feeds_config(make_config, fetch=False)
     await subscribe_before_start(config, tmp_path, site.url("/show.xml"))
     outbound.clear()
     client = await start(aiohttp_client, config)
@@ -92,6 +98,29 @@ async def test_by_default_the_server_makes_no_outbound_connection(
     await asyncio.sleep(1.5)  # the fetcher, were it on, starts its first pass at once
     export = await client.get("/api/v1/subscriptions.opml", headers=bearer(token))
     assert "The Show" not in await export.text()
+    # Subscribing in the web UI, which fetches the feed at once when the fetcher is
+    # on, and its Refresh: neither reaches out either.
+    origin = {"Origin": str(client.make_url("")).rstrip("/")}
+    signed = await client.post(
+        "/ui/login", data={"username": "alice", "password": PASSWORD}, headers=origin
+    )
+    assert signed.status == 200
+    csrf = CSRF.search(await (await client.get("/ui/subscriptions")).text())
+    assert csrf is not None
+    added = await client.post(
+        "/ui/subscriptions",
+        data={"csrf": csrf.group(1), "feed_url": site.url("/page.html")},
+        headers=origin,
+    )
+    assert added.status == 200 and "Subscribed." in await added.text()
+    sync_id = re.search(r'href="/ui/podcasts/([^"]+)"', await added.text())
+    assert sync_id is not None
+    refreshed = await client.post(
+        "/ui/subscriptions/refresh",
+        data={"csrf": csrf.group(1), "sync_id": sync_id.group(1)},
+        headers=origin,
+    )
+    assert "feeds.fetch_metadata is off" in await refreshed.text()
     assert sum(site.hits.values()) == 0
     app_port = client.server.port
     # The test client's own connections to the app are the only ones, and no name

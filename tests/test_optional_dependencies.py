@@ -40,6 +40,7 @@ def env_for(tmp_path: Path, **extra: str) -> dict[str, str]:
     env.update(
         PODSYNC_DATABASE_PATH=str(tmp_path / "podsync.db"),
         PODSYNC_LOG_ACCESS_LOG="false",
+        PODSYNC_FEEDS_FETCH_METADATA="false",  # no feed of these tests is served
         **extra,
     )
     return env

@@ -27,6 +27,7 @@ def server(tmp_path: Path) -> Iterator[ServerProcess]:
         f'[server]\nhost = "127.0.0.1"\nport = {port}\nshutdown_timeout = 1\n'
         f'[database]\npath = "{tmp_path / "podsync.db"}"\n'
         '[log]\nlevel = "info"\naccess_log = true\n'
+        "[feeds]\nfetch_metadata = false\n"
     )
     process = ServerProcess(config, port, tmp_path / "server.log")
     process.start()

@@ -355,3 +355,24 @@ async def test_history_pages_walk_both_ways(ui: TestClient[Any, Any], config: Co
     assert back == second and set(links4) == {"prev", "next"}
     front, links5 = await page(links4["prev"])
     assert front == first and set(links5) == {"next"}
+
+
+async def test_a_podcast_page_of_no_subscription_of_yours_is_a_404(
+    ui: TestClient[Any, Any],
+) -> None:
+    csrf = await sign_in(ui, "bob")
+    own = str(ui.make_url("")).rstrip("/")
+    added = await ui.post(
+        "/ui/subscriptions",
+        data={"csrf": csrf, "feed_url": "feeds.example.com/show"},  # no scheme: https
+        headers={"Origin": own},
+    )
+    found = re.search(r'href="(/ui/podcasts/[^"]+)"', await added.text())
+    assert found is not None and "https://feeds.example.com/show" in await added.text()
+    assert (await ui.get(found.group(1))).status == 200
+    for path in ("/ui/podcasts/nope", "/ui/podcasts/%00", "/ui/podcasts/" + "9" * 5000):
+        response = await ui.get(path)
+        assert response.status in (400, 404), (path, response.status)
+    await ui.post("/ui/logout", data={"csrf": csrf}, headers={"Origin": own})
+    await sign_in(ui, "alice")  # another user: bob's subscription is not hers
+    assert (await ui.get(found.group(1))).status == 404

@@ -78,6 +78,6 @@ class UiConfig:
 
 @dataclass(frozen=True)
 class FeedsConfig:
-    fetch_metadata: bool = False  # off: podsync makes no outbound connection at all
+    fetch_metadata: bool = True  # false: podsync makes no outbound connection at all
     refresh_hours: int = 24
     allow_private: bool = False  # fetch from loopback and private networks too

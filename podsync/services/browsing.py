@@ -8,22 +8,26 @@ app at its next sync exactly as one made by an app.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from podsync import timestamps
 from podsync.errors import InvalidInput, NotFound
-from podsync.feeds import has_bad_characters, url_key
-from podsync.model import User
+from podsync.feeds import InvalidFeedUrl, check_feed_url, has_bad_characters, url_key
+from podsync.model import Subscription, User
 from podsync.rules import APPLIED, IGNORED, Subscribe, Unsubscribe, canonical_uuid
 from podsync.services.sync import SyncService
 from podsync.storage.engine import Engine
 from podsync.store import browse, devices, episodes
 from podsync.store import subscriptions as subscription_store
-from podsync.store.browse import HistoryRow, SubscriptionRow
+from podsync.store.browse import SubscriptionRow
 from podsync.store.devices import Device
 
+if TYPE_CHECKING:  # the fetcher's libraries load only when it is switched on
+    from podsync.services.feeds.fetcher import FeedFetcher
+
 MAX_CAPTION = 100
-HISTORY_PAGE = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,17 +44,47 @@ class SubscriptionPage:
     total: int
 
 
-@dataclass(frozen=True, slots=True)
-class HistoryPage:
-    rows: list[HistoryRow]
-    older_than: int | None  # `before` of the next (older) page, if there is one
-    newer_than: int | None  # `after` of the previous (newer) page, if there is one
+# What an address typed without a scheme starts with: a host name with a dot (or an
+# IPv4 address), a port perhaps, then a path, a query or nothing.
+_BARE_HOST = re.compile(
+    r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z0-9-]{1,63}(?::\d{1,5})?(?:[/?#]|$)"
+)
+
+
+def with_scheme(url: str) -> str:
+    """`feeds.example.com/show` as a person types it: https:// in front. Anything
+    else stays as it is, for the URL rules to judge."""
+    if _BARE_HOST.match(url):
+        return "https://" + url
+    return url
+
+
+# The URL rules' reasons (podsync.feeds) as a person reads them.
+_PLAIN = {
+    "feed_url must be an absolute http or https URL": (
+        "not a web address: a feed's address starts with http:// or https://"
+    ),
+    "feed_url has no host": "the address names no server",
+    "feed_url contains white space": "the address contains a space",
+    "feed_url contains a control character": "the address contains a control character",
+}
+
+
+def plain_reason(reason: str) -> str:
+    """A rules reason ("feed_url must be ...") as a sentence for a person."""
+    text = _PLAIN.get(reason, reason)
+    if text.startswith("feed_url"):
+        text = "the address" + text[len("feed_url") :]
+    text = text[:1].upper() + text[1:]
+    return text if text.endswith(".") else text + "."
 
 
 class BrowseService:
-    def __init__(self, db: Engine, sync: SyncService) -> None:
+    def __init__(self, db: Engine, sync: SyncService, fetcher: FeedFetcher | None) -> None:
         self.db = db
         self.sync = sync
+        # With [feeds] fetch_metadata = false: None, and nothing here fetches.
+        self.fetcher = fetcher
 
     async def overview(self, user: User) -> Overview:
         async with self.db.read() as conn:
@@ -60,27 +94,47 @@ class BrowseService:
         return Overview(subscribed, unsubscribed, device_list, history)
 
     async def subscriptions(
-        self, user: User, search: str, include_unsubscribed: bool, offset: int, limit: int
+        self,
+        user: User,
+        search: str,
+        include_unsubscribed: bool,
+        offset: int,
+        limit: int,
+        order: str = "title",
     ) -> SubscriptionPage:
         async with self.db.read() as conn:
             rows, total = await browse.subscriptions_page(
-                conn, user.id, search or None, include_unsubscribed, offset, limit
+                conn, user.id, search or None, include_unsubscribed, offset, limit, order
             )
         return SubscriptionPage(rows, total)
 
-    async def subscribe(self, user: User, feed_url: str) -> bool:
-        """Subscribe to a feed by URL; True when it was new or subscribed again, False
-        when the user already had it. InvalidInput names a URL the rules refuse."""
+    async def subscribe(self, user: User, feed_url: str) -> tuple[bool, str]:
+        """Subscribe to a feed by URL: (True when it was new or subscribed again, False
+        when the user already had it; the URL subscribed). An address without a
+        scheme gets https://. With the fetcher on, the feed is fetched first: an
+        address that answers with something else than a feed (a web page, an image)
+        is refused before anything reaches the apps; what it learned is kept, so the
+        title shows at once. InvalidInput names what is wrong, in words."""
+        feed_url = with_scheme(feed_url.strip())
+        try:
+            check_feed_url(feed_url)
+        except InvalidFeedUrl as exc:
+            raise InvalidInput(plain_reason(str(exc))) from None
+        learned = None
+        if self.fetcher is not None:
+            learned, refused = await self.fetcher.check(feed_url)
+            if refused is not None:
+                raise InvalidInput(f"This address is not a podcast feed: {refused}.")
         outcome = await self.sync.apply(user.id, None, [Subscribe(feed_url)])
         [result] = outcome.results
-        if result.status == APPLIED:
-            return True
-        if result.status == IGNORED:
-            return False
-        raise InvalidInput(result.reason or "the server refused this feed")
+        if result.status not in (APPLIED, IGNORED):
+            raise InvalidInput(plain_reason(result.reason or "the server refused this feed"))
+        if learned is not None and self.fetcher is not None:
+            await self.fetcher.keep_checked(feed_url, url_key(feed_url), learned)
+        return result.status == APPLIED, feed_url
 
-    async def set_subscribed(self, user: User, sync_id: str, subscribed: bool) -> None:
-        """Unsubscribe, or subscribe again to, one of the user's subscriptions."""
+    async def subscription(self, user: User, sync_id: str) -> Subscription:
+        """One of the user's subscriptions (subscribed or not) by its sync id."""
         canonical = canonical_uuid(sync_id)
         async with self.db.read() as conn:
             entity = (
@@ -90,6 +144,19 @@ class BrowseService:
             )
         if entity is None:
             raise NotFound("no such subscription")
+        return entity
+
+    async def refresh(self, user: User, sync_id: str) -> bool | None:
+        """Fetch one of the user's feeds now: True when fetched (or tried), False when
+        it was fetched a moment ago, None when the fetcher is off."""
+        entity = await self.subscription(user, sync_id)
+        if self.fetcher is None:
+            return None
+        return await self.fetcher.refresh(entity.url_key, entity.feed_url)
+
+    async def set_subscribed(self, user: User, sync_id: str, subscribed: bool) -> None:
+        """Unsubscribe, or subscribe again to, one of the user's subscriptions."""
+        entity = await self.subscription(user, sync_id)
         command = (
             Subscribe(entity.feed_url, sync_id=entity.sync_id)
             if subscribed
@@ -99,51 +166,6 @@ class BrowseService:
         [result] = outcome.results
         if result.status not in (APPLIED, IGNORED):
             raise InvalidInput(result.reason or "the server refused this change")
-
-    async def history(
-        self,
-        user: User,
-        podcast_key: str | None,
-        device_id: str | None,
-        before: int | None,
-        after: int | None,
-        limit: int = HISTORY_PAGE,
-    ) -> HistoryPage:
-        async with self.db.read() as conn:
-            # One row past the page tells whether there is more in its direction.
-            rows = await browse.history_page(
-                conn, user.id, podcast_key, device_id, before, after, limit + 1
-            )
-            backwards = after is not None
-            more = len(rows) > limit
-            if more:
-                rows = rows[1:] if backwards else rows[:limit]
-            older = newer = None
-            if rows:
-                if backwards:
-                    newer = rows[0].seq if more else None
-                else:
-                    older = rows[-1].seq if more else None
-                # The other direction: nothing newer than the first page.
-                if backwards or before is not None:
-                    pivot, newer_side = (rows[-1].seq, False) if backwards else (rows[0].seq, True)
-                    if await browse.history_exists(
-                        conn, user.id, podcast_key, device_id, pivot, newer=newer_side
-                    ):
-                        if backwards:
-                            older = pivot
-                        else:
-                            newer = pivot
-        return HistoryPage(rows, older, newer)
-
-    async def history_filters(
-        self, user: User
-    ) -> tuple[list[tuple[str, str, str | None]], list[Device]]:
-        """(podcasts in the history as (key, url, title), devices) for the filters."""
-        async with self.db.read() as conn:
-            podcasts = await browse.history_podcasts(conn, user.id)
-            device_list = await devices.list_for_user(conn, user.id)
-        return podcasts, device_list
 
     @staticmethod
     def podcast_key(feed_url: str) -> str:

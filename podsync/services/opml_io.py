@@ -50,6 +50,10 @@ class ImportReport:
     resubscribed: int = 0
     already_subscribed: int = 0
     skipped: list[SkippedFeed] = field(default_factory=list)
+    # Which feeds, by (URL, title from the file): what a person reads in the report.
+    added_feeds: list[tuple[str, str | None]] = field(default_factory=list)
+    resubscribed_feeds: list[tuple[str, str | None]] = field(default_factory=list)
+    already_feeds: list[tuple[str, str | None]] = field(default_factory=list)
 
 
 def clean_title(title: str | None) -> str | None:
@@ -127,12 +131,16 @@ class OpmlService:
     ) -> None:
         for command, result in zip(chunk, results, strict=True):
             url = command.feed_url
+            named = (url, command.title)
             if result.status == APPLIED and result.created:
                 report.added += 1
+                report.added_feeds.append(named)
             elif result.status == APPLIED:
                 report.resubscribed += 1
+                report.resubscribed_feeds.append(named)
             elif result.status == IGNORED and result.entity and result.entity.subscribed:
                 report.already_subscribed += 1
+                report.already_feeds.append(named)
             elif result.status == IGNORED:
                 reason = "unsubscribed later than this import (by a client clock ahead)"
                 report.skipped.append(SkippedFeed(url, reason))

@@ -78,6 +78,16 @@ class WebSessionService:
         async with self.db.write() as conn:
             await web_sessions.delete(conn, session.token_hash)
 
+    async def keep_import_report(self, session: WebSession, report: str) -> None:
+        """The report of an OPML import, for the page the browser is sent to next
+        (a redirect after the upload: reloading that page sends nothing again)."""
+        async with self.db.write() as conn:
+            await web_sessions.set_import_report(conn, session.token_hash, report)
+
+    async def import_report(self, session: WebSession) -> str | None:
+        async with self.db.read() as conn:
+            return await web_sessions.import_report(conn, session.token_hash)
+
     async def sign_out_everywhere(self, user: User) -> None:
         """Every session, access and refresh token and gpodder session of the user."""
         await self.accounts.logout(user.name)

@@ -1,6 +1,7 @@
-"""The reads of the web UI: one user's subscriptions searched and paged, the
-episode-action history newest first, the overview's counts. Light rows for pages
-a person reads, not the entities the sync rules work on."""
+"""The reads of the web UI: one user's subscriptions searched, sorted and paged, the
+podcasts of the history filter, the overview's counts. Light rows for pages a
+person reads, not the entities the sync rules work on. (The history itself:
+`store.listening`.)"""
 
 from __future__ import annotations
 
@@ -17,20 +18,6 @@ class SubscriptionRow:
     title: str | None  # from an OPML import
     subscribed_at: int
     unsubscribed_at: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class HistoryRow:
-    seq: int
-    podcast_url: str
-    podcast_title: str | None  # the subscription's title, when the user has one
-    episode_url: str
-    guid: str | None
-    action: str
-    occurred_at: int
-    device_id: str | None
-    position: int | None
-    total: int | None
 
 
 def like_pattern(text: str) -> str:
@@ -60,6 +47,25 @@ def _subscription_filter(
 
 _SEARCHED = "subscriptions s LEFT JOIN feed_info f ON f.url_key = s.url_key"
 
+# The name a row shows: the user's own title (OPML import), the fetcher's, else the
+# URL without its scheme (what the page shows then: host and path).
+_SHOWN_NAME = (
+    "lower(coalesce(s.title, f.title, "
+    "substr(s.feed_url, CASE WHEN lower(substr(s.feed_url, 1, 8)) = 'https://' "
+    "THEN 9 ELSE 8 END)))"
+)
+# The moment of the user's latest action on the podcast (NULL: never played).
+_LAST_PLAYED = (
+    "(SELECT max(e.occurred_at) FROM episode_actions e "
+    "WHERE e.user_id = s.user_id AND e.podcast_key = s.url_key)"
+)
+_ORDERS = {
+    "title": f"{_SHOWN_NAME}, s.id",
+    "added": "s.subscribed_at DESC, s.id DESC",
+    "played": f"{_LAST_PLAYED} DESC NULLS LAST, {_SHOWN_NAME}, s.id",
+}
+SUBSCRIPTION_ORDERS = tuple(_ORDERS)
+
 
 async def subscriptions_page(
     conn: Connection,
@@ -68,16 +74,17 @@ async def subscriptions_page(
     include_unsubscribed: bool,
     offset: int,
     limit: int,
+    order: str = "title",
 ) -> tuple[list[SubscriptionRow], int]:
-    """One page, newest first, and how many match in all."""
+    """One page in `order` (a key of SUBSCRIPTION_ORDERS), and how many match in all."""
     where, params = _subscription_filter(user_id, search, include_unsubscribed)
     source = _SEARCHED if search else "subscriptions s"
+    total = await conn.fetch_one(f"SELECT count(*) FROM {source} WHERE {where}", params)
     rows = await conn.fetch_all(
         "SELECT s.sync_id, s.feed_url, s.title, s.subscribed_at, s.unsubscribed_at "
-        f"FROM {source} WHERE {where} ORDER BY s.id DESC LIMIT ? OFFSET ?",
+        f"FROM {_SEARCHED} WHERE {where} ORDER BY {_ORDERS[order]} LIMIT ? OFFSET ?",
         [*params, limit, offset],
     )
-    total = await conn.fetch_one(f"SELECT count(*) FROM {source} WHERE {where}", params)
     return (
         [
             SubscriptionRow(
@@ -102,83 +109,6 @@ async def subscription_counts(conn: Connection, user_id: int) -> tuple[int, int]
         (user_id,),
     )
     return int(row[0] or 0), int(row[1] or 0)
-
-
-_HISTORY = (
-    "SELECT e.seq, e.podcast_url, s.title, e.episode_url, e.guid, e.action, e.occurred_at, "
-    "e.device_id, e.position, e.total FROM episode_actions e "
-    "LEFT JOIN subscriptions s ON s.user_id = e.user_id AND s.url_key = e.podcast_key "
-)
-
-
-async def history_page(
-    conn: Connection,
-    user_id: int,
-    podcast_key: str | None,
-    device_id: str | None,
-    before: int | None,
-    after: int | None,
-    limit: int,
-) -> list[HistoryRow]:
-    """Up to `limit` episode actions newest first (by arrival), older than `before`
-    or, for the page before, newer than `after`."""
-    where = "e.user_id = ?"
-    params: list[Any] = [user_id]
-    if podcast_key is not None:
-        where += " AND e.podcast_key = ?"
-        params.append(podcast_key)
-    if device_id is not None:
-        where += " AND e.device_id = ?"
-        params.append(device_id)
-    if after is not None:
-        where += " AND e.seq > ?"
-        params.append(after)
-        order = "ASC"
-    else:
-        if before is not None:
-            where += " AND e.seq < ?"
-            params.append(before)
-        order = "DESC"
-    rows = await conn.fetch_all(
-        f"{_HISTORY} WHERE {where} ORDER BY e.seq {order} LIMIT ?", [*params, limit]
-    )
-    found = [
-        HistoryRow(
-            int(r[0]),
-            str(r[1]),
-            None if r[2] is None else str(r[2]),
-            str(r[3]),
-            None if r[4] is None else str(r[4]),
-            str(r[5]),
-            int(r[6]),
-            None if r[7] is None else str(r[7]),
-            None if r[8] is None else int(r[8]),
-            None if r[9] is None else int(r[9]),
-        )
-        for r in rows
-    ]
-    return found if order == "DESC" else found[::-1]
-
-
-async def history_exists(
-    conn: Connection,
-    user_id: int,
-    podcast_key: str | None,
-    device_id: str | None,
-    seq: int,
-    newer: bool,
-) -> bool:
-    """Whether an action past `seq` (newer or older) matches the filter."""
-    where = "user_id = ? AND seq > ?" if newer else "user_id = ? AND seq < ?"
-    params: list[Any] = [user_id, seq]
-    if podcast_key is not None:
-        where += " AND podcast_key = ?"
-        params.append(podcast_key)
-    if device_id is not None:
-        where += " AND device_id = ?"
-        params.append(device_id)
-    row = await conn.fetch_one(f"SELECT 1 FROM episode_actions WHERE {where} LIMIT 1", params)
-    return row is not None
 
 
 async def history_podcasts(conn: Connection, user_id: int) -> list[tuple[str, str, str | None]]:

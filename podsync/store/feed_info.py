@@ -188,6 +188,36 @@ async def claim_due(conn: Connection, now: int, lease_until: int, limit: int) ->
     return claimed
 
 
+async def add_feed(conn: Connection, url_key: str, feed_url: str, now: int) -> None:
+    """Know of a feed (due at once) if it is not known yet. Call in a write."""
+    await conn.execute(
+        "INSERT INTO feed_info (url_key, feed_url, next_try_at) VALUES (?, ?, ?) "
+        "ON CONFLICT (url_key) DO NOTHING",
+        (url_key, feed_url, now),
+    )
+
+
+async def claim_now(
+    conn: Connection, url_key: str, now: int, tried_before: int, lease_until: int
+) -> DueFeed | None:
+    """Claim one feed for a fetch now, unless it was tried since `tried_before` or a
+    claim on it still runs (its next try lies past `now` by more than a refresh, which
+    a lease does not: a lease is minutes). Call in a write."""
+    row = await conn.fetch_one(
+        "SELECT url_key, feed_url, etag, last_modified, failures, next_try_at, checked_at "
+        "FROM feed_info WHERE url_key = ?",
+        (url_key,),
+    )
+    if row is None or (row[6] is not None and int(row[6]) > tried_before):
+        return None
+    won = await conn.execute(
+        "UPDATE feed_info SET next_try_at = ?, checked_at = ? "
+        "WHERE url_key = ? AND next_try_at = ?",
+        (lease_until, now, url_key, row[5]),
+    )
+    return DueFeed(str(row[0]), str(row[1]), row[2], row[3], int(row[4])) if won else None
+
+
 async def stored_episodes(conn: Connection, url_key: str) -> set[tuple[str, str, str]]:
     """The feed's stored (episode_url, guid, title) rows ("" for a missing URL or guid)."""
     rows = await conn.fetch_all(

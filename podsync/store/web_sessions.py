@@ -66,3 +66,17 @@ async def count_for_user(conn: Connection, user_id: int, now: int) -> int:
         "SELECT count(*) FROM web_sessions WHERE user_id = ? AND expires_at > ?", (user_id, now)
     )
     return int(row[0])
+
+
+async def set_import_report(conn: Connection, token_hash: bytes, report: str | None) -> None:
+    """Keep (or drop) the report of the session's last OPML import (JSON)."""
+    await conn.execute(
+        "UPDATE web_sessions SET import_report = ? WHERE token_hash = ?", (report, token_hash)
+    )
+
+
+async def import_report(conn: Connection, token_hash: bytes) -> str | None:
+    row = await conn.fetch_one(
+        "SELECT import_report FROM web_sessions WHERE token_hash = ?", (token_hash,)
+    )
+    return None if row is None or row[0] is None else str(row[0])

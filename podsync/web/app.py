@@ -34,6 +34,7 @@ from podsync.web.keys import (
     BASIC_AUTH,
     CONFIG,
     DB,
+    FEED_FETCHER,
     FEED_INFO,
     GPODDER,
     LISTING,
@@ -113,17 +114,21 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
         app[NEXTCLOUD] = NextcloudSync(db, app[GPODDER])
         app[LOGIN_FLOWS] = LoginFlows(db)
         app[FEED_INFO] = FeedInfoService(db, config.feeds.fetch_metadata)
+        app[FEED_FETCHER] = None
         pruner = asyncio.create_task(
             _prune_periodically(app[SYNC], app[GPODDER], app[LOGIN_FLOWS], db, config)
         )
-        # Off by default: then nothing here, or anywhere, opens an outbound connection.
-        if config.feeds.fetch_metadata:
+        # Off: then nothing here, or anywhere, opens an outbound connection.
+        if not config.feeds.fetch_metadata:
+            log.info("feeds.fetch_metadata is off: podsync makes no outbound connection")
+        else:
             from podsync.services.feeds.fetcher import FeedFetcher
             from podsync.services.feeds.http import FeedClient
 
             client = FeedClient(config.feeds.allow_private)
             fetcher = FeedFetcher(db, client, config.feeds.refresh_hours)
             await fetcher.open()
+            app[FEED_FETCHER] = fetcher
             fetching = asyncio.create_task(fetcher.run_forever())
             log.info(
                 "fetching subscribed feeds for titles and artwork, each at most every %d h%s",

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from podsync.services.auth import AuthService
     from podsync.services.basic_auth import BasicAuth
     from podsync.services.feed_info import FeedInfoService
+    from podsync.services.feeds.fetcher import FeedFetcher
     from podsync.services.gpodder import Gpodder
     from podsync.services.listing import ListingService
     from podsync.services.nextcloud.login_flows import LoginFlows
@@ -38,6 +39,8 @@ NEXTCLOUD: web.AppKey[NextcloudSync] = web.AppKey("nextcloud")
 LOGIN_FLOWS: web.AppKey[LoginFlows] = web.AppKey("login_flows")
 # What the feed fetcher learned (titles, artwork, episode titles, fetch errors).
 FEED_INFO: web.AppKey[FeedInfoService] = web.AppKey("feed_info")
+# The feed fetcher, for a fetch on demand (None with [feeds] fetch_metadata = false).
+FEED_FETCHER: web.AppKey[FeedFetcher | None] = web.AppKey("feed_fetcher")
 
 # A protocol's own error page: the errors middleware answers a request the page claims
 # (it returns a response: status, description) with it instead of the JSON shape.

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from podsync import timestamps
-from podsync.services.feeds.http import FeedClient, FetchError
+from podsync.services.feeds.http import FeedClient, FetchError, HttpStatusError
 from podsync.services.feeds.parse import NotAFeed, parse_feed
 from podsync.storage.engine import Engine
 from podsync.store import feed_info as store
@@ -34,6 +34,8 @@ MAX_BACKOFF_US = 7 * 24 * HOUR_US
 LEASE_US = 10 * 60_000_000
 DISCOVERY_BATCH = 1000
 CLAIM_BATCH = 16
+# A person's `Refresh` fetches a feed at most this often (whoever presses it).
+REFRESH_GAP_US = 60_000_000
 EPISODES_PER_WRITE = 500
 
 
@@ -155,6 +157,54 @@ class FeedFetcher:
                 now,
                 now + self.refresh_us,
             )
+
+    async def check(self, feed_url: str) -> tuple[store.LearnedFeed | None, str | None]:
+        """Fetch and read a feed someone is about to subscribe to, before anything
+        reaches their apps: (what it holds, None); (None, why it is no feed) when the
+        address answers with something else (a web page, an image, a 4xx); (None,
+        None) when it could not be fetched at all (no network, a timeout: then the
+        subscription goes ahead and the fetcher tries again later)."""
+        try:
+            fetched = await self.client.fetch(feed_url, None, None)
+        except HttpStatusError as exc:
+            if 400 <= exc.status < 500:
+                return None, f"the server answers {exc}: there is no feed there"
+            return None, None
+        except FetchError:
+            return None, None
+        loop = asyncio.get_running_loop()
+        try:
+            learned = await loop.run_in_executor(
+                self._parser, parse_feed, fetched.body, fetched.url, fetched.content_type
+            )
+        except NotAFeed as exc:
+            kind = fetched.content_type.split(";", 1)[0].strip()
+            return None, f"{exc}" + (f" (it is {kind})" if kind else "")
+        return learned, None
+
+    async def keep_checked(self, feed_url: str, url_key: str, learned: store.LearnedFeed) -> None:
+        """Store what `check` learned of a feed just subscribed to, so that its title
+        shows on the next page load; the next regular fetch is a refresh window away."""
+        now = self.clock()
+        async with self.db.write() as conn:
+            await store.add_feed(conn, url_key, feed_url, now)
+        await self._store_episodes(url_key, learned)
+        async with self.db.write() as conn:
+            await store.record_fetched(
+                conn, url_key, learned, None, None, now, now + self.refresh_us
+            )
+
+    async def refresh(self, url_key: str, feed_url: str) -> bool:
+        """Fetch one feed now (a person's `Refresh`); False when it was fetched or
+        tried less than REFRESH_GAP_US ago, or another fetch of it is under way."""
+        now = self.clock()
+        async with self.db.write() as conn:
+            await store.add_feed(conn, url_key, feed_url, now)
+            due = await store.claim_now(conn, url_key, now, now - REFRESH_GAP_US, now + LEASE_US)
+        if due is None:
+            return False
+        await self.fetch_one(due)
+        return True
 
     async def _store_episodes(self, url_key: str, learned: store.LearnedFeed) -> None:
         """Write only what changed since the last fetch (usually an episode or two), a

@@ -56,6 +56,14 @@ class FetchError(Exception):
     the URL, which may carry credentials)."""
 
 
+class HttpStatusError(FetchError):
+    """The feed's server answered, with a status other than 200, 304 or a redirect."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status = status
+
+
 class FeedClient:
     """One HTTP client for all fetches of a process; `open()` before use.
 
@@ -143,7 +151,7 @@ class FeedClient:
                 if resp.status == 304:
                     return Fetched(str(resp.url), True, b"", "", etag, last_modified)
                 if resp.status != 200:
-                    raise FetchError(f"HTTP {resp.status}")
+                    raise HttpStatusError(resp.status)
                 body = await self._read(resp)
                 return Fetched(
                     str(resp.url),

@@ -302,6 +302,14 @@ MIGRATIONS: tuple[Step, ...] = (
     CREATE INDEX login_flows_expiry ON login_flows(expires_at);
     CREATE INDEX episode_actions_received ON episode_actions(user_id, received_at);
     """,
+    # 14: the history by the action's own time; an import's report in its session
+    # (as SQLite's step 14).
+    """
+    CREATE INDEX episode_actions_time ON episode_actions(user_id, occurred_at, seq);
+    CREATE INDEX episode_actions_podcast_time
+        ON episode_actions(user_id, podcast_key, occurred_at, seq);
+    ALTER TABLE web_sessions ADD COLUMN import_report TEXT;
+    """,
 )
 
 

@@ -341,6 +341,17 @@ MIGRATIONS: tuple[Step, ...] = (
     CREATE INDEX login_flows_expiry ON login_flows(expires_at);
     CREATE INDEX episode_actions_received ON episode_actions(user_id, received_at);
     """,
+    # 14: the web UI's second release. The history
+    # reads newest first by the action's own time (ties by arrival), a page at a time
+    # from a (time, seq) key, for all podcasts or one (a podcast's page, the filter,
+    # the "recently played" sort); an import's report waits in the session that made
+    # it, for the page the browser is sent to after the upload.
+    """
+    CREATE INDEX episode_actions_time ON episode_actions(user_id, occurred_at, seq);
+    CREATE INDEX episode_actions_podcast_time
+        ON episode_actions(user_id, podcast_key, occurred_at, seq);
+    ALTER TABLE web_sessions ADD COLUMN import_report TEXT;
+    """,
 )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 
 from aiohttp import BodyPartReader, web
@@ -10,6 +11,8 @@ from aiohttp import BodyPartReader, web
 from podsync.errors import InvalidInput, TooManyRequests, Unauthorized, Unavailable
 from podsync.opml import OpmlError, parse_opml
 from podsync.services.auth import loggable_name
+from podsync.services.browsing import plain_reason
+from podsync.services.opml_io import ImportReport
 from podsync.services.passwords import MIN_PASSWORD_LENGTH
 from podsync.timestamps import now_us
 from podsync.web.keys import CLIENT_ADDRESS, CONFIG
@@ -41,6 +44,17 @@ LOGIN_NOTICES = {
 }
 
 log = logging.getLogger("podsync.ui")
+REPORT_ROWS = 200  # feeds listed per part of the import report (the counts are whole)
+
+
+def lockout_message(retry_after: int) -> str:
+    """The throttle's refusal in words: when to try again, and who can help sooner."""
+    minutes = max(1, -(-retry_after // 60))
+    when = "in a minute" if minutes == 1 else f"in {minutes} minutes"
+    return (
+        "Too many failed sign-ins for this account or from this address. "
+        f"Try again {when}, or ask an admin of this server to unlock the account."
+    )
 
 
 def _safe_next(value: str) -> str:
@@ -100,8 +114,7 @@ async def login(request: web.Request) -> web.Response:
             {},
             username,
             next_path,
-            f"Too many failed sign-ins for this user or from this address. "
-            f"Try again in {exc.retry_after} seconds.",
+            lockout_message(exc.retry_after),
             429,
         )
         response.headers["Retry-After"] = str(exc.retry_after)
@@ -169,6 +182,30 @@ async def logout_everywhere(request: web.Request) -> web.Response:
     response = web.HTTPSeeOther("/ui/login?everywhere=1")
     response.del_cookie(COOKIE, path=COOKIE_PATH)
     raise response
+
+
+def _report_json(report: ImportReport) -> str:
+    """What the report page shows, by feed: the names the file gave (else the URL),
+    the reasons in plain words, at most REPORT_ROWS of each part."""
+
+    def named(feeds: list[tuple[str, str | None]]) -> list[dict[str, str]]:
+        return [{"url": url, "title": title or ""} for url, title in feeds[:REPORT_ROWS]]
+
+    return json.dumps(
+        {
+            "added": report.added,
+            "resubscribed": report.resubscribed,
+            "already_subscribed": report.already_subscribed,
+            "skipped_count": len(report.skipped),
+            "added_feeds": named(report.added_feeds),
+            "resubscribed_feeds": named(report.resubscribed_feeds),
+            "already_feeds": named(report.already_feeds),
+            "skipped": [
+                {"url": s.url, "reason": plain_reason(s.reason)}
+                for s in report.skipped[:REPORT_ROWS]
+            ],
+        }
+    )
 
 
 class UploadTooLarge(Exception):
@@ -249,7 +286,10 @@ async def import_opml(request: web.Request) -> web.Response:
         report.already_subscribed,
         len(report.skipped),
     )
-    return transfer_page(request, {}, report=report)
+    await request.app[WEB_SESSIONS].keep_import_report(
+        request[SIGNED_IN].session, _report_json(report)
+    )
+    raise web.HTTPSeeOther("/ui/transfer?done=imported")
 
 
 async def export_opml(request: web.Request) -> web.StreamResponse:

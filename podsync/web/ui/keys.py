@@ -6,6 +6,7 @@ from aiohttp import web
 
 from podsync.services.accounts import AccountService
 from podsync.services.browsing import BrowseService
+from podsync.services.listening import ListeningService
 from podsync.services.opml_io import OpmlService
 from podsync.services.remote_import import RemoteImportService
 from podsync.services.web_sessions import SignedIn, WebSessionService
@@ -13,6 +14,7 @@ from podsync.web.ui.import_reports import ImportReports
 
 WEB_SESSIONS = web.AppKey("web_sessions", WebSessionService)
 BROWSE = web.AppKey("browse", BrowseService)
+LISTENING = web.AppKey("listening", ListeningService)
 ACCOUNTS = web.AppKey("ui_accounts", AccountService)
 OPML = web.AppKey("ui_opml", OpmlService)
 REMOTE_IMPORT = web.AppKey("ui_remote_import", RemoteImportService)

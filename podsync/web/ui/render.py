@@ -82,6 +82,8 @@ def render(
     user = signed_in.user if signed_in is not None else None
     nav = NAV + ADMIN_NAV if user is not None and user.admin else NAV
     current = request.path if request.path != "/ui" else "/ui/"
+    if current.startswith("/ui/podcasts/"):
+        current = "/ui/subscriptions"  # a podcast's page belongs to the subscriptions
     page = (
         environment()
         .get_template(template)
@@ -152,3 +154,31 @@ def duration(seconds: int) -> str:
     hours, rest = divmod(max(0, seconds), 3600)
     minutes, secs = divmod(rest, 60)
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+NOTICES = {
+    "subscribed": "Subscribed. Your apps get it at their next sync.",
+    "already": "You were already subscribed to that feed.",
+    "unsubscribed": "Unsubscribed. Your apps drop it at their next sync.",
+    "resubscribed": "Subscribed again. Your apps get it at their next sync.",
+    "renamed": "Device renamed.",
+    "removed": "Device removed. Its listening history stays.",
+    "refreshed": "Feed fetched.",
+    "refresh_failed": "The feed could not be fetched: its page says why and when the next try is.",
+    "refresh_wait": "This feed was fetched less than a minute ago; try again in a minute.",
+    "refresh_off": "Feeds are not fetched on this server (feeds.fetch_metadata is off).",
+}
+
+
+def notice(request: web.Request) -> str | None:
+    """The sentence a page shows after a change (`?done=...` of the redirect)."""
+    return NOTICES.get(request.query.get("done", ""))
+
+
+def shown_url(url: str | None, images: bool = False) -> str | None:
+    """A URL a page may link to or load: https (the CSP allows images from https: only),
+    or http for a plain link."""
+    if not url:
+        return None
+    scheme = url.split(":", 1)[0].lower()
+    return url if scheme == "https" or (scheme == "http" and not images) else None

@@ -8,17 +8,29 @@ from aiohttp import web
 
 from podsync.services.accounts import AccountService
 from podsync.services.browsing import BrowseService
+from podsync.services.listening import ListeningService
 from podsync.services.opml_io import OpmlService
 from podsync.services.remote_import import RemoteImportService
 from podsync.services.web_sessions import WebSessionService
-from podsync.web.keys import AUTH, CONFIG, DB, ERROR_PAGE, GPODDER, SYNC
-from podsync.web.ui import account, admin, app_passwords, grant, pages, remote_import, transfer
+from podsync.web.keys import AUTH, CONFIG, DB, ERROR_PAGE, FEED_FETCHER, GPODDER, SYNC
+from podsync.web.ui import (
+    account,
+    admin,
+    app_passwords,
+    devices,
+    grant,
+    listening,
+    pages,
+    remote_import,
+    transfer,
+)
 from podsync.web.ui.guard import Handler, error_page, page_for_error, ui_route
 from podsync.web.ui.import_reports import ImportReports
 from podsync.web.ui.keys import (
     ACCOUNTS,
     BROWSE,
     IMPORT_REPORTS,
+    LISTENING,
     OPML,
     REMOTE_IMPORT,
     STYLESHEET,
@@ -38,10 +50,12 @@ _UI: list[tuple[str, str, Handler, dict[str, bool]]] = [
     ("POST", "/ui/subscriptions", pages.subscribe, {}),
     ("POST", "/ui/subscriptions/unsubscribe", pages.unsubscribe, {}),
     ("POST", "/ui/subscriptions/resubscribe", pages.resubscribe, {}),
-    ("GET", "/ui/history", pages.history, {}),
-    ("GET", "/ui/devices", pages.devices, {}),
-    ("POST", "/ui/devices/rename", pages.rename_device, {}),
-    ("POST", "/ui/devices/remove", pages.remove_device, {}),
+    ("POST", "/ui/subscriptions/refresh", pages.refresh, {}),
+    ("GET", "/ui/podcasts/{sync_id}", listening.podcast, {}),
+    ("GET", "/ui/history", listening.history, {}),
+    ("GET", "/ui/devices", devices.devices, {}),
+    ("POST", "/ui/devices/rename", devices.rename_device, {}),
+    ("POST", "/ui/devices/remove", devices.remove_device, {}),
     ("GET", "/ui/transfer", transfer.transfer, {}),
     ("POST", "/ui/import", account.import_opml, {"reads_own_body": True}),
     ("POST", "/ui/import-from", remote_import.import_from_server, {}),
@@ -86,7 +100,8 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     db, auth = app[DB], app[AUTH]
     app[ACCOUNTS] = AccountService(db, auth.passwords)
     app[WEB_SESSIONS] = WebSessionService(db, auth, app[ACCOUNTS], app[CONFIG].ui.session_lifetime)
-    app[BROWSE] = BrowseService(db, app[SYNC])
+    app[BROWSE] = BrowseService(db, app[SYNC], app[FEED_FETCHER])
+    app[LISTENING] = ListeningService(db)
     app[OPML] = OpmlService(db, app[SYNC])
     app[REMOTE_IMPORT] = RemoteImportService(app[OPML], app[GPODDER].episodes)
     app[IMPORT_REPORTS] = ImportReports()

@@ -3,17 +3,23 @@ for the GET that follows their POST."""
 
 from __future__ import annotations
 
+import json
+
 from aiohttp import web
 
 from podsync.services.remote_import.client import APIS
-from podsync.web.ui.keys import IMPORT_REPORTS, SIGNED_IN
+from podsync.web.ui.keys import IMPORT_REPORTS, SIGNED_IN, WEB_SESSIONS
 from podsync.web.ui.render import render
 
 UPLOAD_MAX_MIB = 10  # an OPML of 20,000 feeds is ~3 MiB
 
 
 async def transfer(request: web.Request) -> web.Response:
-    return transfer_page(request, {})
+    report = None
+    if request.query.get("done") == "imported":  # after an OPML upload's redirect
+        kept = await request.app[WEB_SESSIONS].import_report(request[SIGNED_IN].session)
+        report = json.loads(kept) if kept else None
+    return transfer_page(request, {}, report=report)
 
 
 def transfer_page(
@@ -23,7 +29,8 @@ def transfer_page(
     status: int = 200,
     remote: dict[str, str] | None = None,
 ) -> web.Response:
-    """The page; `report` of an OPML import, `remote` the import form's values."""
+    """The page; `report` of an OPML import (as `account._report_json` keeps it),
+    `remote` the import form's values."""
     return render(
         request,
         "transfer.html",

@@ -1,0 +1,268 @@
+"""What a person listened to: the history page, a page per podcast, and the rows of
+"Continue listening" (the Overview's), all shown the same way."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import tzinfo
+from urllib.parse import urlencode
+
+from aiohttp import web
+
+from podsync.feeds import url_key
+from podsync.services.feed_info import EpisodeRef
+from podsync.services.listening import EpisodeState, finished
+from podsync.store.listening import HistoryFilter, HistoryKey, HistoryRow
+from podsync.web.keys import CONFIG, FEED_INFO
+from podsync.web.ui.keys import BROWSE, LISTENING, SIGNED_IN
+from podsync.web.ui.render import (
+    Moment,
+    duration,
+    file_name,
+    host_and_path,
+    notice,
+    render,
+    shown_url,
+    zone,
+)
+
+ACTION_LABELS = {
+    "play": "Played",
+    "download": "Downloaded",
+    "delete": "Deleted",
+    "new": "Marked new",
+    "flattr": "Flattr",
+}
+# The history's action filter: (value, label).
+ACTION_FILTERS = (
+    ("play", "Played"),
+    ("download", "Downloaded"),
+    ("delete", "Deleted"),
+    ("new", "New"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryItem:
+    episode: str
+    podcast: str
+    podcast_key: str
+    action: str
+    action_label: str
+    progress: int | None
+    position: int
+    total: int
+    progress_text: str
+    device: str | None
+    at: Moment
+
+
+def progress_of(row: HistoryRow) -> int | None:
+    if row.action == "play" and row.position is not None and row.total:
+        return min(100, round(row.position * 100 / row.total))
+    return None
+
+
+async def history_items(
+    request: web.Request,
+    rows: Sequence[HistoryRow],
+    captions: dict[str, str],
+    tz: tzinfo,
+    podcast_titles: dict[str, str] | None = None,
+) -> list[HistoryItem]:
+    """Rows as a page shows them: titles the fetcher learned (episode, podcast), else
+    the file name and the feed's host and path."""
+    feed_info = request.app[FEED_INFO]
+    refs = [EpisodeRef(a.podcast_url, a.episode_url, a.guid) for a in rows]
+    episode_titles = await feed_info.episode_titles(refs)
+    if podcast_titles is None:
+        podcast_titles = await feed_info.titles({a.podcast_url for a in rows})
+    items = []
+    for a, ref in zip(rows, refs, strict=True):
+        progress = progress_of(a)
+        label = ACTION_LABELS.get(a.action, a.action)
+        if progress is not None:
+            label = "Finished" if finished(a.position, a.total) else "In progress"
+        items.append(
+            HistoryItem(
+                episode=episode_titles.get(ref) or file_name(a.episode_url),
+                podcast=a.podcast_title
+                or podcast_titles.get(a.podcast_url)
+                or host_and_path(a.podcast_url),
+                podcast_key=url_key(a.podcast_url),
+                action=a.action,
+                action_label=label,
+                progress=progress,
+                position=min(a.position or 0, a.total or 0),
+                total=a.total or 0,
+                progress_text=(
+                    f"{duration(a.position or 0)} of {duration(a.total or 0)} ({progress}%)"
+                    if progress is not None
+                    else ""
+                ),
+                device=captions.get(a.device_id or "", a.device_id),
+                at=Moment(a.occurred_at, tz),
+            )
+        )
+    return items
+
+
+def _key_param(request: web.Request, name: str) -> HistoryKey | None:
+    """A page key `<time>.<seq>` from the query (anything else: the first page)."""
+    time, _, seq = request.query.get(name, "").partition(".")
+    if time.isdigit() and seq.isdigit() and len(time) < 19 and len(seq) < 19:
+        return int(time), int(seq)
+    return None
+
+
+def _key_text(key: HistoryKey) -> str:
+    return f"{key[0]}.{key[1]}"
+
+
+async def history(request: web.Request) -> web.Response:
+    user = request[SIGNED_IN].user
+    service = request.app[LISTENING]
+    tz = zone(request.app[CONFIG].ui.time_zone)
+    podcast = request.query.get("podcast", "")[:4096]
+    device = request.query.get("device", "")[:64]
+    action = request.query.get("action", "")
+    if action not in dict(ACTION_FILTERS):
+        action = ""
+    podcasts, device_list = await service.filters(user)
+    only = HistoryFilter(podcast or None, device or None, action or None)
+    page = await service.history(
+        user, only, _key_param(request, "before"), _key_param(request, "after")
+    )
+    captions = {d.device_id: d.caption for d in device_list}
+    podcast_titles = await request.app[FEED_INFO].titles(
+        {a.podcast_url for a in page.rows} | {url for _, url, _ in podcasts}
+    )
+    rows = await history_items(request, page.rows, captions, tz, podcast_titles)
+    base = {k: v for k, v in (("podcast", podcast), ("device", device), ("action", action)) if v}
+
+    def href(**extra: str) -> str:
+        query = {**base, **extra}
+        return "/ui/history" + ("?" + urlencode(query) if query else "")
+
+    podcast_options = sorted(
+        (
+            (key, title or podcast_titles.get(url) or host_and_path(url))
+            for key, url, title in podcasts
+        ),
+        key=lambda option: option[1].lower(),
+    )
+    return render(
+        request,
+        "history.html",
+        "Listening history",
+        zone=zone_name(tz),
+        podcasts=podcast_options,
+        podcast=podcast,
+        device_options=[(d.device_id, d.caption) for d in device_list],
+        device=device,
+        action_options=ACTION_FILTERS,
+        action=action,
+        filtered=bool(base),
+        rows=rows,
+        prev_href=href(after=_key_text(page.newer_than)) if page.newer_than else None,
+        next_href=href(before=_key_text(page.older_than)) if page.older_than else None,
+    )
+
+
+def zone_name(tz: object) -> str:
+    key = getattr(tz, "key", None)
+    return str(key) if key else "UTC"
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeItem:
+    title: str
+    state: str  # Finished, In progress, Downloaded, Deleted, Marked new
+    progress: int | None
+    position: int
+    total: int
+    progress_text: str
+    device: str | None
+    at: Moment
+    also: str  # the other actions' latest state, in words ("downloaded")
+
+
+def _episode_item(
+    state: EpisodeState, title: str, captions: dict[str, str], tz: tzinfo
+) -> EpisodeItem:
+    # A play says most (where the person got to); else the latest action.
+    shown = state.play or state.latest
+    progress = progress_of(shown)
+    label = ACTION_LABELS.get(shown.action, shown.action)
+    if progress is not None:
+        label = "Finished" if finished(shown.position, shown.total) else "In progress"
+    also = []
+    if state.download is not None and (
+        state.delete is None or state.delete.key < state.download.key
+    ):
+        also.append("downloaded")
+    elif state.delete is not None:
+        also.append("download deleted")
+    return EpisodeItem(
+        title=title,
+        state=label,
+        progress=progress,
+        position=min(shown.position or 0, shown.total or 0),
+        total=shown.total or 0,
+        progress_text=(
+            f"{duration(shown.position or 0)} of {duration(shown.total or 0)} ({progress}%)"
+            if progress is not None
+            else ""
+        ),
+        device=captions.get(shown.device_id or "", shown.device_id),
+        at=Moment(shown.occurred_at, tz),
+        also=", ".join(also) if shown.action == "play" else "",
+    )
+
+
+async def podcast(request: web.Request) -> web.Response:
+    """One podcast: what the fetcher knows of it, the devices that synced it, and its
+    episodes newest first with this person's latest state of each."""
+    user = request[SIGNED_IN].user
+    tz = zone(request.app[CONFIG].ui.time_zone)
+    entity = await request.app[BROWSE].subscription(user, request.match_info["sync_id"])
+    feed_info = request.app[FEED_INFO]
+    info = (await feed_info.for_feeds([entity.feed_url])).get(entity.feed_url)
+    states, device_ids = await request.app[LISTENING].podcast(user, entity.url_key)
+    _, device_list = await request.app[LISTENING].filters(user)
+    captions = {d.device_id: d.caption for d in device_list}
+    titles = await feed_info.episode_titles(
+        EpisodeRef(entity.feed_url, s.episode_url, s.guid) for s in states
+    )
+    episodes = [
+        _episode_item(
+            s,
+            titles.get(EpisodeRef(entity.feed_url, s.episode_url, s.guid))
+            or file_name(s.episode_url),
+            captions,
+            tz,
+        )
+        for s in states
+    ]
+    title = entity.title or (info.title if info else None) or host_and_path(entity.feed_url)
+    return render(
+        request,
+        "podcast.html",
+        title,
+        notice=notice(request),
+        s=entity,
+        subscribed=entity.unsubscribed_at is None,
+        since=Moment(entity.unsubscribed_at or entity.subscribed_at, tz),
+        artwork=shown_url(info.artwork_url if info else None, images=True),
+        link=shown_url(info.link if info else None),
+        fetching=feed_info.enabled,
+        fetched_at=Moment(info.fetched_at, tz) if info and info.fetched_at else None,
+        fetch_error=info.last_error if info else None,
+        next_try=Moment(info.next_try_at, tz) if info and info.last_error else None,
+        devices=[captions.get(d, d) for d in device_ids],
+        episodes=episodes,
+        history_href="/ui/history?" + urlencode({"podcast": entity.url_key}),
+        back=request.path,
+        zone=zone_name(tz),
+    )
