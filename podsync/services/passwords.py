@@ -111,15 +111,10 @@ class PasswordService:
 
 def _argon2id(password: bytes, salt: bytes, t: int, m: int, lanes: int, length: int) -> bytes:
     """The raw argon2id (v1.3) hash, its `lanes` computed by the calling thread alone."""
+    from argon2 import low_level
     from argon2.exceptions import HashingError
-    from argon2.low_level import (
-        ARGON2_VERSION,
-        Type,
-        core,
-        error_to_str,
-        ffi,
-        lib,  # type: ignore[attr-defined]  # re-exported, untyped
-    )
+
+    ffi, lib = low_level.ffi, low_level.lib  # type: ignore[attr-defined]
 
     out = ffi.new("uint8_t[]", length)
     c_password = ffi.new("uint8_t[]", password)
@@ -127,7 +122,7 @@ def _argon2id(password: bytes, salt: bytes, t: int, m: int, lanes: int, length: 
     context = ffi.new(
         "argon2_context *",
         {
-            "version": ARGON2_VERSION,
+            "version": low_level.ARGON2_VERSION,
             "out": out,
             "outlen": length,
             "pwd": c_password,
@@ -147,9 +142,9 @@ def _argon2id(password: bytes, salt: bytes, t: int, m: int, lanes: int, length: 
             "flags": lib.ARGON2_DEFAULT_FLAGS,
         },
     )
-    result = core(context, Type.ID.value)
+    result = low_level.core(context, low_level.Type.ID.value)
     if result != lib.ARGON2_OK:
-        raise HashingError(error_to_str(result))
+        raise HashingError(low_level.error_to_str(result))
     return bytes(ffi.buffer(out, length))
 
 
