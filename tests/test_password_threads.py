@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import threading
 import time
 
 import argon2
 import pytest
 
-from podsync.services.passwords import PasswordService
+from podsync.services.passwords import HASH_NICENESS, PasswordService
 
 
 def _threads() -> int:
@@ -49,6 +50,24 @@ async def test_a_hash_runs_in_one_thread(call: str) -> None:
         passwords.close()
     # The watcher is the only thread added; argon2-cffi's own calls start one per lane.
     assert counted[0] <= baseline + 1
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="per-thread nice values are Linux's")
+async def test_hash_threads_yield_to_the_event_loop() -> None:
+    passwords = PasswordService()
+    try:
+        stored = argon2.PasswordHasher(time_cost=1, memory_cost=1024).hash("abc")
+        await passwords.verify(stored, "abc")
+        hash_threads = [t for t in threading.enumerate() if t.name.startswith("argon2")]
+        assert hash_threads
+        own = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        for thread in hash_threads:
+            assert thread.native_id is not None
+            assert os.getpriority(os.PRIO_PROCESS, thread.native_id) == min(19, own + HASH_NICENESS)
+        # Only the hash threads: the process (and the event loop's thread) keep theirs.
+        assert os.getpriority(os.PRIO_PROCESS, 0) == own
+    finally:
+        passwords.close()
 
 
 async def test_hashes_are_argon2_cffi_hashes_both_ways() -> None:
