@@ -87,7 +87,23 @@ async def test_hashes_are_argon2_cffi_hashes_both_ways() -> None:
         argon2i = argon2.PasswordHasher(type=argon2.Type.I).hash("abc")
         assert await passwords.verify(argon2i, "abc")
         assert not await passwords.verify(argon2i, "abd")
-        for broken in ("$argon2id$v=19$m=65536,t=3,p=4$!!$!!", "$argon2id$v=19$x", "plain"):
-            assert not await passwords.verify(broken, "abc")
+        tail = "$c2FsdHNhbHRzYWx0$aGFzaGhhc2hoYXNoaGFzaA"  # 12-byte salt, 15-byte hash
+        broken = [
+            "$argon2id$v=19$m=65536,t=3,p=4$!!$!!",
+            "$argon2id$v=19$x",
+            "plain",
+            "$argon2id$v=19$m=65536,t=3,p=4$c2FsdA$aGFzaGhhc2hoYXNoaGFzaA",  # salt too short
+            "$argon2id$v=19$m=1,t=3,p=4" + tail,  # costs argon2 refuses to compute
+            "$argon2id$v=19$m=65536,t=0,p=4" + tail,
+            "$argon2id$v=19$m=65536,t=3,p=0" + tail,
+            "$argon2id$v=19$m=65536,t=3,p=4$c2FsdHNhbHRzYWx0$",  # no hash
+        ]
+        for stored in broken:
+            assert not await passwords.verify(stored, "abc"), stored
+            with pytest.raises(
+                (argon2.exceptions.VerificationError, argon2.exceptions.InvalidHashError)
+            ):
+                hasher.verify(stored, "abc")  # as argon2-cffi has it
+        assert not await passwords.verify(hasher.hash("x"), "")
     finally:
         passwords.close()

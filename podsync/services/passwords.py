@@ -103,13 +103,15 @@ class PasswordService:
         )
 
     def _verify(self, password_hash: str, password: str, real: bool) -> bool:
-        from argon2.exceptions import InvalidHashError, VerificationError
+        from argon2.exceptions import HashingError, InvalidHashError, VerificationError
 
         try:
             ok = _verify_one_thread(password_hash, _encode(password))
             if ok is None:  # not an argon2id v1.3 hash: argon2-cffi's own check
                 ok = self._hasher.verify(password_hash, _encode(password))
-        except (VerificationError, InvalidHashError):
+        # A stored hash argon2 cannot compute (a salt too short, a cost out of range)
+        # fails its verification, as argon2-cffi's verify has it.
+        except (VerificationError, InvalidHashError, HashingError):
             return False
         return ok and real
 
