@@ -11,6 +11,9 @@ sequence numbers) writes one or two.
 
     python bench/write_pages.py [--rows 100000] [--commits 300]
 
+The first row uses random UUIDv4 sync ids, as podsync made before new entities got
+time-ordered UUIDv7 ones; every other row uses UUIDv7.
+
 Nothing here is a server: the figures are SQLite's own cost of the row layout, the
 floor under the push paths' CPU per request.
 """
@@ -23,15 +26,18 @@ import sqlite3
 import sys
 import tempfile
 import time
+import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from podsync.feeds import derive_guid, new_uuid4, url_key
+from podsync.feeds import derive_guid, new_uuid7, url_key
 from podsync.storage.migrations.sqlite import migrate
 from podsync.store.subscriptions import _INSERT
 
 VARIANTS: tuple[tuple[str, ...], ...] = (
+    ("uuid4",),
     (),
     ("subscriptions_guid",),
     ("subscriptions_url_key",),
@@ -43,8 +49,9 @@ VIEW = b"x" * 250  # about the size of a stored subscription view
 
 
 class Rows:
-    def __init__(self) -> None:
+    def __init__(self, new_id: Callable[[], str]) -> None:
         self.seq = 0
+        self.new_id = new_id
 
     def make(self, n: int) -> list[tuple[object, ...]]:
         out = []
@@ -52,7 +59,7 @@ class Rows:
             self.seq += 1
             url = f"https://feeds.example.net/{os.urandom(6).hex()}/rss-{self.seq}.xml"
             out.append(
-                (1, new_uuid4(), derive_guid(url), url, url_key(url), None, 1, None, 1,
+                (1, self.new_id(), derive_guid(url), url, url_key(url), None, 1, None, 1,
                  "client", self.seq, 1, VIEW)
             )  # fmt: skip
         return out
@@ -65,9 +72,10 @@ def measure(directory: str, dropped: tuple[str, ...], rows: int, commits: int) -
     conn.execute("PRAGMA synchronous = FULL")
     migrate(conn)
     for index in dropped:
-        conn.execute(f"DROP INDEX {index}")
+        if index != "uuid4":
+            conn.execute(f"DROP INDEX {index}")
     conn.execute("INSERT INTO users (id, name, password_hash, created_at) VALUES (1, 'u', 'x', 0)")
-    source = Rows()
+    source = Rows((lambda: str(uuid.uuid4())) if "uuid4" in dropped else new_uuid7)
     conn.execute("BEGIN")
     for _ in range(rows // 1000):
         conn.executemany(_INSERT, source.make(1000))
@@ -105,7 +113,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as directory:
         for dropped in VARIANTS:
             got = measure(directory, dropped, args.rows, args.commits)
-            name = "all (today's schema)" if not dropped else "without " + ", ".join(dropped)
+            if dropped == ("uuid4",):
+                name = "all, random UUIDv4 sync ids (before)"
+            elif not dropped:
+                name = "all, UUIDv7 sync ids (today's schema)"
+            else:
+                name = "UUIDv7, without " + ", ".join(dropped)
             print(
                 f"| {name} | {got['pages']:.0f} | {got['insert_ms']:.2f} | {got['commit_ms']:.2f} |"
             )

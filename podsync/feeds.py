@@ -9,6 +9,7 @@ import contextlib
 import hashlib
 import os
 import re
+import time
 import unicodedata
 import uuid
 from functools import lru_cache
@@ -135,9 +136,15 @@ def derive_guid(url: str) -> str:
     return _as_uuid(hashlib.sha1(_NAMESPACE_BYTES + name).hexdigest(), "5")  # noqa: S324
 
 
-def new_uuid4() -> str:
-    """A random (version 4) UUID string, as uuid.uuid4() makes, at a third of the cost."""
-    return _as_uuid(os.urandom(16).hex(), "4")
+def new_uuid7() -> str:
+    """A time-ordered (version 7, RFC 9562) UUID string: 48 bits of Unix time in
+    milliseconds, then the millisecond's fraction in 12 bits (the RFC's method 3),
+    then 62 random bits. Ids made one after another sort after each other, so a
+    b-tree on them grows at its right edge: a batch of new entities touches the
+    index's last leaf instead of a leaf of its own per row, as a random id does."""
+    ms, fraction = divmod(time.time_ns(), 1_000_000)
+    sub_ms = fraction * 4096 // 1_000_000
+    return _as_uuid(f"{ms & 0xFFFF_FFFF_FFFF:012x}{sub_ms:04x}{os.urandom(8).hex()}", "7")
 
 
 # The hex digit of a UUID's variant nibble: its two high bits set to 10 (RFC 4122).

@@ -24,7 +24,7 @@ from podsync.feeds import (
     InvalidFeedUrl,
     check_feed_url,
     derive_guid,
-    new_uuid4,
+    new_uuid7,
     url_key,
 )
 from podsync.feeds import has_bad_characters as bad_text
@@ -238,7 +238,7 @@ class Plan:
             entity = Subscription(
                 id=None,
                 user_id=self.user_id,
-                sync_id=new_uuid4(),
+                sync_id=new_uuid7(),
                 guid=c.guid or derive_guid(c.feed_url),
                 feed_url=c.feed_url,
                 url_key=url_key(c.feed_url),

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+import time
 import uuid
 
 import pytest
 
-from podsync.feeds import PODCAST_GUID_NAMESPACE, _as_uuid, derive_guid, new_uuid4
+from podsync.feeds import PODCAST_GUID_NAMESPACE, _as_uuid, derive_guid, new_uuid7
 
 
 @pytest.mark.parametrize(
@@ -23,13 +24,33 @@ def test_a_derived_guid_is_the_uuid5_of_the_url_without_scheme(url: str, name: s
     assert derive_guid(url) == str(uuid.uuid5(PODCAST_GUID_NAMESPACE, name))
 
 
-def test_new_sync_ids_are_random_version_4_uuids() -> None:
-    made = {new_uuid4() for _ in range(1000)}
-    assert len(made) == 1000
+def test_new_sync_ids_are_time_ordered_version_7_uuids() -> None:
+    before_ms = time.time_ns() // 1_000_000
+    made = [new_uuid7() for _ in range(1000)]
+    after_ms = time.time_ns() // 1_000_000
+    assert len(set(made)) == 1000
     for text in made:
         parsed = uuid.UUID(text)
         assert str(parsed) == text
-        assert parsed.version == 4 and parsed.variant == uuid.RFC_4122
+        assert parsed.version == 7 and parsed.variant == uuid.RFC_4122
+        # RFC 9562: the first 48 bits are the Unix time in milliseconds.
+        assert before_ms <= parsed.int >> 80 <= after_ms
+
+
+def test_sync_ids_made_later_sort_later() -> None:
+    """What keeps the sync_id index append-only: an id made after another one (here a
+    millisecond apart, and within one millisecond by its 12-bit fraction) sorts after
+    it, as text and as a UUID."""
+    made = []
+    for _ in range(50):
+        made.append(new_uuid7())
+        time.sleep(0.001)
+    assert made == sorted(made)
+    burst = [new_uuid7() for _ in range(200)]
+    # Within a 244 ns step of the clock two ids may share the time bits; they are
+    # never out of order by more than that step.
+    tick = [uuid.UUID(u).int >> 64 for u in burst]
+    assert tick == sorted(tick)
 
 
 def test_the_uuid_text_is_the_bytes_with_version_and_variant_set() -> None:

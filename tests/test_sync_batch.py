@@ -156,7 +156,7 @@ async def test_subscribe_creates_with_uuid_sync_id_derived_guid_and_time(
         [action(occurred_at="2026-07-11T15:30:00.123456789+02:00", feed_url=FEED, guid=None)],
     )
     data = body["results"][0]["data"]
-    assert uuid.UUID(data["sync_id"]).version == 4
+    assert uuid.UUID(data["sync_id"]).version == 7  # time-ordered (RFC 9562)
     assert data["guid"] == derive_guid(FEED)
     assert data["feed_url"] == FEED
     assert data["subscribed_at"] == "2026-07-11T13:30:00.123456Z"
