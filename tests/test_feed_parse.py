@@ -161,11 +161,14 @@ def test_log_lines_name_a_feed_without_its_credentials(url_key: str, logged: str
 DATED = (
     b'<?xml version="1.0"?><rss version="2.0" xmlns:dc="http://purl.org/dc/elements/1.1/">'
     b"<channel><title>Dates</title>"
-    b"<item><title>Zoned</title><guid>a</guid><pubDate>Tue, 10 Nov 2026 08:00:00 +0100</pubDate></item>"
-    b"<item><title>Named zone</title><guid>b</guid><pubDate>Mon, 09 Nov 2026 08:00:00 GMT</pubDate></item>"
+    b"<item><title>Zoned</title><guid>a</guid>"
+    b"<pubDate>Tue, 10 Nov 2026 08:00:00 +0100</pubDate></item>"
+    b"<item><title>Named zone</title><guid>b</guid>"
+    b"<pubDate>Mon, 09 Nov 2026 08:00:00 GMT</pubDate></item>"
     b"<item><title>Dublin Core</title><guid>c</guid><dc:date>2026-11-08T08:00:00Z</dc:date></item>"
     b"<item><title>Unreadable</title><guid>d</guid><pubDate>sometime soon</pubDate></item>"
-    b"<item><title>Year 99999</title><guid>e</guid><pubDate>Wed, 31 Dec 99999 00:00 GMT</pubDate></item>"
+    b"<item><title>Year 99999</title><guid>e</guid>"
+    b"<pubDate>Wed, 31 Dec 99999 00:00 GMT</pubDate></item>"
     b"<item><title>None</title><guid>f</guid></item>"
     b"</channel></rss>"
 )
@@ -174,7 +177,8 @@ ATOM_DATED = (
     b"<title>A</title><id>urn:a</id><updated>2026-11-11T00:00:00Z</updated>"
     b"<entry><title>Both</title><id>urn:1</id><published>2026-11-01T10:00:00+02:00</published>"
     b"<updated>2026-11-05T00:00:00Z</updated></entry>"
-    b"<entry><title>Updated only</title><id>urn:2</id><updated>2026-10-01T00:00:00Z</updated></entry>"
+    b"<entry><title>Updated only</title><id>urn:2</id>"
+    b"<updated>2026-10-01T00:00:00Z</updated></entry>"
     b"</feed>"
 )
 US = 1_000_000
