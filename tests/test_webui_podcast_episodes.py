@@ -133,6 +133,7 @@ async def test_the_feed_newest_first_with_each_state_then_what_it_no_longer_list
     assert first[2][1] == "Finished"
     assert [s for _, s, _ in first[3:]] == ["Not played"] * 97
     text = await (await ui.get(path)).text()
+    assert "The feed's 250 episodes, newest first, then 2 you played or downloaded" in text
     assert "Page 1 of 3" in text and f'href="{path}?page=2" rel="next"' in text
     assert (await ui.get(path)).headers["Content-Type"].startswith("text/html")
     second = await rows(ui, path + "?page=2")

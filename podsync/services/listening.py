@@ -80,8 +80,14 @@ class PodcastEpisodes:
     page: int  # 1-based, within 1..pages
     pages: int
     total: int
-    from_feed: bool  # the feed's episodes (else only those acted on)
+    in_feed: int  # episode rows of the feed as last fetched (0: not fetched)
+    unlisted: int  # episodes acted on that the feed does not list
     devices: list[str]  # the device ids that sent actions on it
+
+    @property
+    def from_feed(self) -> bool:
+        """Whether the feed's episodes are listed (else only those acted on)."""
+        return self.in_feed > 0
 
 
 class ListeningService:
@@ -200,7 +206,7 @@ class ListeningService:
             episodes.append(
                 PodcastEpisode(state.episode_url, state.guid, None, None, state, listed=False)
             )
-        return PodcastEpisodes(episodes, page, pages, total, in_feed > 0, device_ids)
+        return PodcastEpisodes(episodes, page, pages, total, in_feed, len(unlisted), device_ids)
 
 
 def _states(rows: list[HistoryRow]) -> list[EpisodeState]:

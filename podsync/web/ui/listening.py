@@ -22,6 +22,7 @@ from podsync.web.ui.render import (
     file_name,
     host_and_path,
     notice,
+    page_number,
     render,
     shown_url,
     zone,
@@ -232,11 +233,6 @@ def _episode_item(episode: PodcastEpisode, captions: dict[str, str], tz: tzinfo)
     )
 
 
-def _page_number(request: web.Request) -> int:
-    raw = request.query.get("page", "1")
-    return int(raw) if raw.isdigit() and 0 < len(raw) < 7 and int(raw) > 0 else 1
-
-
 async def podcast(request: web.Request) -> web.Response:
     """One podcast: what the fetcher knows of it, the devices that synced it, and its
     episodes newest first (the feed's, then those it no longer lists) with this
@@ -246,7 +242,7 @@ async def podcast(request: web.Request) -> web.Response:
     entity = await request.app[BROWSE].subscription(user, request.match_info["sync_id"])
     feed_info = request.app[FEED_INFO]
     info = (await feed_info.for_feeds([entity.feed_url])).get(entity.feed_url)
-    asked = _page_number(request)
+    asked = page_number(request)
     found = await request.app[LISTENING].podcast(user, entity.url_key, asked)
 
     def href(number: int) -> str:
@@ -274,7 +270,8 @@ async def podcast(request: web.Request) -> web.Response:
         devices=[captions.get(d, d) for d in found.devices],
         episodes=[_episode_item(e, captions, tz) for e in found.episodes],
         from_feed=found.from_feed,
-        total=found.total,
+        in_feed=found.in_feed,
+        unlisted=found.unlisted,
         page_label=f"Page {found.page} of {found.pages}" if found.pages > 1 else "",
         prev_href=href(found.page - 1) if found.page > 1 else None,
         next_href=href(found.page + 1) if found.page < found.pages else None,
