@@ -3,8 +3,11 @@ episode actions (the history), on SQLite.
 
 The actions' own times are a permutation of their arrival order (as after devices
 that sync backlogs), so the history's (time, seq) pages are not the arrival order.
+The podcast whose page is measured has a feed of `--feed-episodes` items, stored
+as the fetcher stores one (half the episodes acted on are in it, the rest are not).
 
     python bench/ui_pages.py [--subscriptions 1000] [--history 10000] [--requests 100]
+        [--feed-episodes 300]
 
 Seeds through the real services (SyncService.apply for subscriptions, the episode
 store for the history, the device store for three devices), serves the real app on
@@ -40,18 +43,56 @@ from podsync.config import Config, load_config
 from podsync.feeds import url_key
 from podsync.rules import Subscribe
 from podsync.services.accounts import AccountService
+from podsync.services.feeds.fetcher import FeedFetcher
+from podsync.services.feeds.http import FeedClient
 from podsync.services.passwords import PasswordService
 from podsync.services.sync import SyncService
 from podsync.storage.sqlite import Database
 from podsync.store import devices, episodes
 from podsync.store.episodes import EpisodeAction
+from podsync.store.feed_info import FeedItem, LearnedFeed
 from podsync.web.app import create_app
 
 PASSWORD = "benchmark-password"
 ACTIONS = ("play", "download", "play", "delete", "play")
 
 
-async def seed(config: Config, subscriptions: int, history: int) -> None:
+PODCAST = "https://feeds3.example.org/podcast/rss"
+
+
+def acted_on(subscriptions: int, history: int) -> list[int]:
+    """The actions (one episode each) on the measured podcast."""
+    return [i for i in range(history) if i % min(50, subscriptions) == 3]
+
+
+def last_podcast_page(subscriptions: int, history: int, items: int) -> int:
+    """The podcast page's last page: the feed's items, then the episodes acted on
+    that it does not list."""
+    acted = acted_on(subscriptions, history)
+    listed = min(len(acted[::2]), items)
+    return max(1, -(-(items + len(acted) - listed) // 100))
+
+
+async def seed_feed(db: Database, subscriptions: int, history: int, items: int) -> None:
+    """The measured podcast's feed, newest first, through the fetcher's own writes:
+    its episodes acted on with an even number are in it, then items never acted on."""
+    acted = acted_on(subscriptions, history)
+    urls = [f"https://feeds3.example.org/podcast/episode-{i}.mp3" for i in acted[::2]]
+    urls += [f"https://feeds3.example.org/podcast/extra-{n}.mp3" for n in range(items)]
+    start = timestamps.now_us()
+    episodes_of_feed = [
+        FeedItem(url, f"guid-{n}", f"Episode {n} of the show", start - n * 86_400_000_000)
+        for n, url in enumerate(urls[:items])
+    ]
+    learned = LearnedFeed("The Show", "https://feeds3.example.org/", None, episodes_of_feed)
+    fetcher = FeedFetcher(db, FeedClient(False), refresh_hours=24)
+    try:
+        await fetcher.keep_checked(PODCAST, url_key(PODCAST), learned)
+    finally:
+        await fetcher.close()
+
+
+async def seed(config: Config, subscriptions: int, history: int, items: int) -> None:
     async with Database(config.database.path, config.database.durability) as db:
         passwords = PasswordService()
         try:
@@ -92,6 +133,7 @@ async def seed(config: Config, subscriptions: int, history: int) -> None:
                     )
                 )
             await episodes.insert_many(conn, user.id, rows, now)
+        await seed_feed(db, subscriptions, history, items)
 
 
 Timings = dict[str, list[tuple[float, float]]]  # (wall ms, CPU ms of the loop's thread)
@@ -111,7 +153,7 @@ def timing_middleware(timings: Timings) -> Callable[..., Awaitable[web.StreamRes
     return middleware
 
 
-async def run(subscriptions: int, history: int, requests: int) -> None:
+async def run(subscriptions: int, history: int, requests: int, items: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "podsync.toml"
         path.write_text(
@@ -122,10 +164,10 @@ async def run(subscriptions: int, history: int, requests: int) -> None:
         config = load_config(path, environ={})
         print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         began = time.perf_counter()
-        await seed(config, subscriptions, history)
+        await seed(config, subscriptions, history, items)
         print(
-            f"seeded {subscriptions} subscriptions, {history} episode actions "
-            f"in {time.perf_counter() - began:.1f} s"
+            f"seeded {subscriptions} subscriptions, {history} episode actions, "
+            f"a feed of {items} episodes in {time.perf_counter() - began:.1f} s"
         )
         timings: Timings = defaultdict(list)
         app = create_app(config)
@@ -159,7 +201,7 @@ async def run(subscriptions: int, history: int, requests: int) -> None:
                 async with session.get("/ui/subscriptions?q=feeds3.example.org") as response:
                     podcast = re.search(r'href="(/ui/podcasts/[^"]+)"', await response.text())
                     assert podcast is not None
-                key = url_key("https://feeds3.example.org/podcast/rss")
+                key = url_key(PODCAST)
                 pages = [
                     "/ui/",
                     "/ui/subscriptions",
@@ -174,6 +216,7 @@ async def run(subscriptions: int, history: int, requests: int) -> None:
                     "/ui/history?action=play",
                     "/ui/history?action=delete",
                     podcast.group(1),
+                    podcast.group(1) + f"?page={last_podcast_page(subscriptions, history, items)}",
                     "/ui/subscriptions?sort=played",
                     "/ui/devices",
                     "/ui/transfer",
@@ -193,8 +236,9 @@ async def run(subscriptions: int, history: int, requests: int) -> None:
                 walls = sorted(w for w, _ in timings[page])
                 cpus = [c for _, c in timings[page]]
                 p95 = walls[int(len(walls) * 0.95) - 1]
+                label = re.sub(r"/ui/podcasts/[^?]+", "/ui/podcasts/<id>", page)
                 print(
-                    f"{page[:42]:42} {statistics.median(walls):8.2f} {p95:7.2f} "
+                    f"{label[:42]:42} {statistics.median(walls):8.2f} {p95:7.2f} "
                     f"{statistics.median(cpus):7.2f} {sizes[page] / 1024:6.1f}"
                 )
             print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
@@ -207,8 +251,9 @@ def main() -> None:
     parser.add_argument("--subscriptions", type=int, default=1000)
     parser.add_argument("--history", type=int, default=10000)
     parser.add_argument("--requests", type=int, default=100)
+    parser.add_argument("--feed-episodes", type=int, default=300)
     args = parser.parse_args()
-    asyncio.run(run(args.subscriptions, args.history, args.requests))
+    asyncio.run(run(args.subscriptions, args.history, args.requests, args.feed_episodes))
 
 
 if __name__ == "__main__":

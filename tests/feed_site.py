@@ -25,17 +25,21 @@ def rss(
     artwork: str | None = "https://cdn.show.example/art.jpg",
     rss_image: str | None = None,
     prefix: str = "Episode",
+    first: int = 1,
+    dated: bool = True,
 ) -> bytes:
-    """A typical podcast feed: `episodes` items, each with a guid and an enclosure,
-    a description and iTunes fields, newest first."""
+    """A typical podcast feed: `episodes` items numbered from `first`, each with a
+    guid and an enclosure, a description and iTunes fields (and a pubDate, a day
+    apart, when `dated`), newest first."""
     items = []
-    for n in range(episodes, 0, -1):
+    for n in range(first + episodes - 1, first - 1, -1):
+        date = f"<pubDate>{formatdate(1_700_000_000 + n * 86400, usegmt=True)}</pubDate>"
         items.append(
             f"<item><title>{escape(f'{prefix} {n}: a conversation about things')}</title>"
             f'<guid isPermaLink="false">show-{n}</guid>'
             f"<link>https://show.example/{n}</link>"
-            f"<pubDate>{formatdate(1_700_000_000 + n * 86400, usegmt=True)}</pubDate>"
-            f'<enclosure url="https://cdn.show.example/{n}.mp3" length="{n * 1000}" '
+            + (date if dated else "")
+            + f'<enclosure url="https://cdn.show.example/{n}.mp3" length="{n * 1000}" '
             'type="audio/mpeg"/>'
             f"<description>{NOTES}</description>"
             f"<itunes:duration>00:{n % 60:02d}:00</itunes:duration>"

@@ -19,11 +19,13 @@ from aiohttp.test_utils import TestClient
 
 from podsync import timestamps
 from podsync.config import Config
+from podsync.feeds import url_key
 from podsync.services.feed_info import EpisodeRef, FeedInfo, FeedInfoService
 from podsync.services.feeds.addresses import IPAddress
 from podsync.services.feeds.fetcher import HOUR_US, FeedFetcher
 from podsync.services.feeds.http import FeedClient, Limits
 from podsync.storage.engine import Engine, create_engine
+from podsync.store import feed_info as feed_store
 from podsync.web.app import create_app
 from tests.conftest import login
 from tests.feed_site import FeedSite, rss
@@ -426,3 +428,50 @@ async def test_fetching_never_changes_what_apps_sync(
     assert await get_json(client, alice, "/api/v1/sync") == changes
     quiet = await get_json(client, alice, changes["next_since"])
     assert quiet["results"] == []
+
+
+async def stored_order(db: Engine, url: str) -> list[tuple[str, int | None, int | None]]:
+    async with db.read() as conn:
+        rows = await conn.fetch_all(
+            "SELECT guid, published_at, feed_rank FROM feed_episodes WHERE url_key = ? "
+            "ORDER BY feed_rank DESC",
+            (url_key(url),),
+        )
+    return [(str(g), p, r) for g, p, r in rows]
+
+
+async def test_episodes_keep_their_dates_and_place_and_a_new_one_writes_one_row(
+    client: Client,
+    alice: str,
+    site: FeedSite,
+    db: Engine,
+    clock: Clock,
+    fetchers: Callable[..., FeedFetcher],
+) -> None:
+    show = site.url("/show.xml")
+    site.feed = rss(episodes=5)
+    await subscribe(client, alice, show)
+    fetcher = fetchers()
+    await fetch_pass(fetcher)
+    first = await stored_order(db, show)
+    assert [g for g, _, _ in first] == [f"show-{n}" for n in (5, 4, 3, 2, 1)]
+    assert first[0][1] == (1_700_000_000 + 5 * 86400) * 1_000_000
+    # A new episode on top, the oldest gone: the others keep their rows as they were.
+    site.feed, site.etag = rss(episodes=5, first=2), '"v2"'
+    clock.now += WINDOW
+    await fetcher.run_once()
+    second = await stored_order(db, show)
+    assert [g for g, _, _ in second] == [f"show-{n}" for n in (6, 5, 4, 3, 2)]
+    assert second[1:] == first[:4]
+    async with db.read() as conn:
+        newest = await feed_store.newest_episodes(conn, url_key(show), 1, 2)
+    assert [e.guid for e in newest] == ["show-5", "show-4"]
+    # A feed without dates is listed in its own order.
+    site.feed, site.etag = rss(episodes=3, first=7, dated=False), '"v3"'
+    clock.now += WINDOW
+    await fetcher.run_once()
+    async with db.read() as conn:
+        undated = await feed_store.newest_episodes(conn, url_key(show), 0, 10)
+    assert [(e.guid, e.published_at) for e in undated] == [
+        ("show-9", None), ("show-8", None), ("show-7", None)
+    ]  # fmt: skip

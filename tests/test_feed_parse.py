@@ -40,6 +40,7 @@ def test_a_typical_feed_lists_every_episode_with_guid_and_enclosure() -> None:
         "https://cdn.show.example/100.mp3",
         "show-100",
         "Episode 100: a conversation about things",
+        (1_700_000_000 + 100 * 86400) * 1_000_000,  # its pubDate
     )
 
 
@@ -65,9 +66,9 @@ def test_markup_becomes_text_links_are_resolved_and_only_web_urls_kept(parse: Pa
     assert feed.link is None  # never a javascript: URL
     assert feed.artwork_url == "https://host.example/art.png"
     assert list(feed.episodes) == [
-        ("https://host.example/podcast/media/1.mp3", "relative-guid", "Tab and newline"),
-        ("", "s", "alert(1)Safe"),
-        ("", "long", "x" * MAX_TITLE),
+        ("https://host.example/podcast/media/1.mp3", "relative-guid", "Tab and newline", None),
+        ("", "s", "alert(1)Safe", None),
+        ("", "long", "x" * MAX_TITLE, None),
     ]
 
 
@@ -82,7 +83,7 @@ def test_a_link_urllib_refuses_is_dropped_not_raised(parse: Parser) -> None:
     )
     feed = parse(body, BASE)
     assert (feed.title, feed.link, feed.artwork_url) == ("Brackets", None, None)
-    assert list(feed.episodes) == [("", "1", "One")]
+    assert list(feed.episodes) == [("", "1", "One", None)]
 
 
 def test_a_feed_that_is_not_well_formed_is_read_by_the_forgiving_parser() -> None:
@@ -155,3 +156,44 @@ def test_what_is_not_a_feed_says_so(body: bytes) -> None:
 )
 def test_log_lines_name_a_feed_without_its_credentials(url_key: str, logged: str) -> None:
     assert shown(url_key) == logged
+
+
+DATED = (
+    b'<?xml version="1.0"?><rss version="2.0" xmlns:dc="http://purl.org/dc/elements/1.1/">'
+    b"<channel><title>Dates</title>"
+    b"<item><title>Zoned</title><guid>a</guid>"
+    b"<pubDate>Tue, 10 Nov 2026 08:00:00 +0100</pubDate></item>"
+    b"<item><title>Named zone</title><guid>b</guid>"
+    b"<pubDate>Mon, 09 Nov 2026 08:00:00 GMT</pubDate></item>"
+    b"<item><title>Dublin Core</title><guid>c</guid><dc:date>2026-11-08T08:00:00Z</dc:date></item>"
+    b"<item><title>Unreadable</title><guid>d</guid><pubDate>sometime soon</pubDate></item>"
+    b"<item><title>Year 99999</title><guid>e</guid>"
+    b"<pubDate>Wed, 31 Dec 99999 00:00 GMT</pubDate></item>"
+    b"<item><title>None</title><guid>f</guid></item>"
+    b"</channel></rss>"
+)
+ATOM_DATED = (
+    b'<?xml version="1.0" encoding="utf-8"?><feed xmlns="http://www.w3.org/2005/Atom">'
+    b"<title>A</title><id>urn:a</id><updated>2026-11-11T00:00:00Z</updated>"
+    b"<entry><title>Both</title><id>urn:1</id><published>2026-11-01T10:00:00+02:00</published>"
+    b"<updated>2026-11-05T00:00:00Z</updated></entry>"
+    b"<entry><title>Updated only</title><id>urn:2</id>"
+    b"<updated>2026-10-01T00:00:00Z</updated></entry>"
+    b"</feed>"
+)
+US = 1_000_000
+
+
+@BOTH_PATHS
+def test_each_item_keeps_its_date_in_utc_or_none(parse: Parser) -> None:
+    dates = [e.published_at for e in parse(DATED, BASE).episodes]
+    assert dates == [
+        1_794_294_000 * US,  # 07:00 UTC
+        1_794_211_200 * US,
+        1_794_124_800 * US,
+        None,
+        None,
+        None,
+    ]
+    atom_dates = [e.published_at for e in parse(ATOM_DATED, BASE).episodes]
+    assert atom_dates == [1_793_520_000 * US, 1_790_812_800 * US]  # published wins

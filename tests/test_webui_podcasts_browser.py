@@ -36,6 +36,7 @@ RSS = "application/rss+xml"
 # Artwork on an address that answers nothing: the browser reaches for no public host.
 SHOW = rss("The Show", episodes=5, artwork="https://127.0.0.1:1/art.jpg")
 OTHER = rss("Another Show", episodes=3, artwork=None, prefix="Chapter")
+LONG = rss("A Long Show", episodes=120, artwork=None)
 
 
 @pytest.fixture
@@ -44,6 +45,7 @@ def feeds() -> Iterator[ThreadedFeedHost]:
         {
             "/show.xml": (200, RSS, SHOW),
             "/other.xml": (200, RSS, OTHER),
+            "/long.xml": (200, RSS, LONG),
             "/page.html": (200, "text/html", b"<!doctype html><title>Our site</title><p>Hi"),
             "/cover.png": (200, "image/png", PNG),
         }
@@ -164,12 +166,13 @@ def test_a_podcast_page_continue_listening_and_refresh(
     assert page.locator(".podcast img").get_attribute("src") == "https://127.0.0.1:1/art.jpg"
     rows = page.locator("#h-episodes ~ ol li").all_inner_texts()
     assert [r.split("\n")[0] for r in rows] == [
-        f"Episode {n}: a conversation about things" for n in (5, 4, 3, 2)
+        f"Episode {n}: a conversation about things" for n in (5, 4, 3, 2, 1)
     ]
     assert "In progress" in rows[0] and "10:00 of 50:00 (20%)" in rows[0] and "Pixel" in rows[0]
     assert "Finished" in rows[1] and "Tablet" in rows[1]
     assert "Downloaded" in rows[2]
     assert "Deleted" in rows[3]
+    assert "Not played" in rows[4]  # in the feed, never acted on
     screenshot(page, "r2-podcast-1280")
     # Refresh, rate-limited per feed: the subscribe fetched this one a moment ago.
     before = feeds.hits["/show.xml"]
@@ -410,6 +413,76 @@ def test_new_pages_at_both_sizes_light_and_dark_axe_and_screenshots(
             for name in NEW_PAGES:
                 open_new_page(page, server, name, podcast_path, feeds)
                 label = f"r2-{name}-{size_name}-{scheme}"
+                screenshot(page, label)
+                found = check_accessibility(page, source)
+                if found:
+                    failures[label] = found
+                width = page.evaluate("() => document.documentElement.scrollWidth")
+                assert width <= size["width"], (label, width)
+            ctx.close()
+    assert not failures, violations_text(failures)  # type: ignore[arg-type]
+
+
+def test_a_podcast_page_lists_the_whole_feed_newest_first_a_page_at_a_time(
+    served: tuple[str, Config],
+    feeds: ThreadedFeedHost,
+    browser: Any,  # noqa: F811
+) -> None:
+    """Episodes never acted on show in the feed's order as not played, among those
+    acted on with their state; the feed's 120 episodes take two pages, then the
+    episode the feed no longer lists; axe-core on both pages at both sizes, light
+    and dark."""
+    server, _ = served
+    long = feeds.url("/long.xml")
+    setup = browser.new_context(viewport=DESKTOP)
+    first = setup.new_page()
+    sign_in(first, server)
+    first.goto(server + "/ui/subscriptions")
+    subscribe(first, long)
+    client = api.MygPodderClient("alice", PASSWORD, server)
+    assert client.update_device_settings("phone-1", "Pixel", "mobile")
+    client.upload_episode_actions(
+        [
+            api.EpisodeAction(long, "https://cdn.show.example/119.mp3", "play", "phone-1",
+                              "2026-11-10T08:00:00", started=0, position=900, total=3600),
+            api.EpisodeAction(long, "https://cdn.show.example/117.mp3", "download", "phone-1",
+                              "2026-11-09T08:00:00"),
+            api.EpisodeAction(long, "https://cdn.show.example/gone.mp3", "play", "phone-1",
+                              "2025-01-09T08:00:00", started=0, position=3600, total=3600),
+        ]
+    )  # fmt: skip
+    first.goto(server + "/ui/subscriptions")
+    first.get_by_role("link", name="A Long Show").click()
+    podcast_path = first.url.removeprefix(server)
+    rows = first.locator("#h-episodes ~ ol li")
+    assert rows.count() == 100
+    texts = rows.all_inner_texts()
+    assert [t.split("\n")[0] for t in texts[:4]] == [
+        f"Episode {n}: a conversation about things" for n in (120, 119, 118, 117)
+    ]
+    assert "Not played" in texts[0] and "Not played" in texts[2]
+    assert "In progress" in texts[1] and "15:00 of 1:00:00 (25%)" in texts[1]
+    assert "Pixel" in texts[1] and "Downloaded" in texts[3]
+    assert first.locator("nav.pager").first.inner_text().count("Page 1 of 2") == 1
+    screenshot(first, "r2-podcast-episodes-1280")
+    first.get_by_role("link", name="Next →").first.click()
+    texts = first.locator("#h-episodes ~ ol li").all_inner_texts()
+    assert [t.split("\n")[0] for t in texts] == [
+        *(f"Episode {n}: a conversation about things" for n in range(20, 0, -1)),
+        "gone.mp3",
+    ]
+    assert "Finished" in texts[-1] and "no longer in the feed" in texts[-1]
+    setup.close()
+    source = axe_source()
+    failures: dict[str, Any] = {}
+    for size_name, size in (("390", PHONE), ("1280", DESKTOP)):
+        for scheme in ("light", "dark"):
+            ctx = browser.new_context(viewport=size, color_scheme=scheme)
+            page = ctx.new_page()
+            sign_in(page, server)
+            for number in (1, 2):
+                page.goto(server + podcast_path + ("?page=2" if number == 2 else ""))
+                label = f"r2-podcast-episodes-p{number}-{size_name}-{scheme}"
                 screenshot(page, label)
                 found = check_accessibility(page, source)
                 if found:

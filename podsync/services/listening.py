@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from podsync.model import User
 from podsync.storage.engine import Engine
-from podsync.store import browse, devices, listening
+from podsync.store import Connection, browse, devices, feed_info, listening
 from podsync.store.devices import Device
 from podsync.store.listening import HistoryFilter, HistoryKey, HistoryRow
 
@@ -25,6 +25,8 @@ FINISHED_SHARE = 0.98
 PLAYS_CHUNK = 200
 PLAYS_READ_MAX = 5000
 PODCAST_ACTIONS_MAX = 2000
+# A podcast's page lists this many episodes (a feed can hold thousands).
+PODCAST_PAGE = 100
 
 
 def finished(position: int | None, total: int | None) -> bool:
@@ -58,6 +60,34 @@ class EpisodeState:
     download: HistoryRow | None = None
     delete: HistoryRow | None = None
     actions: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PodcastEpisode:
+    """One episode on a podcast's page."""
+
+    episode_url: str  # "" for a feed item without an enclosure
+    guid: str | None
+    title: str | None  # as the feed names it (None: not in the feed)
+    published_at: int | None
+    state: EpisodeState | None  # this person's latest actions; None: never acted on
+    listed: bool  # in the feed as last fetched
+
+
+@dataclass(frozen=True, slots=True)
+class PodcastEpisodes:
+    episodes: list[PodcastEpisode]
+    page: int  # 1-based, within 1..pages
+    pages: int
+    total: int
+    in_feed: int  # episode rows of the feed as last fetched (0: not fetched)
+    unlisted: int  # episodes acted on that the feed does not list
+    devices: list[str]  # the device ids that sent actions on it
+
+    @property
+    def from_feed(self) -> bool:
+        """Whether the feed's episodes are listed (else only those acted on)."""
+        return self.in_feed > 0
 
 
 class ListeningService:
@@ -130,20 +160,120 @@ class ListeningService:
                 before = rows[-1].key
         return ContinueListening(going, ended)
 
-    async def podcast(self, user: User, podcast_key: str) -> tuple[list[EpisodeState], list[str]]:
-        """Each episode of one podcast this person acted on, newest first by its latest
-        action, with the latest action of each kind; and the devices that sent them."""
-        async with self.db.read() as conn:
+    async def podcast(
+        self, user: User, podcast_key: str, page: int, per_page: int = PODCAST_PAGE
+    ) -> PodcastEpisodes:
+        """One podcast's episodes, a page at a time: the feed's (as the fetcher last
+        read it) newest first, then the episodes this person acted on that the feed
+        no longer lists, newest first by their latest action; each with this
+        person's latest state (None: never acted on). Without a fetched feed, the
+        episodes acted on. Read on a worker thread: up to PODCAST_ACTIONS_MAX
+        actions are grouped here."""
+        async with self.db.read(threaded=True) as conn:
             rows = await listening.podcast_actions(conn, user.id, podcast_key, PODCAST_ACTIONS_MAX)
             device_ids = await listening.podcast_devices(conn, user.id, podcast_key)
-        episodes: dict[str, EpisodeState] = {}
-        for row in rows:  # newest first: the first of each kind is the latest
-            state = episodes.get(row.episode_url)
-            if state is None:
-                state = episodes[row.episode_url] = EpisodeState(row.episode_url, row.guid, row)
-            state.actions += 1
-            if row.action in ("play", "download", "delete") and getattr(state, row.action) is None:
-                setattr(state, row.action, row)
-            if state.guid is None and row.guid:
-                state.guid = row.guid
-        return list(episodes.values()), device_ids
+            in_feed = await feed_info.episode_count(conn, podcast_key)
+            states = _states(rows)
+            matched, unlisted = await _match(conn, podcast_key, states) if in_feed else ({}, states)
+            total = in_feed + len(unlisted)
+            pages = max(1, -(-total // per_page))
+            page = min(max(page, 1), pages)
+            offset = (page - 1) * per_page
+            items = (
+                await feed_info.newest_episodes(conn, podcast_key, offset, per_page)
+                if offset < in_feed
+                else []
+            )
+        episodes: list[PodcastEpisode] = []
+        shown: set[tuple[str, str]] = set()
+        for item in items:
+            key = _item_key(item.episode_url, item.guid)
+            if key in shown:  # another enclosure of an item already listed
+                continue
+            shown.add(key)
+            episodes.append(
+                PodcastEpisode(
+                    item.episode_url,
+                    item.guid or None,
+                    item.title,
+                    item.published_at,
+                    matched.get(key),
+                    listed=True,
+                )
+            )
+        start = max(0, offset - in_feed)
+        for state in unlisted[start : start + per_page - len(items)]:
+            episodes.append(
+                PodcastEpisode(state.episode_url, state.guid, None, None, state, listed=False)
+            )
+        return PodcastEpisodes(episodes, page, pages, total, in_feed, len(unlisted), device_ids)
+
+
+def _states(rows: list[HistoryRow]) -> list[EpisodeState]:
+    """Actions newest first grouped by episode (media URL), newest first by the
+    latest action of each, with the latest action of each kind."""
+    episodes: dict[str, EpisodeState] = {}
+    for row in rows:  # newest first: the first of each kind is the latest
+        state = episodes.get(row.episode_url)
+        if state is None:
+            state = episodes[row.episode_url] = EpisodeState(row.episode_url, row.guid, row)
+        state.actions += 1
+        if row.action in ("play", "download", "delete") and getattr(state, row.action) is None:
+            setattr(state, row.action, row)
+        if state.guid is None and row.guid:
+            state.guid = row.guid
+    return list(episodes.values())
+
+
+def _item_key(episode_url: str, guid: str) -> tuple[str, str]:
+    """One feed item: by its guid when it has one (all its enclosures), else by its
+    enclosure URL."""
+    return ("guid", guid) if guid else ("url", episode_url)
+
+
+def _newer(a: HistoryRow | None, b: HistoryRow | None) -> HistoryRow | None:
+    if a is None or b is None:
+        return a or b
+    return a if a.key >= b.key else b
+
+
+def _merged(a: EpisodeState, b: EpisodeState) -> EpisodeState:
+    """One feed item acted on under two media URLs (the host moved the file)."""
+    latest = _newer(a.latest, b.latest)
+    assert latest is not None
+    first = a if latest is a.latest else b
+    return EpisodeState(
+        first.episode_url,
+        first.guid or a.guid or b.guid,
+        latest,
+        _newer(a.play, b.play),
+        _newer(a.download, b.download),
+        _newer(a.delete, b.delete),
+        a.actions + b.actions,
+    )
+
+
+async def _match(
+    conn: Connection, podcast_key: str, states: list[EpisodeState]
+) -> tuple[dict[tuple[str, str], EpisodeState], list[EpisodeState]]:
+    """Each state's feed item, as episode titles are matched (by the guid when the
+    action has one the feed lists, else by the media URL): ({item: state}, the
+    states of episodes the feed does not list, in their order)."""
+    found = await feed_info.episode_titles(
+        conn,
+        [podcast_key],
+        (s.episode_url for s in states),
+        (s.guid for s in states if s.guid),
+    )
+    guids = {r.guid for r in found if r.guid}
+    by_url = {r.episode_url: _item_key(r.episode_url, r.guid or "") for r in found}
+    matched: dict[tuple[str, str], EpisodeState] = {}
+    unlisted: list[EpisodeState] = []
+    for state in states:
+        key = ("guid", state.guid) if state.guid in guids else by_url.get(state.episode_url)
+        if key is None:
+            unlisted.append(state)
+        else:
+            before = matched.get(key)
+            matched[key] = state if before is None else _merged(before, state)
+    return matched, unlisted

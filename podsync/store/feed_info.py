@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from podsync.store import Connection
 
@@ -110,6 +110,23 @@ async def episode_titles(
     return found
 
 
+# Newest first: by date, then by place in the feed; rows of neither (stored before
+# dates were kept) last. The index feed_episodes_newest reads it in this order.
+_NEWEST = "published_at DESC NULLS LAST, feed_rank DESC NULLS LAST, episode_url, guid"
+
+
+async def newest_episodes(
+    conn: Connection, url_key: str, offset: int, limit: int
+) -> list[FeedItem]:
+    """A page of the feed's episode rows, newest first."""
+    rows = await conn.fetch_all(
+        "SELECT episode_url, guid, title, published_at FROM feed_episodes "
+        f"WHERE url_key = ? ORDER BY {_NEWEST} LIMIT ? OFFSET ?",
+        (url_key, limit, offset),
+    )
+    return [FeedItem(str(u), str(g), str(t), None if p is None else int(p)) for u, g, t, p in rows]
+
+
 # --- The fetcher's side: discovering feeds, claiming them, recording outcomes.
 
 
@@ -124,6 +141,15 @@ class DueFeed:
     failures: int
 
 
+class FeedItem(NamedTuple):
+    """One episode row of a feed: "" for an item without an enclosure URL or a guid."""
+
+    episode_url: str
+    guid: str
+    title: str
+    published_at: int | None = None  # microseconds since the epoch, None when unknown
+
+
 @dataclass(frozen=True, slots=True)
 class LearnedFeed:
     """What one successful fetch found (already cleaned and bounded)."""
@@ -131,8 +157,7 @@ class LearnedFeed:
     title: str | None
     link: str | None
     artwork_url: str | None
-    # (episode_url, guid, title); "" for an item without an enclosure URL or a guid
-    episodes: Sequence[tuple[str, str, str]]
+    episodes: Sequence[FeedItem]  # in the feed's order, top first
 
 
 async def discover(conn: Connection, now: int, limit: int) -> int:
@@ -218,31 +243,39 @@ async def claim_now(
     return DueFeed(str(row[0]), str(row[1]), row[2], row[3], int(row[4])) if won else None
 
 
-async def stored_episodes(conn: Connection, url_key: str) -> set[tuple[str, str, str]]:
-    """The feed's stored (episode_url, guid, title) rows ("" for a missing URL or guid)."""
+async def stored_episodes(conn: Connection, url_key: str) -> list[tuple[Any, ...]]:
+    """The feed's stored (episode_url, guid, title, published_at, feed_rank) rows."""
     rows = await conn.fetch_all(
-        "SELECT episode_url, guid, title FROM feed_episodes WHERE url_key = ?", (url_key,)
+        "SELECT episode_url, guid, title, published_at, feed_rank FROM feed_episodes "
+        "WHERE url_key = ?",
+        (url_key,),
     )
-    return {(str(u), str(g), str(t)) for u, g, t in rows}
+    return [
+        (str(u), str(g), str(t), None if p is None else int(p), None if r is None else int(r))
+        for u, g, t, p, r in rows
+    ]
 
 
 async def change_episodes(
     conn: Connection,
     url_key: str,
-    removed: Sequence[tuple[str, str, str]],
-    added: Sequence[tuple[str, str, str]],
+    removed: Sequence[tuple[str, str]],
+    added: Sequence[tuple[str, str, str, int | None, int | None]],
 ) -> None:
-    """Delete and insert (episode_url, guid, title) rows of the feed. Call in a write;
-    the fetcher passes a few hundred at a time, so that no write holds the lock long."""
-    if removed:
+    """Delete the rows of the (episode_url, guid) pairs `removed`; write the rows
+    `added` (episode_url, guid, title, published_at, feed_rank), each in place of
+    its pair's stored rows. Call in a write; the fetcher passes a few hundred at a
+    time, so that no write holds the lock long."""
+    gone = [*removed, *((row[0], row[1]) for row in added)]
+    if gone:
         await conn.execute_many(
-            "DELETE FROM feed_episodes "
-            "WHERE url_key = ? AND episode_url = ? AND guid = ? AND title = ?",
-            [(url_key, *row) for row in removed],
+            "DELETE FROM feed_episodes WHERE url_key = ? AND episode_url = ? AND guid = ?",
+            [(url_key, *pair) for pair in gone],
         )
     if added:
         await conn.execute_many(
-            "INSERT INTO feed_episodes (url_key, episode_url, guid, title) VALUES (?, ?, ?, ?)",
+            "INSERT INTO feed_episodes (url_key, episode_url, guid, title, published_at, "
+            "feed_rank) VALUES (?, ?, ?, ?, ?, ?)",
             [(url_key, *row) for row in added],
         )
 

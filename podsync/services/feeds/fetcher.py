@@ -20,6 +20,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from podsync import timestamps
+from podsync.services.feeds import order
 from podsync.services.feeds.http import FeedClient, FetchError, HttpStatusError
 from podsync.services.feeds.parse import NotAFeed, parse_feed
 from podsync.storage.engine import Engine
@@ -207,14 +208,15 @@ class FeedFetcher:
         return True
 
     async def _store_episodes(self, url_key: str, learned: store.LearnedFeed) -> None:
-        """Write only what changed since the last fetch (usually an episode or two), a
-        few hundred rows per write, so that no write holds the lock for long; the
-        stored rows are read off the event loop."""
+        """Write only what changed since the last fetch (usually an episode or two: a
+        kept item keeps its rank, `order.plan`), a few hundred rows per write, so
+        that no write holds the lock for long; the stored rows are read, and the
+        changes worked out, off the event loop."""
         async with self.db.read(threaded=True) as conn:
             stored = await store.stored_episodes(conn, url_key)
-        wanted = set(learned.episodes)
-        removed = sorted(stored - wanted)
-        added = sorted(wanted - stored)
+        loop = asyncio.get_running_loop()
+        changes = await loop.run_in_executor(self._parser, order.plan, learned.episodes, stored)
+        removed, added = changes
         for start in range(0, max(len(removed), len(added)), EPISODES_PER_WRITE):
             async with self.db.write() as conn:
                 await store.change_episodes(

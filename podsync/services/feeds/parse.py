@@ -19,6 +19,7 @@ Everything kept is bounded in length and count and free of control characters.
 
 from __future__ import annotations
 
+import calendar
 import io
 import re
 from typing import Any
@@ -27,7 +28,7 @@ import feedparser
 
 from podsync.services.feeds import text
 from podsync.services.feeds.strict import NotStrict, parse_strict
-from podsync.store.feed_info import LearnedFeed
+from podsync.store.feed_info import FeedItem, LearnedFeed
 
 _MARKUP_TYPES = ("text/html", "application/xhtml+xml")
 _ROOT_TAG = re.compile(rb"<[A-Za-z_]")
@@ -73,8 +74,22 @@ def _artwork(feed: Any, base: str) -> str | None:
     return text.web_url(feed.get("logo"), base)  # Atom
 
 
-def _episodes(entries: Any, base: str) -> list[tuple[str, str, str]]:
-    rows: list[tuple[str, str, str]] = []
+def _published(entry: Any) -> int | None:
+    """pubDate, Atom's published, else its updated (dc:date too): feedparser reads
+    them to UTC."""
+    for name in ("published_parsed", "updated_parsed"):
+        # The plain dict's get: feedparser's own maps a missing key to the other.
+        moment = dict.get(entry, name)
+        if moment is not None:
+            try:
+                return text.within(calendar.timegm(moment) * 1_000_000)
+            except (TypeError, ValueError, OverflowError):
+                return None
+    return None
+
+
+def _episodes(entries: Any, base: str) -> list[FeedItem]:
+    rows: list[FeedItem] = []
     for entry in entries[: text.MAX_EPISODES]:
         urls = [
             url
@@ -82,7 +97,7 @@ def _episodes(entries: Any, base: str) -> list[tuple[str, str, str]]:
             if (url := text.web_url(enclosure.get("href"), base)) is not None
         ]
         title = _plain(entry.get("title"), entry.get("title_detail"))
-        rows += text.episode_rows(title, text.guid(entry.get("id")), urls)
+        rows += text.episode_rows(title, text.guid(entry.get("id")), urls, _published(entry))
     return rows
 
 

@@ -18,6 +18,7 @@ from podsync.store.feed_info import LearnedFeed
 
 ATOM = "{http://www.w3.org/2005/Atom}"
 ITUNES = "{http://www.itunes.com/dtds/podcast-1.0.dtd}"
+DC = "{http://purl.org/dc/elements/1.1/}"
 
 
 class NotStrict(Exception):
@@ -67,7 +68,8 @@ def _rss(root: ET.Element, url: str) -> LearnedFeed:
             if (found := text.web_url(enclosure.get("url"), url)) is not None
         ]
         guid = text.guid(item.findtext("guid"))
-        episodes += text.episode_rows(_plain(item.find("title")), guid, urls)
+        when = text.published(item.findtext("pubDate") or item.findtext(f"{DC}date"))
+        episodes += text.episode_rows(_plain(item.find("title")), guid, urls, when)
     return LearnedFeed(
         title=_plain(channel.find("title")),
         link=text.web_url(channel.findtext("link"), url),
@@ -93,7 +95,10 @@ def _atom(root: ET.Element, url: str) -> LearnedFeed:
             and (found := text.web_url(link.get("href"), url)) is not None
         ]
         guid = text.guid(entry.findtext(f"{ATOM}id"))
-        episodes += text.episode_rows(_atom_text(entry.find(f"{ATOM}title")), guid, urls)
+        when = text.published(
+            entry.findtext(f"{ATOM}published") or entry.findtext(f"{ATOM}updated")
+        )
+        episodes += text.episode_rows(_atom_text(entry.find(f"{ATOM}title")), guid, urls, when)
     return LearnedFeed(
         title=_atom_text(root.find(f"{ATOM}title")),
         link=text.web_url(_atom_link(root, "alternate"), url),

@@ -4,9 +4,13 @@ guids as written."""
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from html.parser import HTMLParser
 from typing import Any
 from urllib.parse import urljoin, urlsplit
+
+from podsync.store.feed_info import FeedItem
 
 MAX_TITLE = 500
 MAX_URL = 2048
@@ -64,11 +68,45 @@ def guid(value: Any) -> str:
     return value.strip()[:MAX_GUID]
 
 
-def episode_rows(title: str | None, guid: str, urls: list[str]) -> list[tuple[str, str, str]]:
-    """The (episode_url, guid, title) rows of one item: one per distinct enclosure
-    URL, or one without a URL when it has a guid; none without a title."""
+def episode_rows(
+    title: str | None, guid: str, urls: list[str], published_at: int | None = None
+) -> list[FeedItem]:
+    """The rows of one item: one per distinct enclosure URL, or one without a URL
+    when it has a guid; none without a title."""
     if title is None:
         return []
     if urls:
-        return [(url, guid, title) for url in dict.fromkeys(urls)]
-    return [("", guid, title)] if guid else []
+        return [FeedItem(url, guid, title, published_at) for url in dict.fromkeys(urls)]
+    return [FeedItem("", guid, title, published_at)] if guid else []
+
+
+# Dates kept: 1900 to 8999 (a year 1 or 99999 is a typo, and pages show the rest).
+EARLIEST_US = -2_208_988_800_000_000
+LATEST_US = 221_845_392_000_000_000
+
+
+def within(us: int) -> int | None:
+    return us if EARLIEST_US <= us < LATEST_US else None
+
+
+def _microseconds(moment: datetime) -> int | None:
+    if moment.tzinfo is None:  # no zone given: UTC, as feedparser reads it
+        moment = moment.replace(tzinfo=UTC)
+    delta = moment - datetime(1970, 1, 1, tzinfo=UTC)
+    return within((delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds)
+
+
+def published(value: Any) -> int | None:
+    """An item's date (RFC 822 as RSS writes it, or RFC 3339 as Atom does) in
+    microseconds since the epoch; None when there is none or it cannot be read."""
+    if not isinstance(value, str) or not value.strip() or len(value) > 100:
+        return None
+    value = value.strip()
+    try:
+        return _microseconds(parsedate_to_datetime(value))
+    except (TypeError, ValueError, IndexError, OverflowError):
+        pass
+    try:
+        return _microseconds(datetime.fromisoformat(value))
+    except (ValueError, OverflowError):
+        return None

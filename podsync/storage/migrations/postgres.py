@@ -310,6 +310,15 @@ MIGRATIONS: tuple[Step, ...] = (
         ON episode_actions(user_id, podcast_key, occurred_at, seq);
     ALTER TABLE web_sessions ADD COLUMN import_report TEXT;
     """,
+    # 15: each feed item's publication time and place in the feed, for a podcast's
+    # page (as SQLite's step 15; NULLs sort last here as there).
+    """
+    ALTER TABLE feed_episodes ADD COLUMN published_at BIGINT;
+    ALTER TABLE feed_episodes ADD COLUMN feed_rank BIGINT;
+    CREATE INDEX feed_episodes_newest
+        ON feed_episodes(url_key, published_at DESC NULLS LAST, feed_rank DESC NULLS LAST);
+    UPDATE feed_info SET etag = NULL, last_modified = NULL;
+    """,
 )
 
 

@@ -352,6 +352,19 @@ MIGRATIONS: tuple[Step, ...] = (
         ON episode_actions(user_id, podcast_key, occurred_at, seq);
     ALTER TABLE web_sessions ADD COLUMN import_report TEXT;
     """,
+    # 15: a podcast's page lists its feed's episodes newest first: each item's
+    # publication time (pubDate, Atom published or updated) and its place in the feed
+    # (a rank that falls down the feed, kept across fetches where the order allows,
+    # so a new episode writes one row, not the whole feed). Rows stored before have
+    # neither (listed last) until the next full fetch, which forgetting the
+    # validators makes sure of.
+    """
+    ALTER TABLE feed_episodes ADD COLUMN published_at INTEGER;  -- microseconds, NULL: none
+    ALTER TABLE feed_episodes ADD COLUMN feed_rank INTEGER;     -- larger: higher in the feed
+    CREATE INDEX feed_episodes_newest
+        ON feed_episodes(url_key, published_at DESC, feed_rank DESC);
+    UPDATE feed_info SET etag = NULL, last_modified = NULL;
+    """,
 )
 
 

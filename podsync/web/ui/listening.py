@@ -12,7 +12,7 @@ from aiohttp import web
 
 from podsync.feeds import url_key
 from podsync.services.feed_info import EpisodeRef
-from podsync.services.listening import EpisodeState, finished
+from podsync.services.listening import PodcastEpisode, finished
 from podsync.store.listening import HistoryFilter, HistoryKey, HistoryRow
 from podsync.web.keys import CONFIG, FEED_INFO
 from podsync.web.ui.keys import BROWSE, LISTENING, SIGNED_IN
@@ -22,6 +22,7 @@ from podsync.web.ui.render import (
     file_name,
     host_and_path,
     notice,
+    page_number,
     render,
     shown_url,
     zone,
@@ -178,19 +179,27 @@ def zone_name(tz: object) -> str:
 @dataclass(frozen=True, slots=True)
 class EpisodeItem:
     title: str
-    state: str  # Finished, In progress, Downloaded, Deleted, Marked new
+    published: Moment | None  # the feed's date for it
+    state: str  # Not played, Finished, In progress, Downloaded, Deleted, Marked new
+    acted: bool  # this person did something with it
     progress: int | None
     position: int
     total: int
     progress_text: str
     device: str | None
-    at: Moment
+    at: Moment | None  # when the state's action happened
     also: str  # the other actions' latest state, in words ("downloaded")
+    listed: bool  # in the feed as last fetched
 
 
-def _episode_item(
-    state: EpisodeState, title: str, captions: dict[str, str], tz: tzinfo
-) -> EpisodeItem:
+def _episode_item(episode: PodcastEpisode, captions: dict[str, str], tz: tzinfo) -> EpisodeItem:
+    title = episode.title or file_name(episode.episode_url)
+    published = Moment(episode.published_at, tz) if episode.published_at is not None else None
+    state = episode.state
+    if state is None:
+        return EpisodeItem(
+            title, published, "Not played", False, None, 0, 0, "", None, None, "", episode.listed
+        )
     # A play says most (where the person got to); else the latest action.
     shown = state.play or state.latest
     progress = progress_of(shown)
@@ -206,7 +215,9 @@ def _episode_item(
         also.append("download deleted")
     return EpisodeItem(
         title=title,
+        published=published,
         state=label,
+        acted=True,
         progress=progress,
         position=min(shown.position or 0, shown.total or 0),
         total=shown.total or 0,
@@ -218,33 +229,29 @@ def _episode_item(
         device=captions.get(shown.device_id or "", shown.device_id),
         at=Moment(shown.occurred_at, tz),
         also=", ".join(also) if shown.action == "play" else "",
+        listed=episode.listed,
     )
 
 
 async def podcast(request: web.Request) -> web.Response:
     """One podcast: what the fetcher knows of it, the devices that synced it, and its
-    episodes newest first with this person's latest state of each."""
+    episodes newest first (the feed's, then those it no longer lists) with this
+    person's latest state of each, a page at a time."""
     user = request[SIGNED_IN].user
     tz = zone(request.app[CONFIG].ui.time_zone)
     entity = await request.app[BROWSE].subscription(user, request.match_info["sync_id"])
     feed_info = request.app[FEED_INFO]
     info = (await feed_info.for_feeds([entity.feed_url])).get(entity.feed_url)
-    states, device_ids = await request.app[LISTENING].podcast(user, entity.url_key)
+    asked = page_number(request)
+    found = await request.app[LISTENING].podcast(user, entity.url_key, asked)
+
+    def href(number: int) -> str:
+        return request.path + (f"?page={number}" if number > 1 else "")
+
+    if asked > found.page:
+        raise web.HTTPFound(href(found.page))  # past the end: the last page
     _, device_list = await request.app[LISTENING].filters(user)
     captions = {d.device_id: d.caption for d in device_list}
-    titles = await feed_info.episode_titles(
-        EpisodeRef(entity.feed_url, s.episode_url, s.guid) for s in states
-    )
-    episodes = [
-        _episode_item(
-            s,
-            titles.get(EpisodeRef(entity.feed_url, s.episode_url, s.guid))
-            or file_name(s.episode_url),
-            captions,
-            tz,
-        )
-        for s in states
-    ]
     title = entity.title or (info.title if info else None) or host_and_path(entity.feed_url)
     return render(
         request,
@@ -260,8 +267,14 @@ async def podcast(request: web.Request) -> web.Response:
         fetched_at=Moment(info.fetched_at, tz) if info and info.fetched_at else None,
         fetch_error=info.last_error if info else None,
         next_try=Moment(info.next_try_at, tz) if info and info.last_error else None,
-        devices=[captions.get(d, d) for d in device_ids],
-        episodes=episodes,
+        devices=[captions.get(d, d) for d in found.devices],
+        episodes=[_episode_item(e, captions, tz) for e in found.episodes],
+        from_feed=found.from_feed,
+        in_feed=found.in_feed,
+        unlisted=found.unlisted,
+        page_label=f"Page {found.page} of {found.pages}" if found.pages > 1 else "",
+        prev_href=href(found.page - 1) if found.page > 1 else None,
+        next_href=href(found.page + 1) if found.page < found.pages else None,
         history_href="/ui/history?" + urlencode({"podcast": entity.url_key}),
         back=request.path,
         zone=zone_name(tz),

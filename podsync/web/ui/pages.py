@@ -16,7 +16,15 @@ from podsync.web.keys import CONFIG, FEED_INFO
 from podsync.web.ui.guard import form_text
 from podsync.web.ui.keys import BROWSE, LISTENING, SIGNED_IN
 from podsync.web.ui.listening import history_items
-from podsync.web.ui.render import Moment, host_and_path, notice, render, shown_url, zone
+from podsync.web.ui.render import (
+    Moment,
+    host_and_path,
+    notice,
+    page_number,
+    render,
+    shown_url,
+    zone,
+)
 
 PAGE_SIZE = 50
 MAX_SEARCH = 200
@@ -63,11 +71,6 @@ async def overview(request: web.Request) -> web.Response:
     )
 
 
-def _page_number(request: web.Request) -> int:
-    raw = request.query.get("page", "1")
-    return int(raw) if raw.isdigit() and 0 < len(raw) < 7 and int(raw) > 0 else 1
-
-
 async def subscriptions(request: web.Request) -> web.Response:
     return await _subscriptions_page(request)
 
@@ -85,7 +88,7 @@ async def _subscriptions_page(
     order = request.query.get("sort", "title")
     if order not in ORDER_LABELS:
         order = "title"
-    page = _page_number(request)
+    page = page_number(request)
     found = await request.app[BROWSE].subscriptions(
         user, q, show_all, (page - 1) * PAGE_SIZE, PAGE_SIZE, order
     )

@@ -170,6 +170,12 @@ NOTICES = {
 }
 
 
+def page_number(request: web.Request) -> int:
+    """The `page` of the query, from 1; anything else is the first page."""
+    raw = request.query.get("page", "1")
+    return int(raw) if raw.isdigit() and 0 < len(raw) < 7 and int(raw) > 0 else 1
+
+
 def notice(request: web.Request) -> str | None:
     """The sentence a page shows after a change (`?done=...` of the redirect)."""
     return NOTICES.get(request.query.get("done", ""))
