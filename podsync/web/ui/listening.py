@@ -97,16 +97,19 @@ async def history_items(
                 progress=progress,
                 position=min(a.position or 0, a.total or 0),
                 total=a.total or 0,
-                progress_text=(
-                    f"{duration(a.position or 0)} of {duration(a.total or 0)} ({progress}%)"
-                    if progress is not None
-                    else ""
-                ),
+                progress_text=_progress_text(a.position, a.total, progress),
                 device=captions.get(a.device_id or "", a.device_id),
                 at=Moment(a.occurred_at, tz),
             )
         )
     return items
+
+
+def _progress_text(position: int | None, total: int | None, progress: int | None) -> str:
+    """How far a play got, "12:00 of 45:00 (27%)"; empty for an action with no play."""
+    if progress is None:
+        return ""
+    return f"{duration(position or 0)} of {duration(total or 0)} ({progress}%)"
 
 
 def _key_param(request: web.Request, name: str) -> HistoryKey | None:
@@ -221,11 +224,7 @@ def _episode_item(episode: PodcastEpisode, captions: dict[str, str], tz: tzinfo)
         progress=progress,
         position=min(shown.position or 0, shown.total or 0),
         total=shown.total or 0,
-        progress_text=(
-            f"{duration(shown.position or 0)} of {duration(shown.total or 0)} ({progress}%)"
-            if progress is not None
-            else ""
-        ),
+        progress_text=_progress_text(shown.position, shown.total, progress),
         device=captions.get(shown.device_id or "", shown.device_id),
         at=Moment(shown.occurred_at, tz),
         also=", ".join(also) if shown.action == "play" else "",
