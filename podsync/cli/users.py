@@ -65,7 +65,7 @@ def user_add(ctx: Context, name: str, password_stdin: bool, admin: bool) -> None
     click.echo(f"user {name} created" + (" (an admin)" if admin else ""))
 
 
-@user.command("passwd")
+@user.command("passwd", short_help="Set a user's password; end their logins.")
 @click.argument("name")
 @_password_stdin
 @pass_context
@@ -129,7 +129,7 @@ def user_list(ctx: Context, as_json: bool) -> None:
         )
 
 
-@user.command("disable")
+@user.command("disable", short_help="Block a user's logins and end their sessions.")
 @click.argument("name")
 @pass_context
 def user_disable(ctx: Context, name: str) -> None:
@@ -173,7 +173,7 @@ def user_admin(ctx: Context, name: str, revoke: bool) -> None:
     click.echo(f"user {name} is no longer an admin" if revoke else f"user {name} is an admin")
 
 
-@user.command("logout")
+@user.command("logout", short_help="End every login of a user (apps, web UI).")
 @click.argument("name")
 @pass_context
 def user_logout(ctx: Context, name: str) -> None:
