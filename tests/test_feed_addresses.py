@@ -91,7 +91,7 @@ def test_the_running_fetcher_refuses_ipv4_compatible_and_translated_literals(
     serve_process: Callable[..., ServeProcess],
 ) -> None:
     """Through `podsync serve` with the fetcher on: each feed is recorded as refused by
-    the address check (what the Subscriptions page shows), not as a connection that
+    the address check (what its podcast page shows), not as a connection that
     failed."""
     config = make_config(feeds={"fetch_metadata": True})
     feeds = [f"http://[{address}]:9/feed.xml" for address in EMBEDDING]
@@ -113,10 +113,15 @@ def test_the_running_fetcher_refuses_ipv4_compatible_and_translated_literals(
     )
     assert signed_in.status == 303, signed_in.body
     cookie = signed_in.headers["Set-Cookie"].split(";")[0]
+    listing = call(server.url, "GET", "/ui/subscriptions", Cookie=cookie).body.decode()
+    pages = sorted(set(re.findall(r'href="(/ui/podcasts/[^"]+)"', listing)))
+    assert len(pages) == len(EMBEDDING), listing
     deadline = time.monotonic() + 30
-    while True:
-        page = call(server.url, "GET", "/ui/subscriptions", Cookie=cookie).body.decode()
-        said = re.findall(r"feed not reachable: ([^<]*)<", page)
+    while True:  # a podcast's page says why its feed's last fetch failed
+        said = []
+        for podcast in pages:
+            page = call(server.url, "GET", podcast, Cookie=cookie).body.decode()
+            said += re.findall(r"the last try failed: ([^<]*)\.<", page)
         if len(said) == len(EMBEDDING) or time.monotonic() > deadline:
             break
         time.sleep(0.2)

@@ -138,7 +138,7 @@ def signed_in_forms() -> list[str]:
     from podsync.web.ui.routes import _UI
 
     return [
-        path
+        re.sub(r"\{[^}]+\}", "x", path)  # a path parameter: any value routes there
         for method, path, _, options in _UI
         if method == "POST" and not options.get("public") and not options.get("reads_own_body")
     ]
