@@ -6,6 +6,8 @@
     python bench/profile.py ep_push         # gpodder: POST 30 play actions on new episodes
     python bench/profile.py ep_pull         # gpodder: GET 1,000 episode actions (since=0)
     python bench/profile.py sub_push        # gpodder: POST 30 new feeds in "add"
+    python bench/profile.py floor_list      # bench/floor_server.py's list page (no podsync app)
+    python bench/profile.py floor_poll      # bench/floor_server.py's poll at the head
     python bench/profile.py sync --native --seconds 15 --out /tmp/sync-prof
 
 The server (`python -m podsync serve`, the same temp TOML and seeding as
@@ -40,8 +42,10 @@ from gpodder_sides import (
 )
 from harness import (
     Overrides,
+    Server,
     call,
     feed_head_path,
+    floor_server,
     free_port,
     login,
     parse_sets,
@@ -53,7 +57,7 @@ from harness import (
 from rounds import Side, get_side, sync_side
 from summary import summarise
 
-SCENARIOS = ("list", "feed", "sync", "ep_push", "ep_pull", "sub_push")
+SCENARIOS = ("list", "feed", "sync", "ep_push", "ep_pull", "sub_push", "floor_list", "floor_poll")
 LIST_PATH = "/api/v1/subscriptions?limit=50"
 
 
@@ -88,8 +92,12 @@ def profile(
     )
     seed(config, workdir, {users[name]: 0} if name in users else {"bench-10k": 10_000})
     stacks = workdir / f"{name}.stacks.txt"
-    with quiet_env(), podsync_server(workdir, config, port) as server:
-        side = scenario_side(name, server.base, server.pid)
+    with quiet_env(), _server(name, workdir, config, port) as server:
+        if name.startswith("floor_"):  # the floor reads the database podsync made
+            path = "/floor/list" if name == "floor_list" else "/floor/poll"
+            side = get_side(server.pid, server.base + path)
+        else:
+            side = scenario_side(name, server.base, server.pid)
         side.run(workdir, 1)  # warm-up
         argv = ["py-spy", "record", "--pid", str(server.pid), "--duration", str(seconds + 1)]
         argv += ["--format", "raw", "--rate", str(rate), "--threads", "--output", str(stacks)]
@@ -107,6 +115,13 @@ def profile(
         f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}; {result.requests} requests profiled"
     )
     return stacks, header, result.requests
+
+
+def _server(name: str, workdir: Path, config: Path, port: int) -> Server:
+    """podsync, or for floor_* the floor server on the database podsync seeded."""
+    if name.startswith("floor_"):
+        return floor_server(workdir, port, "bench-10k")
+    return podsync_server(workdir, config, port)
 
 
 def main() -> None:
