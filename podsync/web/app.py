@@ -43,12 +43,7 @@ from podsync.web.keys import (
     SYNC,
 )
 from podsync.web.metrics import METRICS, metrics_middleware
-from podsync.web.middleware import (
-    auth_middleware,
-    client_address_middleware,
-    errors_middleware,
-    set_server_header,
-)
+from podsync.web.middleware import request_middleware, set_server_header
 from podsync.web.routes import setup_routes
 
 if TYPE_CHECKING:  # imported only when fetching is on (it brings feedparser and a client)
@@ -146,19 +141,16 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
 
 
 def create_app(config: Config) -> web.Application:
-    # Outermost first. CORS and metrics sit outside the error middleware so that they
-    # see (and decorate) the final response of every error too. (The gpodder layer's
-    # transport and auth rules wrap its own routes' handlers: web/gpodder/http.py.)
+    # Outermost first. CORS and metrics sit outside podsync's middleware (request id,
+    # client address, bearer check, errors) so that they see (and decorate) the
+    # final response of every error too. (The gpodder layer's transport and auth
+    # rules wrap its own routes' handlers: web/gpodder/http.py.)
     middlewares: list[Middleware] = []
     if config.server.metrics:  # first: it times and counts CORS preflights too
         middlewares.append(metrics_middleware)
     if config.server.cors_origins:
         middlewares.append(cors_middleware(config.server.cors_origins))
-    middlewares += [
-        errors_middleware,
-        client_address_middleware(config.server.trusted_proxies),
-        auth_middleware,
-    ]
+    middlewares.append(request_middleware(config.server.trusted_proxies))
     app = web.Application(client_max_size=config.server.max_body_bytes, middlewares=middlewares)
     app[CONFIG] = config
     app.on_response_prepare.append(set_server_header)

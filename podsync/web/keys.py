@@ -42,7 +42,7 @@ FEED_INFO: web.AppKey[FeedInfoService] = web.AppKey("feed_info")
 # The feed fetcher, for a fetch on demand (None with [feeds] fetch_metadata = false).
 FEED_FETCHER: web.AppKey[FeedFetcher | None] = web.AppKey("feed_fetcher")
 
-# A protocol's own error page: the errors middleware answers a request the page claims
+# A protocol's own error page: the middleware answers an error on a request the page claims
 # (it returns a response: status, description) with it instead of the JSON shape.
 # The web UI registers one for its pages.
 ErrorPage = Callable[[web.Request, int, str], web.Response | None]
@@ -50,7 +50,8 @@ ERROR_PAGE: web.AppKey[ErrorPage] = web.AppKey("error_page")
 
 REQUEST_ID = web.RequestKey("request_id", str)
 CLIENT_ADDRESS = web.RequestKey("client_address", str)
-# The peer is one of server.trusted_proxies: its X-Forwarded-* headers count.
+# The peer is one of server.trusted_proxies: its X-Forwarded-* headers count. Set
+# only then (True): read it with request.get(FROM_TRUSTED_PROXY, False).
 FROM_TRUSTED_PROXY = web.RequestKey("from_trusted_proxy", bool)
 USER: web.RequestKey[User] = web.RequestKey("user")
 GPODDER_SESSION = web.RequestKey("gpodder_session", str)

@@ -57,7 +57,7 @@ def route_template(request: web.Request) -> str:
 
 @web.middleware
 async def metrics_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Outside the error middleware, so it sees the status every error ended in."""
+    """Outside podsync's own middleware, so it sees the status every error ended in."""
     started = time.perf_counter()
     status = 500
     try:

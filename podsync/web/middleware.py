@@ -1,8 +1,15 @@
-"""The middleware chain: request id + errors (outermost), client address, bearer auth.
+"""The one middleware every request passes: request id, client address, bearer auth
+and errors.
 
 Every error leaves as the one JSON shape with an `X-Request-ID` (or as the page of a
 protocol that answers people, the web UI's, for its own paths); an unexpected
-exception is logged with its request id and answered with a bare 500.
+exception is logged with its request id and answered with a bare 500. The `Server`
+and `X-Request-ID` headers are set once, when a response is prepared
+(`set_server_header`), whoever made it.
+
+One function rather than a chain of three: aiohttp calls each middleware as its own
+coroutine, and on a poll at the head of the change feed those layers were about a
+tenth of podsync's own time (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -53,6 +60,8 @@ SERVER_HEADER = "podsync"
 # getrandom() syscall per request (uuid4 cost ~0.1 ms of a list page under load).
 _ID_PREFIX = secrets.token_hex(6)
 _ID_COUNTER = itertools.count(1)
+# Route names of the protocols with their own authentication.
+OWN_RULES = ("gpodder.", "ui.", "nextcloud.")
 # Routes anyone may call; everything else needs a bearer token.
 PUBLIC_PATHS = frozenset(
     {"/", "/healthz", "/metrics", "/auth/login", "/auth/refresh", "/api/v1/openapi.json"}
@@ -76,83 +85,97 @@ def request_id_of(request: web.Request) -> str:
     request so every middleware and log line uses the same."""
     if REQUEST_ID in request:
         return request[REQUEST_ID]
-    given = request.headers.get("X-Request-ID", "")
-    request_id = (
-        given if REQUEST_ID_PATTERN.fullmatch(given) else f"{_ID_PREFIX}{next(_ID_COUNTER):020x}"
-    )
-    request[REQUEST_ID] = request_id
-    return request_id
+    return _assign_request_id(request)
 
 
-@web.middleware
-async def errors_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Outermost: request id on every response, every error in the JSON shape."""
-    request_id = request_id_of(request)
-    response: web.StreamResponse
-    challenge = WWW_AUTHENTICATE
-    try:
-        check_body_charset(request)
-        response = await handler(request)
-    except InvalidInput as exc:
-        response = _error_response(request, 400, str(exc))
-    except Unauthorized as exc:
+def _assign_request_id(request: web.Request) -> str:
+    given = request.headers.get("X-Request-ID")
+    if given is None or not REQUEST_ID_PATTERN.fullmatch(given):
+        given = f"{_ID_PREFIX}{next(_ID_COUNTER):020x}"
+    request[REQUEST_ID] = given
+    return given
+
+
+def request_middleware(trusted_proxies: tuple[str, ...]) -> Middleware:
+    """The middleware: outermost but for metrics and CORS (web/app.py)."""
+    proxies = tuple(ipaddress.ip_network(p, strict=False) for p in trusted_proxies)
+
+    @web.middleware
+    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        # Only a CORS preflight, answered outside without coming here, has one already.
+        request_id = _assign_request_id(request)
+        _set_client_address(request, proxies)
+        response: web.StreamResponse
+        try:
+            check_body_charset(request)
+            if _needs_bearer(request):
+                request[USER] = await request.app[AUTH].authenticate(bearer_token(request))
+            response = await handler(request)
+        except web.HTTPException as exc:
+            if exc.status < 400:  # podsync never redirects; let any other success through
+                raise
+            response = _error_answer(request, exc, request_id)
+        except Exception as exc:
+            response = _error_answer(request, exc, request_id)
+        if response.status == 401:  # the gpodder layer answers its own Basic challenge
+            response.headers.setdefault("WWW-Authenticate", WWW_AUTHENTICATE)
+        return response
+
+    return middleware
+
+
+def _error_answer(request: web.Request, exc: Exception, request_id: str) -> web.StreamResponse:
+    """What answers `exc`: the JSON error shape (or a protocol's page) with the status
+    the error names; a 500 for anything unexpected."""
+    if isinstance(exc, InvalidInput | Conflict):
+        return _error_response(request, 400, str(exc))
+    if isinstance(exc, Unauthorized):
         response = _error_response(request, 401, str(exc))
-        if exc.invalid_token:
-            challenge = INVALID_TOKEN_CHALLENGE
-    except Forbidden as exc:
-        response = _error_response(request, 403, str(exc))
-    except NotFound as exc:
-        response = _error_response(request, 404, str(exc))
-    except Conflict as exc:
-        response = _error_response(request, 400, str(exc))
-    except TooManyRequests as exc:
-        response = _error_response(
-            request, 429, str(exc), headers={"Retry-After": str(exc.retry_after)}
-        )
-    except Unavailable as exc:
-        response = _error_response(
-            request, 503, exc.reason, headers={"Retry-After": str(exc.retry_after)}
-        )
-    except web.RequestPayloadError:
-        response = _error_response(
+        challenge = INVALID_TOKEN_CHALLENGE if exc.invalid_token else WWW_AUTHENTICATE
+        response.headers.setdefault("WWW-Authenticate", challenge)
+        return response
+    if isinstance(exc, Forbidden):
+        return _error_response(request, 403, str(exc))
+    if isinstance(exc, NotFound):
+        return _error_response(request, 404, str(exc))
+    if isinstance(exc, TooManyRequests):
+        retry = {"Retry-After": str(exc.retry_after)}
+        return _error_response(request, 429, str(exc), headers=retry)
+    if isinstance(exc, Unavailable):
+        retry = {"Retry-After": str(exc.retry_after)}
+        return _error_response(request, 503, exc.reason, headers=retry)
+    if isinstance(exc, web.RequestPayloadError):
+        return _error_response(
             request, 400, "request body could not be read: it does not decode as its headers say"
         )
-    except web.HTTPException as exc:
-        if exc.status < 400:  # podsync never redirects; let any other success through
-            raise
+    if isinstance(exc, web.HTTPException):
         response = _error_response(request, exc.status, _framework_description(exc, request))
         if "Allow" in exc.headers:
             response.headers["Allow"] = exc.headers["Allow"]
-    except Exception as exc:
-        if isinstance(exc, ConnectionError) and _client_gone(request):
-            # The client hung up mid-request (mid-body, say): nothing to answer, no
-            # fault of ours, and anyone can do it: no traceback, no 500 in the log.
-            log.info(
-                "client went away during %s %s (request id %s): %s",
-                request.method,
-                request.rel_url.raw_path,
-                request_id,
-                exc,
-                extra={"request_id": request_id},
-            )
-            response = web.Response(status=CLIENT_CLOSED_REQUEST)
-        else:
-            log.exception(
-                "unhandled error in %s %s (request id %s)",
-                request.method,
-                request.rel_url.raw_path,
-                request_id,
-                extra={"request_id": request_id},
-            )
-            response = _error_response(
-                request,
-                500,
-                f"the server failed unexpectedly; quote request id {request_id} to the admin",
-            )
-    if response.status == 401:  # the gpodder layer answers its own Basic challenge
-        response.headers.setdefault("WWW-Authenticate", challenge)
-    response.headers["X-Request-ID"] = request_id
-    return response
+        return response
+    if isinstance(exc, ConnectionError) and _client_gone(request):
+        # The client hung up mid-request (mid-body, say): nothing to answer, no
+        # fault of ours, and anyone can do it: no traceback, no 500 in the log.
+        log.info(
+            "client went away during %s %s (request id %s): %s",
+            request.method,
+            request.rel_url.raw_path,
+            request_id,
+            exc,
+            extra={"request_id": request_id},
+        )
+        return web.Response(status=CLIENT_CLOSED_REQUEST)
+    log.exception(
+        "unhandled error in %s %s (request id %s)",
+        request.method,
+        request.rel_url.raw_path,
+        request_id,
+        extra={"request_id": request_id},
+        exc_info=exc,
+    )
+    return _error_response(
+        request, 500, f"the server failed unexpectedly; quote request id {request_id} to the admin"
+    )
 
 
 def check_body_charset(request: web.Request) -> None:
@@ -220,22 +243,16 @@ def is_trusted_proxy(address: str, trusted: tuple[str, ...]) -> bool:
     return _is_trusted(address, proxies)
 
 
-def client_address_middleware(trusted: tuple[str, ...]) -> Middleware:
-    proxies = tuple(ipaddress.ip_network(p, strict=False) for p in trusted)
-
-    @web.middleware
-    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-        peer = request.remote or "unknown"
+def _set_client_address(request: web.Request, proxies: Networks) -> None:
+    """The client's address: the peer's, or from X-Forwarded-For when the peer is a
+    trusted proxy (and then FROM_TRUSTED_PROXY, so its other X-Forwarded-* count)."""
+    peer = request.remote or "unknown"
+    if proxies and _is_trusted(peer, proxies):
+        request[FROM_TRUSTED_PROXY] = True  # absent is False: its readers say so
         forwarded = request.headers.get("X-Forwarded-For")
-        trusted = bool(proxies) and _is_trusted(peer, proxies)
-        request[FROM_TRUSTED_PROXY] = trusted
-        if trusted and forwarded:
-            request[CLIENT_ADDRESS] = _forwarded_client(peer, forwarded, proxies)
-        else:
-            request[CLIENT_ADDRESS] = peer
-        return await handler(request)
-
-    return middleware
+        request[CLIENT_ADDRESS] = _forwarded_client(peer, forwarded, proxies) if forwarded else peer
+    else:
+        request[CLIENT_ADDRESS] = peer
 
 
 def bearer_token(request: web.Request) -> str:
@@ -243,29 +260,29 @@ def bearer_token(request: web.Request) -> str:
     if header is None:
         raise Unauthorized("missing Authorization header; send Authorization: Bearer <token>")
     scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
+    token = token.strip()
+    if not token or scheme.lower() != "bearer":
         raise Unauthorized("Authorization header must use the Bearer scheme")
-    return token.strip()
+    return token
 
 
-@web.middleware
-async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+def _needs_bearer(request: web.Request) -> bool:
     """Every route outside PUBLIC_PATHS needs a valid access token. Unknown paths and
-    wrong methods fall through so that they answer 404/405, not 401."""
-    route_error = request.match_info.http_exception
+    wrong methods do not, so that they answer 404/405, not 401."""
+    match_info = request.match_info
+    if match_info.http_exception is not None or request.path in PUBLIC_PATHS:
+        return False
     # The gpodder layer (/api/2/, /subscriptions/) authenticates on its own terms.
     # The web UI (/ui/) has its own session rules (web/ui/guard.py), the Nextcloud
     # API (/index.php/) its Basic (web/nextcloud/http.py).
-    name = request.match_info.route.name or ""
-    own_rules = name.startswith(("gpodder.", "ui.", "nextcloud."))
-    if route_error is None and request.path not in PUBLIC_PATHS and not own_rules:
-        request[USER] = await request.app[AUTH].authenticate(bearer_token(request))
-    return await handler(request)
+    name = match_info.route.name
+    return name is None or not name.startswith(OWN_RULES)
 
 
 async def set_server_header(request: web.Request, response: web.StreamResponse) -> None:
     """on_response_prepare: replace aiohttp's `Python/3.x aiohttp/3.x` Server header,
-    and give a streamed response (sent before the middleware sees it) its request id."""
+    and give every response its request id: the middleware's answers, a streamed
+    response (sent before the middleware sees it) and a CORS preflight alike."""
     response.headers["Server"] = SERVER_HEADER
     request_id = request.get(REQUEST_ID)
     if request_id is not None:

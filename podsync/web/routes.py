@@ -69,7 +69,7 @@ def setup_routes(
 # The gpodder v2 API and the simple API v1 (the README's endpoint table): (method,
 # path, handler, kind). Under these prefixes repeated slashes route as one (Kasts
 # with a trailing "/" typed after the host sends "//api/2/..."), not by a redirect.
-# Route names start "gpodder.": the bearer middleware leaves these to the layer's
+# Route names start "gpodder.": the bearer check leaves these to the layer's
 # own auth.
 GPODDER_PREFIXES = ("/api/2/", "/subscriptions/")
 _U = "{username}"
@@ -98,7 +98,7 @@ GPODDER_ROUTES = [
 
 # The Nextcloud "GPodder Sync" API and Login Flow v2 (the nextcloud spec): (method,
 # path, handler, whether it takes Basic). Route names start "nextcloud.": the bearer
-# middleware leaves these to web/nextcloud/http.py.
+# check leaves these to web/nextcloud/http.py.
 _NC = "/index.php/apps/gpoddersync"
 _NEXTCLOUD: list[tuple[str, str, Handler, bool]] = [
     ("GET", f"{_NC}/subscriptions", nextcloud.get_subscriptions, True),

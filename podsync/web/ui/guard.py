@@ -206,7 +206,7 @@ def error_page(request: web.Request, status: int, heading: str, message: str) ->
     return _error(request, status, heading, message)
 
 
-# Headings of the page that answers an error the errors middleware met on a UI path
+# Headings of the page that answers an error the middleware met on a UI path
 # (one no UI handler answered itself: a fault, a method the path does not take).
 HEADINGS = {
     400: "Not accepted",

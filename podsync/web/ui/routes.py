@@ -38,7 +38,7 @@ from podsync.web.ui.keys import (
 )
 from podsync.web.ui.render import STATIC_CSS, stylesheet
 
-# (method, path, handler, options). Route names start "ui.": the bearer middleware
+# (method, path, handler, options). Route names start "ui.": the bearer check
 # leaves these to the UI's own session rules (web/ui/guard.py).
 _UI: list[tuple[str, str, Handler, dict[str, bool]]] = [
     ("GET", "/ui/login", account.login_form, {"public": True}),
