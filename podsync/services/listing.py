@@ -6,8 +6,8 @@ naming a position (an internal id, or a change sequence number), never an offset
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from operator import itemgetter
+from typing import Any, NamedTuple
 
 from itsdangerous import BadData, URLSafeSerializer
 
@@ -23,15 +23,13 @@ CURSOR_SALT = "podsync.cursor"
 NEXT, PREV, FEED = "n", "p", "f"
 
 
-@dataclass(frozen=True, slots=True)
-class Page:
+class Page(NamedTuple):
     views: list[bytes]  # each entity's stored JSON (model.subscription_view)
     next_cursor: str | None
     prev_cursor: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class Changes:
+class Changes(NamedTuple):
     results: list[tuple[int, bytes]]  # (last_updated, stored view) in change order
     has_next: bool
     next_since: str
@@ -49,7 +47,8 @@ class Cursors:
     def __init__(self, secret_key: str) -> None:
         self._serializer = URLSafeSerializer(secret_key, salt=CURSOR_SALT)
         self._made: dict[tuple[str, int, int], str] = {}
-        self._read: dict[str, Any] = {}
+        # token -> (kind, user id, position), or None for a signed value of another shape
+        self._read: dict[str, tuple[str, int, int] | None] = {}
 
     def make(self, kind: str, user_id: int, position: int) -> str:
         key = (kind, user_id, position)
@@ -59,23 +58,36 @@ class Cursors:
             _remember(self._made, key, token)
         return token
 
+    def checked(self, token: str) -> bool:
+        """Whether `token` is a cursor whose signature was checked already (a signed
+        cursor never reads as a timestamp: it has no date in it)."""
+        return token in self._read
+
     def read(self, token: str, user_id: int, kinds: tuple[str, ...]) -> tuple[str, int]:
-        value: Any = self._read.get(token)
-        if value is None:
-            try:
-                value = self._serializer.loads(token)
-            except (BadData, UnicodeError, ValueError):
-                raise InvalidInput("since is not a cursor this server issued") from None
-            _remember(self._read, token, value)
-        if (
-            not isinstance(value, list)
-            or len(value) != 3
-            or value[0] not in kinds
-            or value[1] != user_id
-            or type(value[2]) is not int
-        ):
+        try:
+            cursor = self._read[token]
+        except KeyError:
+            cursor = self._check(token)
+        if cursor is None or cursor[1] != user_id or cursor[0] not in kinds:
             raise InvalidInput("since is not a cursor for this user and this list")
-        return value[0], value[2]
+        return cursor[0], cursor[2]
+
+    def _check(self, token: str) -> tuple[str, int, int] | None:
+        try:
+            value: Any = self._serializer.loads(token)
+        except (BadData, UnicodeError, ValueError):
+            raise InvalidInput("since is not a cursor this server issued") from None
+        cursor = None
+        if (
+            isinstance(value, list)
+            and len(value) == 3
+            and type(value[0]) is str
+            and type(value[1]) is int
+            and type(value[2]) is int
+        ):
+            cursor = (value[0], value[1], value[2])
+        _remember(self._read, token, cursor)
+        return cursor
 
 
 def _remember(memo: dict[Any, Any], key: Any, value: Any) -> None:
@@ -129,7 +141,7 @@ class ListingService:
         if has_prev:
             first_id = rows[0][0] if rows else (position + 1 if kind == NEXT else position)
             prev_cursor = self.cursors.make(PREV, user_id, first_id)
-        return Page([view for _, view in rows], next_cursor, prev_cursor)
+        return Page(list(map(itemgetter(1), rows)), next_cursor, prev_cursor)
 
     async def changes(
         self,
@@ -141,7 +153,9 @@ class ListingService:
         """Entities changed after a cursor (or at or after a time), in change order."""
         after = 0
         moment = None
-        if since:
+        if since and self.cursors.checked(since):  # a poll: no timestamp to try first
+            after = self.cursors.read(since, user_id, (FEED,))[1]
+        elif since:
             try:
                 moment = timestamps.parse(since)
             except timestamps.InvalidTimestamp:

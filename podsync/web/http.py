@@ -47,7 +47,11 @@ def json_ok(value: Any, status: int = 200) -> web.Response:
     return web.json_response(value, status=status, dumps=dumps)
 
 
-JSON_HEADERS = {"Content-Type": "application/json; charset=utf-8"}
+JSON_TYPE = "application/json; charset=utf-8"
+JSON_HEADERS = {"Content-Type": JSON_TYPE}
+# What a GET answered with an ETag may be kept as. private: per-user data; no-cache:
+# keep it, but ask each time (the ETag says).
+CACHE_CONTROL = "private, no-cache"
 
 
 def json_bytes(body: bytes, status: int = 200) -> web.Response:
@@ -75,12 +79,13 @@ def conditional_json(request: web.Request, body: bytes) -> web.Response:
     the client's If-None-Match already names it. Derived from the bytes, the tag is
     right whoever wrote last, in this process or another."""
     etag = _etag(body)
-    # private: per-user data; no-cache: keep it, but ask each time (the ETag says).
-    headers = {"ETag": etag, "Cache-Control": "private, no-cache"}
     given = request.headers.get("If-None-Match")
     if given is not None and _matches(given, etag):
-        return web.Response(status=304, headers=headers)
-    return web.Response(body=body, headers={**JSON_HEADERS, **headers})
+        return web.Response(status=304, headers={"ETag": etag, "Cache-Control": CACHE_CONTROL})
+    return web.Response(
+        body=body,
+        headers={"Content-Type": JSON_TYPE, "ETag": etag, "Cache-Control": CACHE_CONTROL},
+    )
 
 
 def json_error(

@@ -54,6 +54,27 @@ def public_url(request: web.Request, path: str) -> str:
     return request.app[CONFIG].server.public_url.rstrip("/") + path
 
 
+# json_url's answers: a client polling the head of its change feed sends the same
+# URL each time and gets the same next_since back, and list pages are read at the
+# same cursors. Building one (urlencode, json.dumps) cost ~7 µs, a tenth of a
+# poll's own time; a URL of the same request gives the same answer, so answers are
+# remembered, oldest forgotten first, for query strings up to QUERY_REMEMBERED
+# characters (the memo stays under ~2 MB however odd the query).
+URLS_REMEMBERED = 2048
+QUERY_REMEMBERED = 400
+_urls: dict[tuple[str, str, str, str], str] = {}
+
+
 def json_url(request: web.Request, since_value: str) -> str:
     """`relative_url` as a JSON string."""
-    return json.dumps(relative_url(request, since_value))
+    query = request.rel_url.raw_query_string  # what request.query is parsed from
+    if len(query) > QUERY_REMEMBERED:
+        return json.dumps(relative_url(request, since_value))
+    key = (request.app[CONFIG].server.public_url, request.path, query, since_value)
+    url = _urls.get(key)
+    if url is None:
+        url = json.dumps(relative_url(request, since_value))
+        if len(_urls) >= URLS_REMEMBERED:
+            del _urls[next(iter(_urls))]  # the oldest entry
+        _urls[key] = url
+    return url
