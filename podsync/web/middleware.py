@@ -104,10 +104,14 @@ def request_middleware(trusted_proxies: tuple[str, ...]) -> Middleware:
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         # Only a CORS preflight, answered outside without coming here, has one already.
         request_id = _assign_request_id(request)
-        _set_client_address(request, proxies)
+        if proxies:
+            _set_client_address(request, proxies)
+        else:
+            request[CLIENT_ADDRESS] = request.remote or "unknown"
         response: web.StreamResponse
         try:
-            check_body_charset(request)
+            if request.body_exists:
+                _check_body_charset(request)
             if _needs_bearer(request):
                 request[USER] = await request.app[AUTH].authenticate(bearer_token(request))
             response = await handler(request)
@@ -178,11 +182,11 @@ def _error_answer(request: web.Request, exc: Exception, request_id: str) -> web.
     )
 
 
-def check_body_charset(request: web.Request) -> None:
+def _check_body_charset(request: web.Request) -> None:
     """A body labelled with a charset no codec decodes is refused before any handler
-    reads it. The web UI's forms are read by its own form reader, which answers
-    this (and a multipart part's charset) on its page."""
-    if not request.body_exists or (request.match_info.route.name or "").startswith("ui."):
+    reads it (called for requests with a body). The web UI's forms are read by its
+    own form reader, which answers this (and a multipart part's charset) on its page."""
+    if (request.match_info.route.name or "").startswith("ui."):
         return
     charset = unknown_charset(request)
     if charset is not None:
@@ -247,7 +251,7 @@ def _set_client_address(request: web.Request, proxies: Networks) -> None:
     """The client's address: the peer's, or from X-Forwarded-For when the peer is a
     trusted proxy (and then FROM_TRUSTED_PROXY, so its other X-Forwarded-* count)."""
     peer = request.remote or "unknown"
-    if proxies and _is_trusted(peer, proxies):
+    if _is_trusted(peer, proxies):
         request[FROM_TRUSTED_PROXY] = True  # absent is False: its readers say so
         forwarded = request.headers.get("X-Forwarded-For")
         request[CLIENT_ADDRESS] = _forwarded_client(peer, forwarded, proxies) if forwarded else peer

@@ -40,10 +40,7 @@ async def post_batch(request: web.Request) -> web.Response:
     return json_bytes(body)
 
 
-def _check_include(request: web.Request) -> None:
-    raw = request.query.get("include")
-    if raw is None:
-        return
+def _check_include(raw: str) -> None:
     unknown = [part for part in raw.split(",") if part.strip() not in INCLUDE_VALUES]
     if unknown or not raw:
         raise InvalidInput(
@@ -51,9 +48,24 @@ def _check_include(request: web.Request) -> None:
         )
 
 
+def _results(changes: list[tuple[int, bytes]]) -> bytes:
+    return b",".join(
+        [
+            b'{"type":"subscription","last_updated":"'
+            + timestamps.format(last_updated).encode("ascii")
+            + b'","data":'
+            + view
+            + b"}"
+            for last_updated, view in changes
+        ]
+    )
+
+
 async def get_changes(request: web.Request) -> web.StreamResponse:
     writer = client_id(request)
-    _check_include(request)
+    include = request.query.get("include")
+    if include is not None:
+        _check_include(include)
     include_own = params.boolean(request, "include_own")
     changes = await request.app[LISTING].changes(
         request[USER].id,
@@ -61,14 +73,8 @@ async def get_changes(request: web.Request) -> web.StreamResponse:
         params.limit(request),
         exclude_client=None if include_own else writer,
     )
-    results = b",".join(
-        b'{"type":"subscription","last_updated":"'
-        + timestamps.format(last_updated).encode("ascii")
-        + b'","data":'
-        + view
-        + b"}"
-        for last_updated, view in changes.results
-    )
+    # A poll at the head (most polls) has no results: nothing to join.
+    results = _results(changes.results) if changes.results else b""
     next_since = params.json_url(request, changes.next_since)
     has_next = "true" if changes.has_next else "false"
     tail = f'],"has_next":{has_next},"next_since":{next_since}}}'.encode("ascii")
