@@ -174,7 +174,7 @@ class ListingService:
         # Without more rows, every change up to the database's counter has been seen.
         upto = rows[-1][0] if has_next else counter
         return Changes(
-            [(last_updated, view) for _, last_updated, view in rows],
+            [(last_updated, view) for _, last_updated, view in rows] if rows else [],
             has_next,
             self.cursors.make(FEED, user_id, max(upto, after)),
         )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from urllib.parse import urlencode
 
 from aiohttp import web
@@ -12,7 +11,6 @@ from podsync.errors import InvalidInput
 from podsync.web.keys import CONFIG
 
 _BOOLEANS = {"true": True, "1": True, "false": False, "0": False}
-_DIGITS = re.compile(r"[0-9]{1,9}", re.ASCII)
 
 
 def boolean(request: web.Request, name: str, default: bool = False) -> bool:
@@ -30,7 +28,8 @@ def limit(request: web.Request) -> int:
     raw = request.query.get("limit")
     if raw is None:
         return sync.page_size_default
-    value = int(raw) if _DIGITS.fullmatch(raw) else 0
+    # 1-9 ASCII digits (isdigit alone would take "²" and other non-ASCII digits)
+    value = int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 9 else 0
     if not 1 <= value <= sync.page_size_max:
         raise InvalidInput(f"limit must be an integer from 1 to {sync.page_size_max}, not {raw!r}")
     return value
