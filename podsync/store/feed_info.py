@@ -304,15 +304,16 @@ async def record_fetched(
     )
 
 
-async def record_failure(
-    conn: Connection, url_key: str, error: str, now: int, next_try_at: int
-) -> None:
-    """A fetch failed: keep what was learned before, note why and when to try again."""
-    await conn.execute(
-        "UPDATE feed_info SET checked_at = ?, last_error = ?, failures = failures + 1, "
-        "next_try_at = ? WHERE url_key = ?",
-        (now, error, next_try_at, url_key),
-    )
+async def record_failures(conn: Connection, failed: Sequence[tuple[str, str, int, int]]) -> None:
+    """Fetches failed, each a (url_key, error, checked_at, next_try_at): keep what was
+    learned before, note why and when to try again. One statement for all, so a
+    fetcher pass records a claimed batch's failures in one write. Call in a write."""
+    if failed:
+        await conn.execute_many(
+            "UPDATE feed_info SET checked_at = ?, last_error = ?, failures = failures + 1, "
+            "next_try_at = ? WHERE url_key = ?",
+            [(now, error, next_try_at, url_key) for url_key, error, now, next_try_at in failed],
+        )
 
 
 async def episode_count(conn: Connection, url_key: str) -> int:
