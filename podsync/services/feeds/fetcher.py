@@ -43,6 +43,11 @@ MAX_BACKOFF_US = 7 * 24 * HOUR_US
 LEASE_US = 10 * 60_000_000
 DISCOVERY_BATCH = 1000
 CLAIM_BATCH = 16
+# A claimed batch takes at least this long: feeds that fail at once (a host found
+# dead a moment ago) are worked through at up to 160 a second, a few milliseconds of
+# CPU a second, rather than as fast as the process can, which would take the event
+# loop from the requests it serves. Fetches over the network take longer anyway.
+BATCH_MIN_S = 0.1
 # A person's `Refresh` fetches a feed at most this often (whoever presses it).
 REFRESH_GAP_US = 60_000_000
 EPISODES_PER_WRITE = 500
@@ -76,6 +81,7 @@ class FeedFetcher:
         *,
         concurrency: int = 4,
         poll_interval_s: float = 60.0,
+        batch_min_s: float = BATCH_MIN_S,
         clock: Callable[[], int] = timestamps.now_us,
     ) -> None:
         self.db = db
@@ -83,6 +89,7 @@ class FeedFetcher:
         self.client = client
         self.concurrency = concurrency
         self.poll_interval_s = poll_interval_s
+        self.batch_min_s = batch_min_s
         self.clock = clock
         # One parse at a time, off the event loop: a large feed costs the loop nothing
         # but the GIL's switch interval, and never more than one core in all.
@@ -129,6 +136,7 @@ class FeedFetcher:
                 self._log(ended)
                 if not due:
                     return done
+                began = asyncio.get_running_loop().time()
                 outcomes = await asyncio.gather(
                     *(self._gated(gate, feed, faults) for feed in due), return_exceptions=True
                 )
@@ -140,6 +148,9 @@ class FeedFetcher:
                     if isinstance(outcome, BaseException):
                         raise outcome
                 ended = [o for o in outcomes if not isinstance(o, BaseException)]
+                rest = began + self.batch_min_s - asyncio.get_running_loop().time()
+                if rest > 0:
+                    await asyncio.sleep(rest)
         finally:
             self.failure_log.flush()
 
