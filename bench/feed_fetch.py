@@ -41,7 +41,7 @@ from podsync import timestamps
 from podsync.config import load_config
 from podsync.rules import Subscribe
 from podsync.services.accounts import AccountService
-from podsync.services.feeds.fetcher import HOUR_US, FeedFetcher
+from podsync.services.feeds.fetcher import BATCH_MIN_S, HOUR_US, FeedFetcher
 from podsync.services.feeds.http import FeedClient
 from podsync.services.feeds.parse import parse_feed, parse_forgiving
 from podsync.services.passwords import PasswordService
@@ -144,7 +144,7 @@ async def measure(feeds: int, episodes: int, tmp: Path, base: str) -> None:
             await fetcher.close()
 
 
-async def flood(feeds: int, host: str, tmp: Path) -> None:
+async def flood(feeds: int, host: str, tmp: Path, batch_min_s: float) -> None:
     import logging
 
     from aiohttp.resolver import ThreadedResolver
@@ -179,7 +179,7 @@ async def flood(feeds: int, host: str, tmp: Path) -> None:
         for start in range(0, feeds, 500):
             urls = [f"https://{host}/{n}.xml" for n in range(start, min(feeds, start + 500))]
             await sync.apply(user.id, None, [Subscribe(url, moment) for url in urls])
-        fetcher = FeedFetcher(db, FeedClient(resolver=Counting()), 24)
+        fetcher = FeedFetcher(db, FeedClient(resolver=Counting()), 24, batch_min_s=batch_min_s)
         await fetcher.open()
         try:
             commits, wall, used = db.commits, time.perf_counter(), cpu()
@@ -194,7 +194,8 @@ async def flood(feeds: int, host: str, tmp: Path) -> None:
             )
         assert done == feeds and tuple(row) == (feeds, feeds, 1, 1, 1), (done, tuple(row))
         print(
-            f"{feeds} feeds on {host} (durability {config.database.durability}): "
+            f"{feeds} feeds on {host} (durability {config.database.durability}, "
+            f"batches of 16 at least {batch_min_s:g} s apart): "
             f"{wall:.2f} s wall, {used:.2f} s CPU ({used / feeds * 1000:.3f} ms per feed), "
             f"{commits} commits, {Counting.lookups} DNS lookups, {Lines.count} log lines"
         )
@@ -208,11 +209,12 @@ def main() -> None:
         "--flood", type=int, default=0, help="feeds on a host that does not resolve"
     )
     parser.add_argument("--flood-host", default="feeds.bench.invalid")
+    parser.add_argument("--batch-min-s", type=float, default=BATCH_MIN_S, help="0: unpaced")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.flood:
         with tempfile.TemporaryDirectory() as tmp:
-            asyncio.run(flood(args.flood, args.flood_host, Path(tmp)))
+            asyncio.run(flood(args.flood, args.flood_host, Path(tmp), args.batch_min_s))
         return
     if args.serve:
         serve(args.episodes)
