@@ -14,6 +14,13 @@ system, every thread: event loop, parser thread, SQLite) and as wall time:
 
 and, apart, parse_feed alone on the same body (the part that runs in the parser
 thread), and feedparser alone (the path of feeds that are not well-formed).
+
+    python bench/feed_fetch.py --flood 5000 [--flood-host feeds.bench.invalid]
+
+instead measures a flood: that many new feeds on one host that does not resolve (an
+OPML import of a dead host's feeds, a server without DNS), one pass of the real
+fetcher with the real resolver and address checks: wall and CPU time, commits, DNS
+lookups and log lines, and that every feed's failure is recorded.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -33,7 +41,7 @@ from podsync import timestamps
 from podsync.config import load_config
 from podsync.rules import Subscribe
 from podsync.services.accounts import AccountService
-from podsync.services.feeds.fetcher import HOUR_US, FeedFetcher
+from podsync.services.feeds.fetcher import BATCH_MIN_S, HOUR_US, FeedFetcher
 from podsync.services.feeds.http import FeedClient
 from podsync.services.feeds.parse import parse_feed, parse_forgiving
 from podsync.services.passwords import PasswordService
@@ -136,12 +144,78 @@ async def measure(feeds: int, episodes: int, tmp: Path, base: str) -> None:
             await fetcher.close()
 
 
+async def flood(feeds: int, host: str, tmp: Path, batch_min_s: float) -> None:
+    import logging
+
+    from aiohttp.resolver import ThreadedResolver
+
+    class Counting(ThreadedResolver):
+        lookups = 0
+
+        async def resolve(self, *args: Any, **kwargs: Any) -> Any:
+            Counting.lookups += 1
+            return await super().resolve(*args, **kwargs)
+
+    class Lines(logging.Handler):
+        count = 0
+
+        def emit(self, record: logging.LogRecord) -> None:
+            Lines.count += 1
+
+    feeds_log = logging.getLogger("podsync.feeds")
+    feeds_log.setLevel(logging.INFO)
+    feeds_log.addHandler(Lines())
+    config_path = tmp / "podsync.toml"
+    config_path.write_text(f'[database]\npath = "{tmp / "bench.db"}"\n')
+    config = load_config(config_path, environ={})
+    async with Database(config.database.path, config.database.durability) as db:
+        passwords = PasswordService()
+        try:
+            user = await AccountService(db, passwords).add_user("bench", "benchmark-password")
+        finally:
+            passwords.close()
+        moment = timestamps.now_us() - HOUR_US
+        sync = SyncService(db, config.sync)
+        for start in range(0, feeds, 500):
+            urls = [f"https://{host}/{n}.xml" for n in range(start, min(feeds, start + 500))]
+            await sync.apply(user.id, None, [Subscribe(url, moment) for url in urls])
+        fetcher = FeedFetcher(db, FeedClient(resolver=Counting()), 24, batch_min_s=batch_min_s)
+        await fetcher.open()
+        try:
+            commits, wall, used = db.commits, time.perf_counter(), cpu()
+            done = await fetcher.run_once()
+            wall, used, commits = time.perf_counter() - wall, cpu() - used, db.commits - commits
+        finally:
+            await fetcher.close()
+        async with db.read() as conn:
+            row = await conn.fetch_one(
+                "SELECT count(*), count(last_error), min(failures), max(failures), "
+                "count(DISTINCT last_error) FROM feed_info"
+            )
+        assert done == feeds and tuple(row) == (feeds, feeds, 1, 1, 1), (done, tuple(row))
+        print(
+            f"{feeds} feeds on {host} (durability {config.database.durability}, "
+            f"batches of 16 at least {batch_min_s:g} s apart): "
+            f"{wall:.2f} s wall, {used:.2f} s CPU ({used / feeds * 1000:.3f} ms per feed), "
+            f"{commits} commits, {Counting.lookups} DNS lookups, {Lines.count} log lines"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--feeds", type=int, default=200)
     parser.add_argument("--episodes", type=int, default=100)
+    parser.add_argument(
+        "--flood", type=int, default=0, help="feeds on a host that does not resolve"
+    )
+    parser.add_argument("--flood-host", default="feeds.bench.invalid")
+    parser.add_argument("--batch-min-s", type=float, default=BATCH_MIN_S, help="0: unpaced")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.flood:
+        with tempfile.TemporaryDirectory() as tmp:
+            asyncio.run(flood(args.flood, args.flood_host, Path(tmp), args.batch_min_s))
+        return
     if args.serve:
         serve(args.episodes)
         return

@@ -8,6 +8,7 @@ the same database, as the server's background task does, one pass at a time."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 import time
 from collections.abc import AsyncIterator, Callable
@@ -22,13 +23,14 @@ from podsync.config import Config
 from podsync.feeds import url_key
 from podsync.services.feed_info import EpisodeRef, FeedInfo, FeedInfoService
 from podsync.services.feeds.addresses import IPAddress
-from podsync.services.feeds.fetcher import HOUR_US, FeedFetcher
+from podsync.services.feeds.fetcher import BATCH_MIN_S, HOUR_US, FeedFetcher
 from podsync.services.feeds.http import FeedClient, Limits
 from podsync.storage.engine import Engine, create_engine
 from podsync.store import feed_info as feed_store
 from podsync.web.app import create_app
 from tests.conftest import login
 from tests.feed_site import FeedSite, rss
+from tests.server_support import free_port
 from tests.sync_helpers import action, get_json, post_batch
 
 pytestmark = pytest.mark.both_engines
@@ -475,3 +477,88 @@ async def test_episodes_keep_their_dates_and_place_and_a_new_one_writes_one_row(
     assert [(e.guid, e.published_at) for e in undated] == [
         ("show-9", None), ("show-8", None), ("show-7", None)
     ]  # fmt: skip
+
+
+class CountingResolver(AbstractResolver):
+    """Counts lookups: a name in `gone` does not resolve (as the system resolver
+    says it), anything else is 127.0.0.1."""
+
+    def __init__(self, *gone: str) -> None:
+        self.gone = set(gone)
+        self.lookups: list[str] = []
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        self.lookups.append(host)
+        if host in self.gone:
+            raise OSError(socket.EAI_NONAME, "Name or service not known")
+        return await StubResolver().resolve(host, port, family)
+
+    async def close(self) -> None:
+        pass
+
+
+async def test_many_feeds_on_a_host_that_does_not_resolve_cost_a_lookup_and_few_commits(
+    client: Client,
+    alice: str,
+    site: FeedSite,
+    db: Engine,
+    clock: Clock,
+    fetchers: Callable[..., FeedFetcher],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    gone = [f"https://gone.test/feeds/{n}.xml" for n in range(60)]
+    fine, missing = site.url("/show.xml"), site.url("/missing.xml")
+    for start in range(0, 60, 30):
+        await subscribe(client, alice, *gone[start : start + 30])
+    await subscribe(client, alice, fine, missing)
+    resolver = CountingResolver("gone.test")
+    fetcher = fetchers(resolver=resolver)
+    before, began = db.commits, time.monotonic()
+    with caplog.at_level(logging.INFO, logger="podsync.feeds"):
+        assert await fetch_pass(fetcher) == 62
+    # Feeds that fail at once go no faster than a batch per BATCH_MIN_S.
+    assert time.monotonic() - began >= 62 // 16 * BATCH_MIN_S
+    # One lookup of the dead name (a few at most: the first feeds go at once), and
+    # one write per claimed batch of 16 (with the batch before's outcomes), not one
+    # per feed.
+    assert 1 <= resolver.lookups.count("gone.test") <= fetcher.concurrency
+    # Discovery, 4 batches, the claim that finds none left, the one feed's episodes.
+    assert db.commits - before <= 1 + 4 + 1 + 1
+    for url in gone:
+        failed = await info(db, url)
+        assert (failed.last_error, failed.failures) == ("the host name does not resolve", 1)
+        assert failed.checked_at == clock.now and failed.next_try_at == clock.now + WINDOW
+    # A path's fault stays its own, and the host's other feeds are fetched.
+    assert (await info(db, missing)).last_error == "HTTP 404"
+    assert (await info(db, fine)).title == "The Show"
+    # A few lines of their own, then one line sums up the rest by reason and host.
+    lines = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    assert len(lines) <= 6
+    assert any(
+        "the host name does not resolve: " in line and "gone.test " in line for line in lines
+    )
+
+    # The next pass looks again (the name may have come back), and each feed backs
+    # off by its own count.
+    clock.now += WINDOW
+    assert await fetcher.run_once() == 62
+    assert resolver.lookups.count("gone.test") <= 2 * fetcher.concurrency
+    for url in gone:
+        twice = await info(db, url)
+        assert twice.failures == 2 and twice.next_try_at == clock.now + 2 * WINDOW
+
+
+async def test_a_refused_port_fails_its_feeds_alike_and_no_other_port(
+    client: Client, alice: str, site: FeedSite, db: Engine, fetchers: Callable[..., FeedFetcher]
+) -> None:
+    closed = free_port()
+    refusing = [f"http://refusing.test:{closed}/{n}.xml" for n in range(20)]
+    open_port = site.url("/show.xml", host="refusing.test")  # the same name, a port that answers
+    await subscribe(client, alice, *refusing, open_port)
+    await fetch_pass(fetchers(resolver=CountingResolver()))
+    reasons = {(await info(db, url)).last_error for url in refusing}
+    assert len(reasons) == 1 and next(iter(reasons)).startswith("cannot connect: ")  # type: ignore[union-attr]
+    assert [(await info(db, url)).failures for url in refusing] == [1] * len(refusing)
+    assert (await info(db, open_port)).title == "The Show"

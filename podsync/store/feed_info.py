@@ -194,12 +194,15 @@ async def claim_due(conn: Connection, now: int, lease_until: int, limit: int) ->
     """Claim up to `limit` feeds due at `now` that someone still subscribes to: each
     claimed feed's next try moves to `lease_until`, so no other process (or pass)
     fetches it meanwhile. The claim is a conditional UPDATE per feed: when two
-    processes race for one, the second updates no row and leaves it."""
+    processes race for one, the second updates no row and leaves it. Ordered by the
+    index on `next_try_at` alone, so that the scan stops at `limit` feeds: ties (the
+    feeds one discovery write added) come in the index's order, and a tie-break on
+    url_key would read and sort all of them (a thousand) for every claim."""
     candidates = await conn.fetch_all(
         "SELECT url_key, feed_url, etag, last_modified, failures, next_try_at FROM feed_info f "
         "WHERE next_try_at <= ? AND EXISTS (SELECT 1 FROM subscriptions s "
         "WHERE s.url_key = f.url_key AND s.unsubscribed_at IS NULL) "
-        "ORDER BY next_try_at, url_key LIMIT ?",
+        "ORDER BY next_try_at LIMIT ?",
         (now, limit),
     )
     claimed = []
@@ -304,15 +307,16 @@ async def record_fetched(
     )
 
 
-async def record_failure(
-    conn: Connection, url_key: str, error: str, now: int, next_try_at: int
-) -> None:
-    """A fetch failed: keep what was learned before, note why and when to try again."""
-    await conn.execute(
-        "UPDATE feed_info SET checked_at = ?, last_error = ?, failures = failures + 1, "
-        "next_try_at = ? WHERE url_key = ?",
-        (now, error, next_try_at, url_key),
-    )
+async def record_failures(conn: Connection, failed: Sequence[tuple[str, str, int, int]]) -> None:
+    """Fetches failed, each a (url_key, error, checked_at, next_try_at): keep what was
+    learned before, note why and when to try again. One statement for all, so a
+    fetcher pass records a claimed batch's failures in one write. Call in a write."""
+    if failed:
+        await conn.execute_many(
+            "UPDATE feed_info SET checked_at = ?, last_error = ?, failures = failures + 1, "
+            "next_try_at = ? WHERE url_key = ?",
+            [(now, error, next_try_at, url_key) for url_key, error, now, next_try_at in failed],
+        )
 
 
 async def episode_count(conn: Connection, url_key: str) -> int:

@@ -4,9 +4,13 @@ fresh (`[feeds] fetch_metadata = true`).
 Each pass: notice the feeds of subscriptions changed since the last pass (any
 process's), claim the feeds that are due and still subscribed (a claim in the
 database, so several server processes on one database fetch each feed once), fetch
-a few at a time, parse in one worker thread, and record the outcome per feed. A feed
-is fetched at most once per `refresh_hours` whoever subscribes to it; a failure is
-recorded with its reason and tried again after a backoff that doubles per failure.
+a few at a time, parse in one worker thread, and record the outcomes of a claimed
+batch in one write (the one that claims the next batch). A feed is fetched at most
+once per `refresh_hours` whoever subscribes to it; a failure is recorded with its
+reason and tried again after a backoff that doubles per failure. When a host's name
+does not resolve or its port refuses connections, the pass's other feeds on it fail
+the same way without a lookup each (`http.HostFaults`); failures are logged a line
+each, or summed up when many come at once (`failures.FailureLog`).
 
 Only the `feed_info` and `feed_episodes` tables are written: the subscriptions, the
 change feed and everything an app syncs stay as they are, whatever a feed holds.
@@ -16,15 +20,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 from podsync import timestamps
 from podsync.services.feeds import order
-from podsync.services.feeds.http import FeedClient, FetchError, HttpStatusError
+from podsync.services.feeds.failures import FailureLog, shown
+from podsync.services.feeds.http import FeedClient, Fetched, FetchError, HostFaults, HttpStatusError
 from podsync.services.feeds.parse import NotAFeed, parse_feed
-from podsync.storage.engine import Engine
+from podsync.storage.engine import Connection, Engine
 from podsync.store import feed_info as store
+
+__all__ = ["HOUR_US", "FeedFetcher", "next_try_after_failure", "shown"]
 
 log = logging.getLogger("podsync.feeds")
 
@@ -35,19 +43,14 @@ MAX_BACKOFF_US = 7 * 24 * HOUR_US
 LEASE_US = 10 * 60_000_000
 DISCOVERY_BATCH = 1000
 CLAIM_BATCH = 16
+# A claimed batch takes at least this long: feeds that fail at once (a host found
+# dead a moment ago) are worked through at up to 160 a second, a few milliseconds of
+# CPU a second, rather than as fast as the process can, which would take the event
+# loop from the requests it serves. Fetches over the network take longer anyway.
+BATCH_MIN_S = 0.1
 # A person's `Refresh` fetches a feed at most this often (whoever presses it).
 REFRESH_GAP_US = 60_000_000
 EPISODES_PER_WRITE = 500
-
-
-def shown(url_key: str) -> str:
-    """A url key for a log line: host and path only. A feed URL can carry a user name
-    and password (`user:secret@host/feed`) or a token in its query (private feeds:
-    `?auth=...`), and neither belongs in a log."""
-    cut = min((i for i in (url_key.find("/"), url_key.find("?")) if i >= 0), default=len(url_key))
-    host = url_key[:cut].rpartition("@")[2]
-    path = url_key[cut:].split("?", 1)[0]
-    return host + path + ("?..." if "?" in url_key[cut:] else "")
 
 
 def next_try_after_failure(now: int, failures: int, refresh_us: int) -> int:
@@ -55,6 +58,18 @@ def next_try_after_failure(now: int, failures: int, refresh_us: int) -> int:
     (or the window, when that is longer)."""
     delay: int = refresh_us * 2 ** min(failures - 1, 16)
     return now + min(delay, max(refresh_us, MAX_BACKOFF_US))
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """One claimed feed's fetch, to be recorded: `fetched` (and what was `learned`
+    from a 200) when it succeeded, else the `error`. `at`: when it ended."""
+
+    feed: store.DueFeed
+    at: int
+    fetched: Fetched | None = None
+    learned: store.LearnedFeed | None = None
+    error: str = ""
 
 
 class FeedFetcher:
@@ -66,6 +81,7 @@ class FeedFetcher:
         *,
         concurrency: int = 4,
         poll_interval_s: float = 60.0,
+        batch_min_s: float = BATCH_MIN_S,
         clock: Callable[[], int] = timestamps.now_us,
     ) -> None:
         self.db = db
@@ -73,10 +89,12 @@ class FeedFetcher:
         self.client = client
         self.concurrency = concurrency
         self.poll_interval_s = poll_interval_s
+        self.batch_min_s = batch_min_s
         self.clock = clock
         # One parse at a time, off the event loop: a large feed costs the loop nothing
         # but the GIL's switch interval, and never more than one core in all.
         self._parser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="podsync-feed-parse")
+        self.failure_log = FailureLog(log)
 
     async def open(self) -> None:
         await self.client.open()
@@ -106,32 +124,55 @@ class FeedFetcher:
                 break
         done = 0
         gate = asyncio.Semaphore(self.concurrency)
-        while True:
-            now = self.clock()
-            async with self.db.write() as conn:
-                due = await store.claim_due(conn, now, now + LEASE_US, CLAIM_BATCH)
-            if not due:
-                return done
-            outcomes = await asyncio.gather(
-                *(self._gated(gate, feed) for feed in due), return_exceptions=True
-            )
-            done += len(due)
-            # A feed's own faults are recorded; what is left is the database failing
-            # (locked, full): stop the pass, and the unrecorded feeds come back when
-            # their claim runs out.
-            for outcome in outcomes:
-                if isinstance(outcome, BaseException):
-                    raise outcome
+        faults = HostFaults()
+        ended: Sequence[Outcome] = ()
+        try:
+            while True:
+                now = self.clock()
+                # The last batch's outcomes and the next batch's claim: one write.
+                async with self.db.write() as conn:
+                    await self._record(conn, ended)
+                    due = await store.claim_due(conn, now, now + LEASE_US, CLAIM_BATCH)
+                self._log(ended)
+                if not due:
+                    return done
+                began = asyncio.get_running_loop().time()
+                outcomes = await asyncio.gather(
+                    *(self._gated(gate, feed, faults) for feed in due), return_exceptions=True
+                )
+                done += len(due)
+                # A feed's own faults are in its outcome; what is left is the database
+                # failing (locked, full): stop the pass, and the unrecorded feeds come
+                # back when their claim runs out.
+                for outcome in outcomes:
+                    if isinstance(outcome, BaseException):
+                        raise outcome
+                ended = [o for o in outcomes if not isinstance(o, BaseException)]
+                rest = began + self.batch_min_s - asyncio.get_running_loop().time()
+                if rest > 0:
+                    await asyncio.sleep(rest)
+        finally:
+            self.failure_log.flush()
 
-    async def _gated(self, gate: asyncio.Semaphore, feed: store.DueFeed) -> None:
+    async def _gated(
+        self, gate: asyncio.Semaphore, feed: store.DueFeed, faults: HostFaults
+    ) -> Outcome:
         async with gate:
-            await self.fetch_one(feed)
+            return await self._attempt(feed, faults)
 
     async def fetch_one(self, feed: store.DueFeed) -> None:
         """Fetch, parse and record one claimed feed; never raises for the feed's
         faults (they are recorded)."""
+        outcome = await self._attempt(feed, None)
+        async with self.db.write() as conn:
+            await self._record(conn, [outcome])
+        self._log([outcome])
+
+    async def _attempt(self, feed: store.DueFeed, faults: HostFaults | None) -> Outcome:
+        """Fetch and parse one claimed feed and store its changed episodes; the
+        feed's row is left for `_record`. Never raises for the feed's faults."""
         try:
-            fetched = await self.client.fetch(feed.feed_url, feed.etag, feed.last_modified)
+            fetched = await self.client.fetch(feed.feed_url, feed.etag, feed.last_modified, faults)
             learned = None
             if not fetched.not_modified:
                 loop = asyncio.get_running_loop()
@@ -139,25 +180,39 @@ class FeedFetcher:
                     self._parser, parse_feed, fetched.body, fetched.url, fetched.content_type
                 )
         except (FetchError, NotAFeed) as exc:
-            await self._failed(feed, str(exc))
-            return
+            return Outcome(feed, self.clock(), error=str(exc))
         except Exception as exc:  # a parser bug must not stop the other feeds
             log.exception("reading the feed %s failed", shown(feed.url_key))
-            await self._failed(feed, f"the feed could not be read ({type(exc).__name__})")
-            return
+            error = f"the feed could not be read ({type(exc).__name__})"
+            return Outcome(feed, self.clock(), error=error)
         if learned is not None:
             await self._store_episodes(feed.url_key, learned)
-        now = self.clock()
-        async with self.db.write() as conn:
-            await store.record_fetched(
-                conn,
-                feed.url_key,
-                learned,
-                fetched.etag,
-                fetched.last_modified,
-                now,
-                now + self.refresh_us,
-            )
+        return Outcome(feed, self.clock(), fetched, learned)
+
+    async def _record(self, conn: Connection, outcomes: Sequence[Outcome]) -> None:
+        """Record fetches that ended (in a write): a success as what it learned, the
+        failures together (one statement), each with its own backoff."""
+        failed = []
+        for o in outcomes:
+            if o.fetched is None:
+                later = next_try_after_failure(o.at, o.feed.failures + 1, self.refresh_us)
+                failed.append((o.feed.url_key, o.error, o.at, later))
+            else:
+                await store.record_fetched(
+                    conn,
+                    o.feed.url_key,
+                    o.learned,
+                    o.fetched.etag,
+                    o.fetched.last_modified,
+                    o.at,
+                    o.at + self.refresh_us,
+                )
+        await store.record_failures(conn, failed)
+
+    def _log(self, outcomes: Sequence[Outcome]) -> None:
+        for o in outcomes:
+            if o.fetched is None:
+                self.failure_log.failed(o.feed.url_key, o.feed.failures + 1, o.error)
 
     async def check(self, feed_url: str) -> tuple[store.LearnedFeed | None, str | None]:
         """Fetch and read a feed someone is about to subscribe to, before anything
@@ -225,18 +280,3 @@ class FeedFetcher:
                     removed[start : start + EPISODES_PER_WRITE],
                     added[start : start + EPISODES_PER_WRITE],
                 )
-
-    async def _failed(self, feed: store.DueFeed, error: str) -> None:
-        now = self.clock()
-        failures = feed.failures + 1
-        log.info(
-            "fetching the feed %s failed (%d in a row): %s", shown(feed.url_key), failures, error
-        )
-        async with self.db.write() as conn:
-            await store.record_failure(
-                conn,
-                feed.url_key,
-                error,
-                now,
-                next_try_after_failure(now, failures, self.refresh_us),
-            )

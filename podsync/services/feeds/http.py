@@ -5,11 +5,20 @@ for the whole fetch (every redirect and the body included), a cap on the body as
 arrives (decompressed: a small gzip bomb is stopped at the cap), at most a few
 redirects, followed here rather than by aiohttp so that every hop's scheme and
 address are checked (`addresses`), and a User-Agent that names podsync.
+
+A fault of the host rather than of the feed (its name does not resolve, or only to
+addresses refused; its port refuses the connection, its network is unreachable) is
+noted in the pass's `HostFaults` when one is given: the pass's other feeds on that
+host then fail the same way without a lookup or a connection of their own, for a
+minute. A 404, a timeout or a bad body stays the feed's own.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import aiohttp
@@ -30,6 +39,12 @@ ACCEPT = (
     "application/rss+xml, application/atom+xml, application/xml;q=0.9, text/xml;q=0.9, */*;q=0.5"
 )
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
+# Connection errors that say the address, not the feed, is out of reach.
+_UNREACHABLE = frozenset({errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH})
+# How long a host's fault stands for the other feeds of a pass: long enough for a
+# flood of thousands of feeds on one host, short enough that a passing DNS hiccup
+# does not fail a large host's feeds for a whole refresh window.
+HOST_FAULT_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +77,32 @@ class HttpStatusError(FetchError):
     def __init__(self, status: int) -> None:
         super().__init__(f"HTTP {status}")
         self.status = status
+
+
+class HostFaults:
+    """The hosts found failing during one pass of the fetcher, with the reason each
+    failed for: by name (does not resolve, resolves to refused addresses) and by name
+    and port (connection refused, unreachable). Each fault stands HOST_FAULT_S."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._faults: dict[tuple[str, int | None], tuple[float, str]] = {}
+        self.lookups_saved = 0  # fetches failed from here, without a connection
+
+    def reason(self, target: URL) -> str | None:
+        """Why `target`'s host failed a moment ago, else None."""
+        now = self._clock()
+        for key in ((target.host or "").lower(), None), ((target.host or "").lower(), target.port):
+            found = self._faults.get(key)
+            if found is not None:
+                if found[0] > now:
+                    return found[1]
+                del self._faults[key]
+        return None
+
+    def add(self, target: URL, by_port: bool, reason: str) -> None:
+        key = ((target.host or "").lower(), target.port if by_port else None)
+        self._faults[key] = (self._clock() + HOST_FAULT_S, reason)
 
 
 class FeedClient:
@@ -103,12 +144,20 @@ class FeedClient:
             await self._session.close()
             self._session = None
 
-    async def fetch(self, url: str, etag: str | None, last_modified: str | None) -> Fetched:
+    async def fetch(
+        self,
+        url: str,
+        etag: str | None,
+        last_modified: str | None,
+        faults: HostFaults | None = None,
+    ) -> Fetched:
         """GET `url` (conditionally when `etag` or `last_modified` are known); raise
-        FetchError with the reason on any failure."""
+        FetchError with the reason on any failure. With `faults`, a host found failing
+        a moment ago fails again at once, and a host that fails is noted there."""
+        hops: list[URL] = []
         try:
             async with asyncio.timeout(self.limits.timeout_s):
-                return await self._follow(url, etag, last_modified)
+                return await self._follow(url, etag, last_modified, hops, faults)
         except TimeoutError:
             raise FetchError(f"no complete answer within {self.limits.timeout_s:g} s") from None
         except RefusedAddress as exc:
@@ -118,16 +167,30 @@ class FeedClient:
         except aiohttp.ClientConnectorError as exc:
             # The resolver's refusal arrives wrapped as a DNS error.
             if isinstance(exc.os_error, RefusedAddress):
-                raise FetchError(f"refused: {exc.os_error}") from None
-            if isinstance(exc, aiohttp.ClientConnectorDNSError):
-                raise FetchError("the host name does not resolve") from None
-            raise FetchError(f"cannot connect: {exc.os_error.strerror or exc.os_error}") from None
+                reason, by_port = f"refused: {exc.os_error}", False
+            elif isinstance(exc, aiohttp.ClientConnectorDNSError):
+                reason, by_port = "the host name does not resolve", False
+            else:
+                reason = f"cannot connect: {exc.os_error.strerror or exc.os_error}"
+                if exc.os_error.errno not in _UNREACHABLE:
+                    raise FetchError(reason) from None
+                by_port = True
+            if faults is not None and hops:
+                faults.add(hops[-1], by_port, reason)
+            raise FetchError(reason) from None
         except aiohttp.ClientPayloadError:
             raise FetchError("the answer was cut off or badly encoded") from None
         except (aiohttp.ClientError, ValueError) as exc:
             raise FetchError(f"the request failed: {type(exc).__name__}") from None
 
-    async def _follow(self, url: str, etag: str | None, last_modified: str | None) -> Fetched:
+    async def _follow(
+        self,
+        url: str,
+        etag: str | None,
+        last_modified: str | None,
+        hops: list[URL],
+        faults: HostFaults | None,
+    ) -> Fetched:
         assert self._session is not None, "FeedClient.open() first"
         headers = {}
         if etag:
@@ -138,6 +201,12 @@ class FeedClient:
         seen = {target}
         for _ in range(self.limits.max_redirects + 1):
             self._check(target)
+            known = None if faults is None else faults.reason(target)
+            if known is not None:
+                assert faults is not None
+                faults.lookups_saved += 1
+                raise FetchError(known)
+            hops.append(target)
             async with self._session.get(target, headers=headers, allow_redirects=False) as resp:
                 if resp.status in _REDIRECTS:
                     location = resp.headers.get("Location")
