@@ -93,6 +93,16 @@ def cpu() -> float:
     return times.user + times.system
 
 
+async def bench_user(db: Database) -> int:
+    """The bench's one account, made through the account service."""
+    passwords = PasswordService()
+    try:
+        user = await AccountService(db, passwords).add_user("bench", "benchmark-password")
+    finally:
+        passwords.close()
+    return user.id
+
+
 async def measure(feeds: int, episodes: int, tmp: Path, base: str) -> None:
     config_path = tmp / "podsync.toml"
     config_path.write_text(f'[database]\npath = "{tmp / "bench.db"}"\n')
@@ -107,14 +117,10 @@ async def measure(feeds: int, episodes: int, tmp: Path, base: str) -> None:
         print(f"{name + ' alone':27} {(cpu() - began) / rounds * 1000:7.2f} ms CPU per feed")
 
     async with Database(config.database.path, config.database.durability) as db:
-        passwords = PasswordService()
-        try:
-            user = await AccountService(db, passwords).add_user("bench", "benchmark-password")
-        finally:
-            passwords.close()
+        user_id = await bench_user(db)
         moment = timestamps.now_us() - HOUR_US
         await SyncService(db, config.sync).apply(
-            user.id, None, [Subscribe(f"{base}/feed/{n}.xml", moment) for n in range(feeds)]
+            user_id, None, [Subscribe(f"{base}/feed/{n}.xml", moment) for n in range(feeds)]
         )
         now = [timestamps.now_us()]
         fetcher = FeedFetcher(db, FeedClient(allow_private=True), 24, clock=lambda: now[0])
@@ -169,16 +175,12 @@ async def flood(feeds: int, host: str, tmp: Path, batch_min_s: float) -> None:
     config_path.write_text(f'[database]\npath = "{tmp / "bench.db"}"\n')
     config = load_config(config_path, environ={})
     async with Database(config.database.path, config.database.durability) as db:
-        passwords = PasswordService()
-        try:
-            user = await AccountService(db, passwords).add_user("bench", "benchmark-password")
-        finally:
-            passwords.close()
+        user_id = await bench_user(db)
         moment = timestamps.now_us() - HOUR_US
         sync = SyncService(db, config.sync)
         for start in range(0, feeds, 500):
             urls = [f"https://{host}/{n}.xml" for n in range(start, min(feeds, start + 500))]
-            await sync.apply(user.id, None, [Subscribe(url, moment) for url in urls])
+            await sync.apply(user_id, None, [Subscribe(url, moment) for url in urls])
         fetcher = FeedFetcher(db, FeedClient(resolver=Counting()), 24, batch_min_s=batch_min_s)
         await fetcher.open()
         try:

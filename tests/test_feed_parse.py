@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from podsync.services.feeds.fetcher import shown
+from podsync.services.feeds.failures import shown
 from podsync.services.feeds.parse import NotAFeed, parse_feed, parse_forgiving
 from podsync.services.feeds.strict import NotStrict, parse_strict
 from podsync.services.feeds.text import MAX_TITLE

@@ -32,8 +32,6 @@ from podsync.services.feeds.parse import NotAFeed, parse_feed
 from podsync.storage.engine import Connection, Engine
 from podsync.store import feed_info as store
 
-__all__ = ["HOUR_US", "FeedFetcher", "next_try_after_failure", "shown"]
-
 log = logging.getLogger("podsync.feeds")
 
 HOUR_US = 3_600_000_000
