@@ -84,7 +84,7 @@ def _episode(
     return item
 
 
-def _history(user: str, start: int, count: int) -> list[dict[str, Any]]:
+def history_items(user: str, start: int, count: int) -> list[dict[str, Any]]:
     """`count` actions of many shapes: plays with and without positions, downloads,
     deletes, new, flattr, guids or none, devices or none, times in every spelling."""
     items = []
@@ -189,8 +189,8 @@ async def seed(client: TestClient[Any, Any], config: Config) -> dict[str, str]:
     )["results"]
     assert [r["status"] for r in results] == ["applied"] * 3, results
     # Episode actions, alice and bob in turns (their seqs interleave), one batch twice.
-    alice_items = _history("alice", 0, 120)
-    bob_items = _history("bob", 1000, 40)
+    alice_items = history_items("alice", 0, 120)
+    bob_items = history_items("bob", 1000, 40)
     for k in range(0, 120, 30):
         await gp_post("alice", "/api/2/episodes/alice.json", alice_items[k : k + 30])
         await gp_post("bob", "/api/2/episodes/bob.json", bob_items[k // 3 : k // 3 + 10])
@@ -199,7 +199,7 @@ async def seed(client: TestClient[Any, Any], config: Config) -> dict[str, str]:
         "alice", "/api/2/episodes/alice.json", [{"podcast": "not a url"}, 7, alice_items[0]]
     )
     # The Nextcloud API: an app password's own device, and the account password's.
-    nc_items = _history("alice", 200, 20)
+    nc_items = history_items("alice", 200, 20)
     for item in nc_items:
         item.pop("device", None)
     await _ok(
@@ -331,7 +331,7 @@ def _timed(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def write_requests() -> list[Request]:
     """alice alone writes after the reads (so her numbers follow the same sequence
     whether numbering is per user or per database), then everything is read again."""
-    first = _history("alice", 300, 12) + _history("alice", 40, 3)
+    first = history_items("alice", 300, 12) + history_items("alice", 40, 3)
     change = {
         "add": ["https://new.example.org/a.xml", "feed://new.example.org/b.xml", FEEDS[0]],
         "remove": [FEEDS[3]],
@@ -339,8 +339,8 @@ def write_requests() -> list[Request]:
     writes: list[Request] = [
         ("POST", "/api/2/episodes/alice.json", "alice", _timed(first)),
         ("POST", "/api/2/subscriptions/alice/phone.json", "alice", change),
-        ("POST", f"{NC}/episode_action/create", "app", _timed(_history("alice", 400, 5))),
-        ("POST", "/api/2/episodes/alice.json", "alice", _timed(_history("alice", 500, 4))),
+        ("POST", f"{NC}/episode_action/create", "app", _timed(history_items("alice", 400, 5))),
+        ("POST", "/api/2/episodes/alice.json", "alice", _timed(history_items("alice", 500, 4))),
     ]
     again: list[Request] = []
     for since in (0, 401, 403, 405):

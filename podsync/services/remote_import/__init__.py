@@ -21,7 +21,6 @@ from podsync.opml import OutlineFeed
 from podsync.services.gpodder.episodes import (
     EpisodeService,
     SkipItem,
-    content_hash,
     parse_client_time,
     parse_item,
 )
@@ -51,7 +50,7 @@ ACTION_CHUNK = 500
 MAX_PAGES = 100_000
 NO_TIME = "no usable time (missing, malformed, or more than a day ahead)"
 
-Parsed = tuple[EpisodeAction, bytes]
+Parsed = EpisodeAction
 
 
 def parse_page(
@@ -83,7 +82,7 @@ def parse_page(
         except SkipItem as exc:
             skipped[str(exc)] += 1
             continue
-        parsed.append((action, content_hash(action)))
+        parsed.append(action)
     return parsed, skipped, fresh
 
 

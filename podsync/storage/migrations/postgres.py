@@ -8,6 +8,7 @@ import asyncpg
 
 from podsync.model import Subscription, episode_action_view, subscription_view
 from podsync.storage.migrations import check_version
+from podsync.storage.migrations.postgres_per_user import per_user_numbers
 
 # Any constant: the key of the advisory lock that lets one process migrate at a time.
 MIGRATION_LOCK = 0x706F6473796E63  # "podsync"
@@ -319,6 +320,9 @@ MIGRATIONS: tuple[Step, ...] = (
         ON feed_episodes(url_key, published_at DESC NULLS LAST, feed_rank DESC NULLS LAST);
     UPDATE feed_info SET etag = NULL, last_modified = NULL;
     """,
+    # 16: numbers per user, episode actions kept once per episode (as SQLite's step
+    # 16; postgres_per_user.py).
+    per_user_numbers,
 )
 
 

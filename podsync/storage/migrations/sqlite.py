@@ -1,17 +1,12 @@
-"""SQLite's schema steps and the runner that applies them (`PRAGMA user_version`)."""
+"""SQLite's schema steps (`sqlite_runner.py` applies them)."""
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
 
-from podsync.storage.migrations import check_version
 from podsync.storage.migrations.sqlite_backfills import episode_views, stored_views
-
-# A step is an SQL script, or a function for what SQL cannot compute (it runs inside
-# the step's transaction).
-Step = str | Callable[[sqlite3.Connection], None]
-
+from podsync.storage.migrations.sqlite_per_user import per_user_numbers
+from podsync.storage.migrations.sqlite_runner import Step, run
 
 MIGRATIONS: tuple[Step, ...] = (
     # 1: accounts, tokens, subscriptions, the action log.
@@ -321,45 +316,12 @@ MIGRATIONS: tuple[Step, ...] = (
         ON feed_episodes(url_key, published_at DESC, feed_rank DESC);
     UPDATE feed_info SET etag = NULL, last_modified = NULL;
     """,
+    # 16: change numbers and episode action numbers per user; episode actions kept
+    # once per episode (sqlite_per_user.py says how and why).
+    per_user_numbers,
 )
 
 
 def migrate(raw: sqlite3.Connection) -> int:
     """Run the migrations this database lacks; return the resulting version."""
-    current = int(raw.execute("PRAGMA user_version").fetchone()[0])
-    check_version(current, len(MIGRATIONS))
-    for version in range(current + 1, len(MIGRATIONS) + 1):
-        step = MIGRATIONS[version - 1]
-        raw.execute("BEGIN IMMEDIATE")
-        try:
-            # Re-check under the write lock: another process may have migrated.
-            if int(raw.execute("PRAGMA user_version").fetchone()[0]) >= version:
-                raw.execute("ROLLBACK")
-                continue
-            if isinstance(step, str):
-                for statement in _statements(step):
-                    raw.execute(statement)
-            else:
-                step(raw)
-            raw.execute(f"PRAGMA user_version = {version}")
-            raw.execute("COMMIT")
-        except BaseException:
-            if raw.in_transaction:
-                raw.execute("ROLLBACK")
-            raise
-    return len(MIGRATIONS)
-
-
-def _statements(script: str) -> list[str]:
-    """Split a migration script into complete statements (sqlite3.complete_statement)."""
-    statements: list[str] = []
-    buffer = ""
-    for line in script.splitlines(keepends=True):
-        buffer += line
-        if sqlite3.complete_statement(buffer):
-            if buffer.strip():
-                statements.append(buffer.strip())
-            buffer = ""
-    if buffer.strip():
-        statements.append(buffer.strip())
-    return statements
+    return run(raw, MIGRATIONS)

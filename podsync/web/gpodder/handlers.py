@@ -16,6 +16,7 @@ from podsync.services.gpodder.cursor import post_cursor
 from podsync.web.gpodder.http import COOKIE
 from podsync.web.http import json_bytes, json_ok, read_body
 from podsync.web.keys import GPODDER, GPODDER_SESSION, USER
+from podsync.web.streaming import StreamedJson
 
 EPISODES = "episodes"
 TRUE = frozenset({"true", "1", "yes"})
@@ -68,7 +69,7 @@ def _session_key(request: web.Request, stream: str) -> list[tuple[object, ...]]:
     return [("session", request[GPODDER_SESSION], stream)]
 
 
-async def get_episodes(request: web.Request) -> web.Response:
+async def get_episodes(request: web.Request) -> web.StreamResponse:
     query = request.query
     gp = request.app[GPODDER]
     aggregated = query.get("aggregated", "").strip().lower() in TRUE
@@ -79,11 +80,17 @@ async def get_episodes(request: web.Request) -> web.Response:
         query.get("device") or None,
         aggregated,
     )
-    gp.cursors.remember(_session_key(request, EPISODES), pull.timestamp)
-    # The stored views joined as they are: the bytes json_ok would have made of the
-    # same actions, without decoding and encoding each of them per request.
-    body = b'{"actions":[' + b",".join(pull.views) + b'],"timestamp":%d}' % pull.timestamp
-    return json_bytes(body)
+    session = _session_key(request, EPISODES)
+    pieces = pull.pieces
+    if pieces.done:  # one piece: the whole answer at once
+        gp.cursors.remember(session, pull.timestamp)
+        return json_bytes(b'{"actions":[' + pieces.first + b'],"timestamp":%d}' % pull.timestamp)
+
+    def tail() -> bytes:
+        gp.cursors.remember(session, pull.timestamp)
+        return b'],"timestamp":%d}' % pull.timestamp
+
+    return StreamedJson(b'{"actions":[' + pieces.first, pieces.rest(), tail)
 
 
 async def post_episodes(request: web.Request) -> web.Response:
