@@ -10,9 +10,7 @@ the sign-in and when, and that the app's name is the app's own word."""
 from __future__ import annotations
 
 import asyncio
-import os
 import re
-import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -27,63 +25,12 @@ from podsync.services.nextcloud.login_flows import LoginFlows
 from podsync.services.passwords import PasswordService
 from podsync.storage.engine import create_engine
 from tests.conftest import PASSWORD, MakeConfig, ServeProcess
-from tests.server_support import podsync_command
+from tests.ui_session import Browser, cli, words
 
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 AGENT = "AntennaPod/3.7.0"
 FORM = {"Content-Type": "application/x-www-form-urlencoded; charset=utf-8"}
 NEW_PASSWORD = "a brand new password"
-
-
-def cli(config: Config, *args: str, input: str = "") -> str:
-    """The real `podsync` command in its own process; its standard output."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PODSYNC_")}
-    done = subprocess.run(
-        podsync_command(config, *args),
-        input=input,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done.stdout
-
-
-class Browser:
-    """A browser's cookies and forms against the real server (one session each)."""
-
-    def __init__(self, base: str) -> None:
-        self.base = base
-        self.http = aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True))
-
-    async def sign_in(self, name: str, password: str = PASSWORD) -> None:
-        async with self.http.post(
-            self.base + "/ui/login",
-            data={"username": name, "password": password},
-            allow_redirects=False,
-        ) as response:
-            assert response.status == 303, await response.text()
-
-    async def page(self, path: str) -> tuple[int, str]:
-        async with self.http.get(self.base + path, allow_redirects=False) as response:
-            return response.status, await response.text()
-
-    async def submit(self, form_page: str, action: str, **fields: str) -> int:
-        """Post a form of `form_page` (its CSRF token) to `action`; the status."""
-        status, text = await self.page(form_page)
-        assert status == 200, text
-        found = CSRF.search(text)
-        assert found is not None, text
-        async with self.http.post(
-            self.base + action, data={"csrf": found.group(1), **fields}, allow_redirects=False
-        ) as response:
-            assert response.status in (200, 303), await response.text()
-            return response.status
-
-    async def close(self) -> None:
-        await self.http.close()
 
 
 @pytest.fixture
@@ -279,10 +226,3 @@ async def test_the_grant_page_names_the_address_and_time_and_does_not_vouch_for_
     age = datetime.now(UTC) - datetime.fromisoformat(started.group(1))
     assert timedelta(0) <= age < timedelta(minutes=2), started.group(1)
     assert "Sign-in started from 127.0.0.1 (this browser's address too)" in words(own_page)
-
-
-def words(page: str) -> str:
-    """A page's text as a person reads it: tags out, blocks apart, spaces collapsed."""
-    text = re.sub(r"</?(?:dt|dd|p|h\d|li|tr|td|th)\b[^>]*>", " ", page)
-    text = re.sub(r"<[^>]+>", "", text)
-    return re.sub(r"\s+", " ", text)
