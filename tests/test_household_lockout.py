@@ -22,7 +22,7 @@ import pytest
 
 from podsync.config import Config
 from tests.conftest import PASSWORD, MakeConfig, ServeProcess
-from tests.ui_session import Browser, cli, words
+from tests.ui_session import CSRF, Browser, cli, words
 
 OLD = "the password before the change"
 NC = "/index.php/apps/gpoddersync"
@@ -183,6 +183,12 @@ async def test_what_is_kept_is_a_keyed_hash_never_the_password(
         assert OLD.encode() not in path.read_bytes(), path
 
 
+def csrf(page: str) -> str:
+    found = CSRF.search(page)
+    assert found is not None, page
+    return found.group(1)
+
+
 async def _lock_alice_out_from_home(base: str) -> None:
     """Five different wrong passwords from the household's address (through the
     trusted proxy), as a guesser would; alice's browser is elsewhere."""
@@ -232,6 +238,13 @@ async def test_a_locked_out_person_sees_it_on_the_overview_and_unlocks_their_nam
             r"by curl/8\.5\.0 \(Open Podcast API\): wrong password",
             text,
         ), text
+        # An ordinary form: without its CSRF token, or from another site, nothing.
+        for data, headers in (({}, {}), ({"csrf": csrf(page)}, {"Origin": "https://evil.example"})):
+            async with alice.http.post(
+                base + "/ui/account/unlock", data=data, headers=headers, allow_redirects=False
+            ) as refused:
+                assert refused.status == 403
+        assert await gpodder_basic(base, "alice", PASSWORD, HOME) == "locked"
         assert await alice.submit("/ui/", "/ui/account/unlock") == 303
         status, page = await alice.page("/ui/?done=unlocked")
         assert "Unlocked: every app and browser may sign in as you again." in page
