@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
+import logging
 import re
 import sqlite3
 from collections.abc import Awaitable, Callable
@@ -21,6 +22,7 @@ import aiohttp
 import pytest
 
 from podsync.config import Config
+from podsync.logs import LOG_FORMAT
 from tests.conftest import PASSWORD, MakeConfig, ServeProcess
 from tests.ui_session import CSRF, Browser, cli, words
 
@@ -289,3 +291,21 @@ async def test_the_admin_page_shows_the_failures_and_unlocks(
     finally:
         await carol.close()
     assert await web_sign_in(base, "alice", PASSWORD, HOME) == "ok"
+
+
+def test_the_documented_fail2ban_filter_does_not_count_a_repeat() -> None:
+    """A stale phone's repeats are logged, but not as lines fail2ban bans on: the
+    filter in docs/operations.md, against the line podsync writes for a repeat."""
+    guide = (Path(__file__).parent.parent / "docs" / "operations.md").read_text()
+    [regex] = re.findall(r"^failregex = (.*)$", guide, re.MULTILINE)
+    pattern = re.compile(regex.replace("<HOST>", r"(?P<host>[0-9a-fA-F.:]+)"))
+    formatter = logging.Formatter(LOG_FORMAT)
+
+    def line(level: int, message: str) -> str:
+        record = logging.LogRecord("podsync.auth", level, __file__, 1, message, None, None)
+        return formatter.format(record).split(" ", 2)[2]  # fail2ban strips the time
+
+    assert pattern.search(line(logging.WARNING, "login failed for user alice from 192.0.2.4"))
+    repeat = "repeated wrong password for user alice from 192.0.2.4 (counted once)"
+    assert not pattern.search(line(logging.INFO, repeat))
+    assert not pattern.search(line(logging.WARNING, repeat))
