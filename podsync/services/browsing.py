@@ -47,7 +47,7 @@ class SubscriptionPage:
 # What an address typed without a scheme starts with: a host name with a dot (or an
 # IPv4 address), a port perhaps, then a path, a query or nothing.
 _BARE_HOST = re.compile(
-    r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z0-9-]{1,63}(?::\d{1,5})?(?:[/?#]|$)"
+    r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z0-9-]{1,63}(?::[0-9]{1,5})?(?:[/?#]|$)"
 )
 
 
