@@ -319,6 +319,18 @@ MIGRATIONS: tuple[Step, ...] = (
         ON feed_episodes(url_key, published_at DESC NULLS LAST, feed_rank DESC NULLS LAST);
     UPDATE feed_info SET etag = NULL, last_modified = NULL;
     """,
+    # 16: the Subscribe form's checks of the last minute (as SQLite's step 16).
+    """
+    CREATE TABLE feed_checks (
+        url_key    TEXT PRIMARY KEY,
+        user_id    BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        checked_at BIGINT NOT NULL,
+        answer     TEXT CHECK (answer IN ('feed', 'not_a_feed', 'unreachable')),
+        reason     TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX feed_checks_user ON feed_checks(user_id, checked_at);
+    CREATE INDEX feed_checks_age ON feed_checks(checked_at);
+    """,
 )
 
 

@@ -321,6 +321,22 @@ MIGRATIONS: tuple[Step, ...] = (
         ON feed_episodes(url_key, published_at DESC, feed_rank DESC);
     UPDATE feed_info SET etag = NULL, last_modified = NULL;
     """,
+    # 16: the web UI's Subscribe form fetches a feed to check it, at most once a minute
+    # per feed and a few times a minute per user, whichever process answers: a row per
+    # address checked in the last minute (older rows go as new checks come), with who
+    # asked and the answer, which another try within the minute gets without a fetch.
+    """
+    CREATE TABLE feed_checks (
+        url_key    TEXT PRIMARY KEY,           -- url key of the address checked
+        user_id    INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        checked_at INTEGER NOT NULL,
+        answer     TEXT                        -- NULL while the fetch runs
+            CHECK (answer IN ('feed', 'not_a_feed', 'unreachable')),
+        reason     TEXT NOT NULL DEFAULT ''    -- why not a feed, or not reached
+    ) STRICT, WITHOUT ROWID;
+    CREATE INDEX feed_checks_user ON feed_checks(user_id, checked_at);
+    CREATE INDEX feed_checks_age ON feed_checks(checked_at);
+    """,
 )
 
 
