@@ -385,6 +385,7 @@ def walk_route(
         walker.send(method, path, f"Host: {host}", Host=host)
 
 
+@pytest.mark.slow  # some 5,000 requests per engine
 def test_no_number_anywhere_gives_a_500(server: ServeProcess, make_config: MakeConfig) -> None:
     params = {
         "username": "alice",
