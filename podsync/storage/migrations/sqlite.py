@@ -3,15 +3,10 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
 
 from podsync.storage.migrations import check_version
 from podsync.storage.migrations.sqlite_backfills import episode_views, stored_views
-
-# A step is an SQL script, or a function for what SQL cannot compute (it runs inside
-# the step's transaction).
-Step = str | Callable[[sqlite3.Connection], None]
-
+from podsync.storage.migrations.sqlite_steps_0_3 import STEPS_0_3, Step
 
 MIGRATIONS: tuple[Step, ...] = (
     # 1: accounts, tokens, subscriptions, the action log.
@@ -321,26 +316,7 @@ MIGRATIONS: tuple[Step, ...] = (
         ON feed_episodes(url_key, published_at DESC, feed_rank DESC);
     UPDATE feed_info SET etag = NULL, last_modified = NULL;
     """,
-    # 16: a failed login is kept once per wrong password (contract rev. 5), so that a
-    # device repeating an old password counts as one failure: a keyed hash of the
-    # password (HMAC with the server's secret key, never the password nor a plain
-    # hash of it), when it was first and last tried, how often, and of the last try
-    # the door, what the client said it is and why it was refused (what a person
-    # needs to tell which device keeps failing). Each failure kept before stays a
-    # failure of its own (a key no HMAC gives), so a lockout in progress holds.
-    # Login Flows by user: whatever ends a user's logins ends their granted flows.
-    """
-    ALTER TABLE login_failures ADD COLUMN password_key BLOB NOT NULL DEFAULT x'';
-    ALTER TABLE login_failures ADD COLUMN first_at INTEGER NOT NULL DEFAULT 0;
-    ALTER TABLE login_failures ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1;
-    ALTER TABLE login_failures ADD COLUMN door TEXT NOT NULL DEFAULT '';
-    ALTER TABLE login_failures ADD COLUMN client TEXT NOT NULL DEFAULT '';
-    ALTER TABLE login_failures ADD COLUMN reason TEXT NOT NULL DEFAULT 'password';
-    UPDATE login_failures SET password_key = CAST(CAST(id AS TEXT) AS BLOB), first_at = failed_at;
-    DROP INDEX login_failures_pair;
-    CREATE UNIQUE INDEX login_failures_key ON login_failures(name_hash, address, password_key);
-    CREATE INDEX login_flows_user ON login_flows(user_id);
-    """,
+    *STEPS_0_3,  # 16 on
 )
 
 

@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 from aiohttp import web
 
 from podsync.config import GpodderConfig
-from podsync.errors import InvalidInput
+from podsync.errors import InvalidInput, TooManyRequests
 from podsync.store.browse import SUBSCRIPTION_ORDERS
 from podsync.web.home import is_loopback, server_address
 from podsync.web.keys import CONFIG, FEED_INFO
@@ -167,10 +167,15 @@ async def subscribe(request: web.Request) -> web.Response:
             request, {"feed_url": "Enter the address of a podcast feed."}, feed_url, 400
         )
     try:
-        new, _ = await request.app[BROWSE].subscribe(user, feed_url)
+        subscribed = await request.app[BROWSE].subscribe(user, feed_url)
     except InvalidInput as exc:
         return await _subscriptions_page(request, {"feed_url": str(exc)}, feed_url, 400)
-    raise web.HTTPSeeOther("/ui/subscriptions?done=" + ("subscribed" if new else "already"))
+    except TooManyRequests as exc:  # the feed, or this user's checks, fetched enough
+        page = await _subscriptions_page(request, {"feed_url": str(exc)}, feed_url, 429)
+        page.headers["Retry-After"] = str(exc.retry_after)
+        return page
+    done = "subscribed" if subscribed.new else "already"
+    raise web.HTTPSeeOther("/ui/subscriptions?done=" + done)
 
 
 def _back(request: web.Request) -> str:
