@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+import signal
 import sys
 
 import click
@@ -12,12 +14,10 @@ from podsync.config.envvars import IMPORT_PASSWORD_ENV
 from podsync.services.gpodder.bounds import UploadBounds
 from podsync.services.gpodder.episodes import EpisodeService
 from podsync.services.opml_io import OpmlService
-from podsync.services.remote_import import (
-    RemoteAccount,
-    RemoteImportReport,
-    RemoteImportService,
-)
+from podsync.services.remote_import import RemoteAccount, RemoteImportService
+from podsync.services.remote_import.bounds import ImportBounds
 from podsync.services.remote_import.client import APIS, base_url
+from podsync.services.remote_import.jobs import ImportJob, ImportJobs
 from podsync.services.sync import SyncService
 from podsync.storage.engine import Engine
 
@@ -72,19 +72,53 @@ def import_from(
     def say(text: str) -> None:
         click.echo(text, err=True)
 
-    async def run(db: Engine) -> RemoteImportReport:
+    async def run(db: Engine) -> ImportJob:
         opml = OpmlService(db, SyncService(db, config.sync))
         episodes = EpisodeService(
             db, config.gpodder.episode_page_size, UploadBounds(config.gpodder)
         )
+        importer = RemoteImportService(opml, episodes, ImportBounds.for_config(config))
+        jobs = ImportJobs(db, importer, config.auth)
         user = await opml.require_user(name)
-        return await RemoteImportService(opml, episodes).import_from(user, account, progress=say)
+        with _stopped_by_signals(jobs):
+            return await jobs.run_here(user, account, allow_private=True, say=say)
 
-    report = run_with_db(config, run)
-    for line in report.lines():
+    try:
+        job = run_with_db(config, run)
+    except asyncio.CancelledError:
+        raise click.ClickException("stopped before the import began; nothing was changed") from None
+    assert job.report is not None
+    for line in job.report.lines():
         click.echo(line)
-    if not report.complete:
+    if not job.report.complete:
         sys.exit(1)
+
+
+class _stopped_by_signals:
+    """SIGTERM and SIGINT stop the import, which then writes and prints its report;
+    before it began (the sign-in), they end the command at once."""
+
+    def __init__(self, jobs: ImportJobs) -> None:
+        self.jobs = jobs
+        self.loop = asyncio.get_running_loop()
+        self.main = asyncio.current_task()
+
+    def __enter__(self) -> None:
+        for sig, said in (
+            (signal.SIGTERM, "stopped by SIGTERM"),
+            (signal.SIGINT, "stopped by Ctrl-C"),
+        ):
+            self.loop.add_signal_handler(sig, self._stop, said)
+
+    def __exit__(self, *_exc: object) -> None:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            self.loop.remove_signal_handler(sig)
+
+    def _stop(self, said: str) -> None:
+        if self.jobs.running_here():
+            self.jobs.stop_all(said)
+        elif self.main is not None:
+            self.main.cancel(said)
 
 
 def _remote_password(from_stdin: bool, remote_user: str) -> str:

@@ -321,6 +321,33 @@ MIGRATIONS: tuple[Step, ...] = (
         ON feed_episodes(url_key, published_at DESC, feed_rank DESC);
     UPDATE feed_info SET etag = NULL, last_modified = NULL;
     """,
+    # 16: imports from another server, one row each (any process shows one, cancels
+    # one, or refuses a second while one runs): who, from where, its state and its
+    # bounded report (JSON), the heartbeat of the process that runs it (a row whose
+    # heartbeat stopped is an import that process dropped), how far its episode
+    # actions were read (the next import goes on from there), and the stop asked for.
+    # At most one running import per user; a remote password refused on the web UI's
+    # form counts for that form's throttle.
+    """
+    CREATE TABLE remote_imports (
+        id           INTEGER PRIMARY KEY,
+        user_id      INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        origin       TEXT NOT NULL CHECK (origin IN ('web', 'cli')),
+        server       TEXT NOT NULL,             -- the remote's base address
+        remote_user  TEXT NOT NULL,
+        state        TEXT NOT NULL
+            CHECK (state IN ('running', 'done', 'stopped', 'failed', 'refused')),
+        started_at   INTEGER NOT NULL,
+        heartbeat_at INTEGER NOT NULL,
+        finished_at  INTEGER,
+        cancel       INTEGER NOT NULL DEFAULT 0,
+        since        TEXT,                      -- the remote's cursor, read up to here
+        report       TEXT                       -- JSON; NULL until it signed in
+    ) STRICT;
+    CREATE UNIQUE INDEX remote_imports_running ON remote_imports(user_id)
+        WHERE state = 'running';
+    CREATE INDEX remote_imports_user ON remote_imports(user_id, id);
+    """,
 )
 
 
