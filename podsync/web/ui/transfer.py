@@ -9,10 +9,10 @@ import json
 from aiohttp import web
 
 from podsync.services.remote_import.client import APIS
-from podsync.services.remote_import.jobs import ImportJob, when
+from podsync.services.remote_import.jobs import ImportJob
 from podsync.web.keys import CONFIG
 from podsync.web.ui.keys import IMPORT_JOBS, SIGNED_IN, WEB_SESSIONS
-from podsync.web.ui.render import render
+from podsync.web.ui.render import Moment, render, zone
 
 UPLOAD_MAX_MIB = 10  # an OPML of 20,000 feeds is ~3 MiB
 
@@ -64,5 +64,6 @@ async def _remote_import(request: web.Request) -> dict[str, object]:
             return {"job": None, "job_gone": True}
     else:
         job = await jobs.latest(user_id)
-    started = when(job.started_at) if job is not None else ""
+    tz = zone(request.app[CONFIG].ui.time_zone)
+    started = Moment(job.started_at, tz) if job is not None else None
     return {"job": job, "job_gone": False, "job_started": started}
