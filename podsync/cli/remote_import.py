@@ -6,6 +6,8 @@ import asyncio
 import os
 import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import click
 
@@ -94,31 +96,27 @@ def import_from(
         sys.exit(1)
 
 
-class _stopped_by_signals:
+@contextmanager
+def _stopped_by_signals(jobs: ImportJobs) -> Iterator[None]:
     """SIGTERM and SIGINT stop the import, which then writes and prints its report;
     before it began (the sign-in), they end the command at once."""
+    loop = asyncio.get_running_loop()
+    main = asyncio.current_task()
 
-    def __init__(self, jobs: ImportJobs) -> None:
-        self.jobs = jobs
-        self.loop = asyncio.get_running_loop()
-        self.main = asyncio.current_task()
+    def stop(said: str) -> None:
+        if jobs.running_here():
+            jobs.stop_all(said)
+        elif main is not None:
+            main.cancel(said)
 
-    def __enter__(self) -> None:
-        for sig, said in (
-            (signal.SIGTERM, "stopped by SIGTERM"),
-            (signal.SIGINT, "stopped by Ctrl-C"),
-        ):
-            self.loop.add_signal_handler(sig, self._stop, said)
-
-    def __exit__(self, *_exc: object) -> None:
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            self.loop.remove_signal_handler(sig)
-
-    def _stop(self, said: str) -> None:
-        if self.jobs.running_here():
-            self.jobs.stop_all(said)
-        elif self.main is not None:
-            self.main.cancel(said)
+    signals = ((signal.SIGTERM, "stopped by SIGTERM"), (signal.SIGINT, "stopped by Ctrl-C"))
+    for sig, said in signals:
+        loop.add_signal_handler(sig, stop, said)
+    try:
+        yield
+    finally:
+        for sig, _said in signals:
+            loop.remove_signal_handler(sig)
 
 
 def _remote_password(from_stdin: bool, remote_user: str) -> str:

@@ -288,7 +288,7 @@ class RemoteClient:
                 raise RemoteError(call, "the host name does not resolve") from None
             reason = exc.os_error.strerror or str(exc.os_error)
             raise RemoteError(call, f"cannot connect: {reason}") from None
-        except Exception as exc:
+        except _FAILURES as exc:
             raise _failure(call, exc) from None
         if resp.status in (301, 302, 303, 307, 308):
             where = resp.headers.get("Location", "nowhere")
@@ -309,7 +309,7 @@ class RemoteClient:
         while True:
             try:
                 data = await resp.content.read(READ_BYTES)
-            except Exception as exc:
+            except _FAILURES as exc:
                 raise _failure(call, exc) from None
             if not data:
                 return
@@ -343,6 +343,11 @@ class RemoteClient:
         )
 
 
+# What a call that failed raises (a connection refused or reset is an OSError, an
+# address aiohttp cannot use a ValueError).
+_FAILURES = (aiohttp.ClientError, TimeoutError, ValueError, OSError)
+
+
 def _failure(call: str, exc: Exception) -> RemoteError:
     """What a failed call says, from aiohttp's exception."""
     if isinstance(exc, TimeoutError):
@@ -351,9 +356,7 @@ def _failure(call: str, exc: Exception) -> RemoteError:
         return RemoteError(call, "the answer was cut off before its end")
     if isinstance(exc, aiohttp.ServerDisconnectedError):
         return RemoteError(call, "the server closed the connection without an answer")
-    if isinstance(exc, aiohttp.ClientError | ValueError | OSError):
-        return RemoteError(call, f"the request failed: {type(exc).__name__}")
-    raise exc
+    return RemoteError(call, f"the request failed: {type(exc).__name__}")
 
 
 def _basic(username: str, password: str) -> str:

@@ -11,9 +11,9 @@ text piece by piece and hands out, as each one is complete:
 - `Member(key, value)`: a member of the top-level object whose value is not an array.
 
 Nothing else is kept: what it holds is the text of one value not yet complete, and
-no value may be longer than `max_value` characters (an episode action is a few
-hundred). A value is decoded by the standard library's decoder, a value at a time,
-so a thread that feeds it lets the event loop run between values.
+no value may be longer than `max_value` characters. A value is decoded by the
+standard library's decoder, a value at a time, so a thread that feeds it lets the
+event loop run between values.
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-MAX_VALUE_CHARS = 16 << 10
+# A value of an answer: an episode action is a few hundred characters, a feed of
+# oPodSync's simple list a few thousand (its description comes along).
+MAX_VALUE_CHARS = 64 << 10
 _SPACE = re.compile(r"[ \t\n\r]*")
 _NUMBER_TAIL = re.compile(r"[0-9.eE+-]*")
 _DECODER = json.JSONDecoder()
