@@ -14,6 +14,8 @@ import subprocess
 import time
 from typing import Any
 
+import pytest
+
 from podsync.config import Config
 from podsync.services.gpodder.bounds import UploadBounds
 from podsync.services.gpodder.episodes import EpisodeService
@@ -29,6 +31,8 @@ from tests.hostile_remotes import HugeArray, JunkPages, ManyFeeds, OneDeviceMany
 from tests.import_support import import_in_process
 from tests.remote_peers import FEEDS, REMOTE_PASSWORD, stored_actions
 from tests.server_support import podsync_command
+
+pytestmark = pytest.mark.slow
 
 CLI_MEMORY_MIB = 150  # docs/limits.md: the command's peak at the default limits
 READ_BOUND = "400,000 episode actions read, the most one import reads (twice "
