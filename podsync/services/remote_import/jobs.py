@@ -118,7 +118,8 @@ class ImportJobs:
         self.max_refused = auth.login_max_failures
         self.window_us = auth.login_lockout_seconds * _US
         self._runs: dict[int, _Run] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Task[str]] = set()
+        self._closing = False
 
     # -- starting ------------------------------------------------------------------
 
@@ -137,10 +138,9 @@ class ImportJobs:
     ) -> ImportJob:
         """The same import, run to its end in this task (the CLI)."""
         run = await self._begin(user, account, "cli", allow_private, say)
-        await self._execute(run)
-        found = await self.get(user.id, run.job_id)
-        assert found is not None
-        return found
+        state = await self._execute(run)
+        now = timestamps.now_us()
+        return ImportJob(run.job_id, "cli", run.remote.base, state, 0, now, False, run.report)
 
     async def _begin(
         self, user: User, account: RemoteAccount, origin: str, allow_private: bool, say: Say
@@ -226,12 +226,15 @@ class ImportJobs:
 
     # -- running -------------------------------------------------------------------
 
-    async def _execute(self, run: _Run) -> None:
+    async def _execute(self, run: _Run) -> str:
+        """Run the import to its end (or its stop); its final state."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.importer.bounds.deadline_s
         run.inner = asyncio.create_task(
             self.importer.run(run.user, run.remote, run.report, run.position, run.say)
         )
+        if self._closing:  # it signed in while the server began to shut down
+            self._stop(run, SHUTTING_DOWN)
         state = STOPPED
         try:
             while not run.inner.done():
@@ -262,6 +265,7 @@ class ImportJobs:
                 run.report.feeds_added + run.report.feeds_resubscribed,
                 run.report.actions_added,
             )
+        return state
 
     def _outcome(self, run: _Run) -> str:
         """The finished import's state, its report told what ended it."""
@@ -296,9 +300,14 @@ class ImportJobs:
 
     async def shutdown(self) -> None:
         """Stop this process's imports and let them write their reports."""
+        self._closing = True
         self.stop_all(SHUTTING_DOWN)
-        if self._tasks:
-            await asyncio.wait(set(self._tasks), timeout=SHUTDOWN_WAIT_S)
+        deadline = asyncio.get_running_loop().time() + SHUTDOWN_WAIT_S
+        while self._tasks:  # one that signed in meanwhile stops at once too
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                break
+            await asyncio.wait(set(self._tasks), timeout=left)
 
     async def _beat(self, job_id: int, report: RemoteImportReport, position: ReadPosition) -> bool:
         try:
