@@ -1,4 +1,4 @@
-"""Schema step 16 on both engines: a database of the release before (step 15) gains
+"""Schema step 17 on both engines: a database of the step before (16) gains
 the table of imports from another server, which allows one running import per user
 and goes with its user."""
 
@@ -14,10 +14,10 @@ from tests.migration_support import add_user, database_at
 pytestmark = pytest.mark.both_engines
 
 
-async def test_step_16_adds_the_imports_one_running_per_user(
+async def test_step_17_adds_the_imports_one_running_per_user(
     config: Config, db_engine: str
 ) -> None:
-    async with database_at(config, db_engine, 15) as db:
+    async with database_at(config, db_engine, 16) as db:
         alice = await add_user(db, "alice")
         bob = await add_user(db, "bob")
         async with db.read() as conn:

@@ -1,4 +1,4 @@
-"""Imports from another server (schema step 16): one row each, so that any process
+"""Imports from another server (schema step 17): one row each, so that any process
 shows an import's progress and report, asks it to stop, or refuses a second one
 while it runs. The process that runs an import writes its heartbeat every few
 seconds; a running row whose heartbeat stopped is an import that process dropped.

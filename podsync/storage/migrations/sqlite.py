@@ -321,7 +321,27 @@ MIGRATIONS: tuple[Step, ...] = (
         ON feed_episodes(url_key, published_at DESC, feed_rank DESC);
     UPDATE feed_info SET etag = NULL, last_modified = NULL;
     """,
-    # 16: imports from another server, one row each (any process shows one, cancels
+    # 16: a failed login is kept once per wrong password (contract rev. 5), so that a
+    # device repeating an old password counts as one failure: a keyed hash of the
+    # password (HMAC with the server's secret key, never the password nor a plain
+    # hash of it), when it was first and last tried, how often, and of the last try
+    # the door, what the client said it is and why it was refused (what a person
+    # needs to tell which device keeps failing). Each failure kept before stays a
+    # failure of its own (a key no HMAC gives), so a lockout in progress holds.
+    # Login Flows by user: whatever ends a user's logins ends their granted flows.
+    """
+    ALTER TABLE login_failures ADD COLUMN password_key BLOB NOT NULL DEFAULT x'';
+    ALTER TABLE login_failures ADD COLUMN first_at INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE login_failures ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1;
+    ALTER TABLE login_failures ADD COLUMN door TEXT NOT NULL DEFAULT '';
+    ALTER TABLE login_failures ADD COLUMN client TEXT NOT NULL DEFAULT '';
+    ALTER TABLE login_failures ADD COLUMN reason TEXT NOT NULL DEFAULT 'password';
+    UPDATE login_failures SET password_key = CAST(CAST(id AS TEXT) AS BLOB), first_at = failed_at;
+    DROP INDEX login_failures_pair;
+    CREATE UNIQUE INDEX login_failures_key ON login_failures(name_hash, address, password_key);
+    CREATE INDEX login_flows_user ON login_flows(user_id);
+    """,
+    # 17: imports from another server, one row each (any process shows one, cancels
     # one, or refuses a second while one runs): who, from where, its state and its
     # bounded report (JSON), the heartbeat of the process that runs it (a row whose
     # heartbeat stopped is an import that process dropped), how far its episode

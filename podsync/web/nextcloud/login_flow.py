@@ -8,7 +8,7 @@ from urllib.parse import parse_qs
 
 from aiohttp import web
 
-from podsync.errors import InvalidInput, NotFound
+from podsync.errors import InvalidInput, NotFound, Unauthorized
 from podsync.web.home import server_address
 from podsync.web.http import json_ok
 from podsync.web.keys import APP_PASSWORDS, CLIENT_ADDRESS, LOGIN_FLOWS
@@ -54,7 +54,10 @@ async def poll(request: web.Request) -> web.Response:
     if granted is None:
         raise NotFound(NOT_YET)
     user, app = granted
-    _made, secret = await request.app[APP_PASSWORDS].create(user, app, number_if_taken=True)
+    try:
+        _made, secret = await request.app[APP_PASSWORDS].create(user, app, number_if_taken=True)
+    except Unauthorized:  # the user's logins ended between the grant's read and now
+        raise NotFound(NOT_YET) from None
     return json_ok(
         {"server": server_address(request), "loginName": user.name, "appPassword": secret}
     )

@@ -16,6 +16,7 @@ from podsync.web.keys import CONFIG, FEED_INFO
 from podsync.web.ui.guard import form_text
 from podsync.web.ui.keys import BROWSE, LISTENING, SIGNED_IN
 from podsync.web.ui.listening import history_items
+from podsync.web.ui.lockout import overview_context
 from podsync.web.ui.render import (
     Moment,
     host_and_path,
@@ -68,6 +69,7 @@ async def overview(request: web.Request) -> web.Response:
         loopback=is_loopback(address),
         plain_http=address.lower().startswith("http://"),
         gpodder_enabled=gpodder.enabled,
+        **await overview_context(request),
     )
 
 
