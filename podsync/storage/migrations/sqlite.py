@@ -341,31 +341,19 @@ MIGRATIONS: tuple[Step, ...] = (
     CREATE UNIQUE INDEX login_failures_key ON login_failures(name_hash, address, password_key);
     CREATE INDEX login_flows_user ON login_flows(user_id);
     """,
-    # 17: imports from another server, one row each (any process shows one, cancels
-    # one, or refuses a second while one runs): who, from where, its state and its
-    # bounded report (JSON), the heartbeat of the process that runs it (a row whose
-    # heartbeat stopped is an import that process dropped), how far its episode
-    # actions were read (the next import goes on from there), and the stop asked for.
-    # At most one running import per user; a remote password refused on the web UI's
-    # form counts for that form's throttle.
+    # 17: imports from another server (store/remote_imports.py): state, report (JSON),
+    # heartbeat of the process running it, how far it read, a stop asked; one running.
     """
     CREATE TABLE remote_imports (
-        id           INTEGER PRIMARY KEY,
-        user_id      INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
-        origin       TEXT NOT NULL CHECK (origin IN ('web', 'cli')),
-        server       TEXT NOT NULL,             -- the remote's base address
-        remote_user  TEXT NOT NULL,
-        state        TEXT NOT NULL
-            CHECK (state IN ('running', 'done', 'stopped', 'failed', 'refused')),
-        started_at   INTEGER NOT NULL,
-        heartbeat_at INTEGER NOT NULL,
-        finished_at  INTEGER,
-        cancel       INTEGER NOT NULL DEFAULT 0,
-        since        TEXT,                      -- the remote's cursor, read up to here
-        report       TEXT                       -- JSON; NULL until it signed in
+        id INTEGER PRIMARY KEY,
+        user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        origin TEXT NOT NULL CHECK (origin IN ('web', 'cli')),
+        server TEXT NOT NULL, remote_user TEXT NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('running', 'done', 'stopped', 'failed', 'refused')),
+        started_at INTEGER NOT NULL, heartbeat_at INTEGER NOT NULL, finished_at INTEGER,
+        cancel INTEGER NOT NULL DEFAULT 0, since TEXT, report TEXT
     ) STRICT;
-    CREATE UNIQUE INDEX remote_imports_running ON remote_imports(user_id)
-        WHERE state = 'running';
+    CREATE UNIQUE INDEX remote_imports_running ON remote_imports(user_id) WHERE state = 'running';
     CREATE INDEX remote_imports_user ON remote_imports(user_id, id);
     """,
 )
