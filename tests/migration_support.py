@@ -1,6 +1,6 @@
 """Databases of an earlier release, for the tests of a schema step: an engine opened
 with only the first N steps of its engine's migrations, a user made by SQL, and
-subscriptions and episode actions written as the releases before step 16 wrote them."""
+subscriptions and episode actions written as the releases before step 19 wrote them."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ async def add_user(db: Engine, name: str) -> int:
     return int(row[0])
 
 
-# --- rows as the releases before schema step 16 wrote them (one counter for every
+# --- rows as the releases before schema step 19 wrote them (one counter for every
 # user's changes; episode actions each with their URLs, a content hash and, from step
 # 7 on, their stored view). The current store writes another schema.
 
@@ -89,7 +89,7 @@ async def subscribe_as_before(
     db: Engine, user_id: int, urls: list[str], now: int, unsubscribed: bool = False
 ) -> None:
     """Subscribe to `urls` (or unsubscribe from them, when they are held) as the
-    releases before step 16 did: each change takes the next number of the one counter
+    releases before step 19 did: each change takes the next number of the one counter
     of the database (`meta.change_seq`)."""
     async with db.write() as conn:
         for url in urls:

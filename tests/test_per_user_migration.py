@@ -1,4 +1,4 @@
-"""Schema step 16 on both engines, on a database the release before left: every
+"""Schema step 19 on both engines, on a database the release before left: every
 entity, URL alias and episode action stays, each pull answers the very views that
 release stored, cursors already issued stay valid (each user's numbers go on from
 the database's counter), and the database is much smaller afterwards."""
@@ -15,6 +15,8 @@ from podsync.services.gpodder.bounds import UploadBounds
 from podsync.services.gpodder.episodes import EpisodeService, parse_item
 from podsync.storage.engine import Engine, create_engine
 from podsync.storage.maintenance import check
+from podsync.storage.migrations import sqlite as sqlite_migrations
+from podsync.storage.migrations.sqlite_per_user import per_user_numbers
 from tests.migration_support import (
     add_user,
     database_at,
@@ -26,6 +28,8 @@ from tests.storage_corpus import history_items
 pytestmark = pytest.mark.both_engines
 
 NOW = 1_770_000_000_000_000
+# The schema of the release before: every step before the one under test.
+BEFORE = sqlite_migrations.MIGRATIONS.index(per_user_numbers)
 EPISODE_TABLES = ("episode_actions", "episodes", "episode_feeds", "episode_receipts")
 
 
@@ -86,7 +90,7 @@ async def snapshot(db: Engine) -> dict[str, Any]:
 async def test_step_16_keeps_everything_and_shrinks_the_database(
     config: Config, db_engine: str
 ) -> None:
-    async with database_at(config, db_engine, 15) as db:
+    async with database_at(config, db_engine, BEFORE) as db:
         alice, bob, carol = [await add_user(db, name) for name in ("alice", "bob", "carol")]
         feeds = [f"https://feeds.example.org/show{n}/rss.xml" for n in range(10)]
         await subscribe_as_before(db, alice, feeds[:6], NOW)
@@ -107,7 +111,7 @@ async def test_step_16_keeps_everything_and_shrinks_the_database(
             for user, name in ((alice, "alice"), (bob, "bob"), (carol, "carol")):
                 items = history_items(name, start, 500 if user == alice else 100)
                 actions = [parse_item(item, NOW, {}) for item in items]
-                await store_actions_as_before(db, user, actions, NOW + start, 15)
+                await store_actions_as_before(db, user, actions, NOW + start, BEFORE)
         highest_given = (await snapshot(db))["highest"]  # carol's: the last batch
         async with db.write() as conn:  # the last seqs given out were a deleted user's
             await conn.execute("DELETE FROM users WHERE id = ?", (carol,))

@@ -37,7 +37,7 @@ async def test_migrations_run_once_and_a_second_open_finds_them(pg_cluster: Clus
     for _ in range(2):
         async with PostgresDatabase(url) as db, db.read() as conn:
             assert await meta.schema_version(conn) == len(POSTGRES_MIGRATIONS)
-            # Each step ran once: the change counters are the users' own (step 16).
+            # Each step ran once: the change counters are the users' own (step 19).
             assert await meta.get(conn, "change_seq") is None
             columns = await conn.fetch_all(
                 "SELECT column_name FROM information_schema.columns "

@@ -1,4 +1,4 @@
-"""Storing episode actions (gpodder spec 6.6, schema step 16).
+"""Storing episode actions (gpodder spec 6.6, schema step 19).
 
 A user's podcasts (`episode_feeds`) and episodes (`episodes`: URL and guid, found by a
 hash of the URL) are each stored once; an action is a row of numbers keyed by (user,

@@ -1,4 +1,4 @@
-"""PostgreSQL's step 16, the same change as SQLite's (`sqlite_per_user.py` says what
+"""PostgreSQL's step 19, the same change as SQLite's (`sqlite_per_user.py` says what
 and why): numbers per user, episode actions kept once per episode. Here the
 subscriptions' constraint can simply be dropped, and the URL hash and prefix are
 computed in SQL (`episode_keys` says how, the same values as in Python)."""

@@ -1,12 +1,12 @@
-"""SQLite's schema steps (`sqlite_runner.py` applies them)."""
+"""SQLite's schema steps and the runner that applies them (`PRAGMA user_version`)."""
 
 from __future__ import annotations
 
 import sqlite3
 
 from podsync.storage.migrations.sqlite_backfills import episode_views, stored_views
-from podsync.storage.migrations.sqlite_per_user import per_user_numbers
 from podsync.storage.migrations.sqlite_runner import Step, run
+from podsync.storage.migrations.sqlite_steps_0_3 import STEPS_0_3
 
 MIGRATIONS: tuple[Step, ...] = (
     # 1: accounts, tokens, subscriptions, the action log.
@@ -316,9 +316,7 @@ MIGRATIONS: tuple[Step, ...] = (
         ON feed_episodes(url_key, published_at DESC, feed_rank DESC);
     UPDATE feed_info SET etag = NULL, last_modified = NULL;
     """,
-    # 16: change numbers and episode action numbers per user; episode actions kept
-    # once per episode (sqlite_per_user.py says how and why).
-    per_user_numbers,
+    *STEPS_0_3,  # 16 on
 )
 
 

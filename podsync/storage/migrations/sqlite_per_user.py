@@ -1,4 +1,4 @@
-"""SQLite's step 16: numbers per user, and episode actions kept once per episode.
+"""SQLite's step 19: numbers per user, and episode actions kept once per episode.
 
 - Each user numbers their own changes and episode actions (`users.change_seq`,
   `users.episode_seq`): before, every writer of every user took the next number of
@@ -148,7 +148,7 @@ _FILL = (
 
 
 def per_user_numbers(conn: sqlite3.Connection) -> None:
-    """16. Runs with foreign keys off (the runner checks them before the COMMIT): the
+    """19. Runs with foreign keys off (the runner checks them before the COMMIT): the
     subscriptions table is copied without its global UNIQUE on change_seq, and
     dropping the old one must not cascade to the URL aliases that refer to it."""
     counter = int(conn.execute("SELECT value FROM meta WHERE key = 'change_seq'").fetchone()[0])
