@@ -113,11 +113,11 @@ async def _peak(gp: TestClient[Any, Any], path: str) -> tuple[int, int]:
 async def test_memory_stays_a_few_pieces_however_long_the_answer(gp_with: GpWith) -> None:
     """Python's allocations while a full pull goes out do not grow with the history
     (the release before held every action's view, then the joined body: twice the
-    answer, a history four times as long took four times as much)."""
-    gp = await filled(gp_with, 1_000, page=10_000)
+    answer; a history four times as long took four times as much)."""
+    gp = await filled(gp_with, 2_000, page=10_000)  # 20 pieces: past the buffers' growth
     paths = ("/api/2/episodes/alice.json?since=0", f"{NC}/episode_action?since=0")
     before = [await _peak(gp, path) for path in paths]
-    for start in range(1_000, 4_000, 500):
+    for start in range(2_000, 8_000, 500):
         sent = await gp.post(
             "/api/2/episodes/alice.json", json=history(start, 500), headers=basic()
         )
@@ -125,7 +125,8 @@ async def test_memory_stays_a_few_pieces_however_long_the_answer(gp_with: GpWith
     for path, (size, peak) in zip(paths, before, strict=True):
         longer, longer_peak = await _peak(gp, path)
         assert longer > 3.9 * size, path
-        assert longer_peak < 1.5 * peak, (path, peak, longer_peak, size, longer)
+        # The release before: up 2 bytes per byte of answer added. Here: buffers.
+        assert longer_peak - peak < 0.5 * (longer - size), (path, peak, longer_peak, size, longer)
 
 
 async def test_a_fault_once_the_answer_has_started_cuts_it_off(

@@ -45,9 +45,9 @@ async def test_step_13_adds_login_flows_and_reads_old_actions_by_arrival(
     try:
         async with db.read() as conn:
             bounds = await episode_reads.received_bounds(conn, alice, 1500, 1500)
-            seqs = [row.seq for row in await episode_reads.received_page(conn, alice, 0, 10)]
+            seqs = [row[0] for row in await episode_reads.received_page(conn, alice, 0, 10)]
             assert bounds == (seqs[1], seqs[1])
             later = await episode_reads.received_page(conn, alice, bounds[0] - 1, 10)
-            assert [(row.seq, row.episode_url) for row in later] == [(seqs[1], "2")]  # prefixed
+            assert [(row[0], row[2]) for row in later] == [(seqs[1], "2")]  # seq, URL unprefixed
     finally:
         await db.close()

@@ -63,7 +63,9 @@ async def feed_id(conn: Connection, user_id: int, url_key: str) -> int | None:
 
 
 def _rows(rows: list[Any]) -> list[ActionRow]:
-    return [ActionRow(*r) for r in rows]
+    """The rows as the driver gives them (tuples; asyncpg's records): ActionRow's
+    fields in its order, indexed and unpacked alike, without a copy each."""
+    return rows
 
 
 async def page(

@@ -267,9 +267,9 @@ class EpisodeService:
         matches_nothing = (podcast is not None and url is None) or (
             device_id is not None and not DEVICE_ID.fullmatch(device_id)
         )
-        # The range, the podcast and the first piece from one read transaction; an
-        # aggregated piece compares each action with the later ones: off the loop.
-        async with self.db.snapshot(threaded=aggregated) as conn:
+        # The range, the podcast and the first piece from one read transaction (a
+        # piece is a few ms of work, on the loop; pulls.py).
+        async with self.db.snapshot() as conn:
             high = await episodes.max_seq(conn, user_id)
             threshold = cursor.decode(since, high)
             feed = None

@@ -143,7 +143,7 @@ class NextcloudSync:
         # second); those before `start` only when another device sent them.
         window: tuple[int | None, str | None] | None = None
         after = 0
-        async with self.db.snapshot(threaded=cutoff == 0) as conn:
+        async with self.db.snapshot() as conn:  # a piece at a time (pulls.py)
             if cutoff != 0:
                 from_seq, since_seq = await episode_reads.received_bounds(
                     conn, user_id, cutoff, start
