@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import AsyncIterator
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -41,9 +42,11 @@ from podsync.web.keys import (
     LOGIN_FLOWS,
     NEXTCLOUD,
     SYNC,
+    WORKER,
 )
 from podsync.web.metrics import METRICS, metrics_middleware
 from podsync.web.middleware import request_middleware, set_server_header
+from podsync.web.process import ALONE, Worker
 from podsync.web.routes import setup_routes
 
 if TYPE_CHECKING:  # imported only when fetching is on (it brings feedparser and a client)
@@ -51,6 +54,7 @@ if TYPE_CHECKING:  # imported only when fetching is on (it brings feedparser and
 
 log = logging.getLogger("podsync")
 PRUNE_INTERVAL_S = 3600
+WRITE_TURN_FILE = "write.lock"  # in the workers' shared directory
 
 
 async def _prune_periodically(
@@ -83,9 +87,19 @@ async def _stop(task: asyncio.Task[None] | None) -> None:
             await task
 
 
+def _checkpoints(worker: Worker) -> str:
+    """Who checkpoints the SQLite log: this process alone, or the leader of several
+    workers for all of them (`storage/sqlite_checkpoint.py`)."""
+    if worker.count == 1 and not worker.supervised:
+        return "own"
+    return "watch" if worker.leader else "none"
+
+
 async def _resources(app: web.Application) -> AsyncIterator[None]:
     config = app[CONFIG]
-    db = create_engine(config.database)
+    worker = app[WORKER]
+    turn = os.path.join(worker.shared_dir, WRITE_TURN_FILE) if worker.shared_dir else ""
+    db = create_engine(config.database, _checkpoints(worker), turn)
     await open_when_up(db, config.database)
     passwords = PasswordService()
     pruner: asyncio.Task[None] | None = None
@@ -96,7 +110,10 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
         await require_writable(db)
         secret = await load_secret_key(db, config.auth.secret_key)
         app[DB] = db
-        app[AUTH] = AuthService(db, config.auth, secret, passwords)
+        # Each worker verifies one password at a time and keeps its share of
+        # auth.max_pending_logins waiting: the setting stays the server's.
+        pending = worker.share(config.auth.max_pending_logins)
+        app[AUTH] = AuthService(db, config.auth, secret, passwords, max_pending=pending)
         app[SYNC] = SyncService(db, config.sync)
         app[LISTING] = ListingService(db, secret)
         app[APP_PASSWORDS] = AppPasswordService(db)
@@ -110,12 +127,15 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
         app[LOGIN_FLOWS] = LoginFlows(db)
         app[FEED_INFO] = FeedInfoService(db, config.feeds.fetch_metadata)
         app[FEED_FETCHER] = None
-        pruner = asyncio.create_task(
-            _prune_periodically(app[SYNC], app[GPODDER], app[LOGIN_FLOWS], db, config)
-        )
+        # What runs once per server, not once per worker: on the leader.
+        if worker.leader:
+            pruner = asyncio.create_task(
+                _prune_periodically(app[SYNC], app[GPODDER], app[LOGIN_FLOWS], db, config)
+            )
         # Off: then nothing here, or anywhere, opens an outbound connection.
         if not config.feeds.fetch_metadata:
-            log.info("feeds.fetch_metadata is off: podsync makes no outbound connection")
+            if worker.leader:
+                log.info("feeds.fetch_metadata is off: podsync makes no outbound connection")
         else:
             from podsync.services.feeds.fetcher import FeedFetcher
             from podsync.services.feeds.http import FeedClient
@@ -123,13 +143,14 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
             client = FeedClient(config.feeds.allow_private)
             fetcher = FeedFetcher(db, client, config.feeds.refresh_hours)
             await fetcher.open()
-            app[FEED_FETCHER] = fetcher
-            fetching = asyncio.create_task(fetcher.run_forever())
-            log.info(
-                "fetching subscribed feeds for titles and artwork, each at most every %d h%s",
-                config.feeds.refresh_hours,
-                " (private addresses allowed)" if config.feeds.allow_private else "",
-            )
+            app[FEED_FETCHER] = fetcher  # every worker fetches what a person asks for
+            if worker.leader:  # and the leader the feeds that are due
+                fetching = asyncio.create_task(fetcher.run_forever())
+                log.info(
+                    "fetching subscribed feeds for titles and artwork, each at most every %d h%s",
+                    config.feeds.refresh_hours,
+                    " (private addresses allowed)" if config.feeds.allow_private else "",
+                )
         yield
     finally:
         await _stop(pruner)
@@ -140,7 +161,7 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
         passwords.close()
 
 
-def create_app(config: Config) -> web.Application:
+def create_app(config: Config, worker: Worker = ALONE) -> web.Application:
     # Outermost first. CORS and metrics sit outside podsync's middleware (request id,
     # client address, bearer check, errors) so that they see (and decorate) the
     # final response of every error too. (The gpodder layer's transport and auth
@@ -153,6 +174,7 @@ def create_app(config: Config) -> web.Application:
     middlewares.append(request_middleware(config.server.trusted_proxies))
     app = web.Application(client_max_size=config.server.max_body_bytes, middlewares=middlewares)
     app[CONFIG] = config
+    app[WORKER] = worker
     app.on_response_prepare.append(set_server_header)
     if config.server.metrics:
         app[METRICS] = _prometheus().Metrics()
