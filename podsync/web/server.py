@@ -19,6 +19,7 @@ from aiohttp.web_request import BaseRequest
 
 from podsync import __version__
 from podsync.config import Config, describe_database
+from podsync.logs import mark_worker
 from podsync.web.app import create_app
 from podsync.web.http import dumps, error_name
 from podsync.web.keys import CLIENT_ADDRESS
@@ -303,6 +304,7 @@ async def serve_worker(config: Config, sockets: list[socket.socket], worker: Wor
     """One of several workers (`web/workers.py` forked it): serve on the parent's
     sockets until SIGTERM or until the parent is gone. SIGINT and SIGHUP are the
     parent's: it stops or reloads every worker."""
+    mark_worker(worker.index)
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     loop.add_signal_handler(signal.SIGTERM, stop.set)

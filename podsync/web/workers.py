@@ -34,23 +34,18 @@ import selectors
 import shutil
 import signal
 import socket
-import sys
 import tempfile
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from podsync import __version__
 from podsync.config import Config, describe_database
-from podsync.web.process import Worker
+from podsync.web.process import HANDLED, Worker, WorkerMain, fork_worker, how_it_ended
 from podsync.web.server import ReloadConfig, read_again, urls
 
 log = logging.getLogger("podsync")
 
-# What a worker runs in the child after the fork; its exit status.
-WorkerMain = Callable[[Config, list[socket.socket], Worker], int]
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
-HANDLED = {*STOP_SIGNALS, signal.SIGHUP, signal.SIGCHLD}
 # The seconds past server.shutdown_timeout a stopping worker gets before SIGKILL.
 STOP_GRACE_S = 5.0
 # A worker that dies sooner than this after its start is restarted after a pause.
@@ -107,8 +102,7 @@ class Supervisor:
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
         self.selector.register(self._wake_r, selectors.EVENT_READ)
-        previous = {sig: signal.signal(sig, _note) for sig in (*STOP_SIGNALS, signal.SIGHUP)}
-        previous[signal.SIGCHLD] = signal.signal(signal.SIGCHLD, _note)
+        previous = {sig: signal.signal(sig, _note) for sig in HANDLED}
         old_wakeup = signal.set_wakeup_fd(self._wake_w)
         # The workers' write turn and metrics (owner-only, gone when the server stops).
         self.shared_dir = tempfile.mkdtemp(prefix="podsync-workers-")
@@ -172,53 +166,12 @@ class Supervisor:
             lifeline_fd=self._life_r,
             shared_dir=self.shared_dir,
         )
-        ready_r, ready_w = os.pipe()
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(Exception):
-                stream.flush()
-        # Until the child has its own handlers, a signal must wait: the parent's
-        # would only note it in the parent's pipe, and a SIGTERM would be lost.
-        signal.pthread_sigmask(signal.SIG_BLOCK, HANDLED)
-        try:
-            pid = os.fork()
-            if pid == 0:  # the child: never returns
-                os.close(ready_r)
-                self._become_worker(slot.config, replace(worker, ready_fd=ready_w))
-        finally:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, HANDLED)
-        os.close(ready_w)
+        parents = [self._wake_r, self._wake_w, self._life_w]
+        parents += [s.ready_fd for s in self.slots if s.ready_fd >= 0]
+        pid, ready_r = fork_worker(self.main, slot.config, self.sockets, worker, parents)
         slot.pid, slot.ready_fd, slot.ready = pid, ready_r, False
         slot.started_at = time.monotonic()
         self.selector.register(ready_r, selectors.EVENT_READ)
-
-    def _become_worker(self, config: Config, worker: Worker) -> None:
-        """In the child: drop what is the parent's, run the worker, exit."""
-        status = 1
-        try:
-            signal.set_wakeup_fd(-1)
-            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            # A SIGTERM before the worker's own handler is up ends it at once.
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            # The parent turns these into a stop or a reload of every worker.
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-            signal.signal(signal.SIGHUP, signal.SIG_IGN)
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, HANDLED)
-            self.selector.close()
-            own = {worker.ready_fd, worker.lifeline_fd}
-            parents = [self._wake_r, self._wake_w, self._life_w]
-            parents += [s.ready_fd for s in self.slots if s.ready_fd >= 0]
-            for fd in parents:
-                if fd not in own:
-                    with contextlib.suppress(OSError):
-                        os.close(fd)
-            status = self.main(config, self.sockets, worker)
-        except BaseException:
-            log.exception("worker %d failed", worker.index)
-        finally:
-            for stream in (sys.stdout, sys.stderr):
-                with contextlib.suppress(Exception):
-                    stream.flush()
-            os._exit(status)
 
     def _readiness(self, fd: int) -> None:
         """A worker's readiness pipe: one byte once it serves, or end-of-file."""
@@ -286,7 +239,7 @@ class Supervisor:
             slot.config, slot.replacing = slot.replacing, None
             self._start(slot)
             return
-        how = _how(status)
+        how = how_it_ended(status)
         if not self.served:
             log.error("worker %d %s before it served: stopping", slot.index, how)
             self.failed = True
@@ -396,17 +349,6 @@ class Supervisor:
 
 def _note(signum: int, frame: object) -> None:
     """The signal's number reaches the loop through the wakeup pipe."""
-
-
-def _how(status: int) -> str:
-    if os.WIFSIGNALED(status):
-        number = os.WTERMSIG(status)
-        try:
-            name = signal.Signals(number).name
-        except ValueError:
-            name = str(number)
-        return f"was killed by signal {number} ({name})"
-    return f"exited with status {os.waitstatus_to_exitcode(status)}"
 
 
 def supervise(

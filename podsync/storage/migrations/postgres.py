@@ -319,6 +319,18 @@ MIGRATIONS: tuple[Step, ...] = (
         ON feed_episodes(url_key, published_at DESC NULLS LAST, feed_rank DESC NULLS LAST);
     UPDATE feed_info SET etag = NULL, last_modified = NULL;
     """,
+    # 16: what each gpodder and Nextcloud reader of a stream was last served (as
+    # SQLite's step 16).
+    """
+    CREATE TABLE served_positions (
+        user_id    BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        key        TEXT NOT NULL,
+        position   BIGINT NOT NULL,
+        written_at BIGINT NOT NULL,
+        PRIMARY KEY (user_id, key)
+    );
+    CREATE INDEX served_positions_written ON served_positions(written_at);
+    """,
 )
 
 
