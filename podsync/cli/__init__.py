@@ -11,7 +11,7 @@ import logging
 import socket
 import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from click.core import ParameterSource
@@ -30,10 +30,9 @@ from podsync.config.validation import MAX_WORKERS
 from podsync.errors import PodsyncError
 from podsync.storage.engine import database_errors, describe
 from podsync.storage.errors import SchemaTooNew
-from podsync.web.process import Worker
-from podsync.web.server import listen, serve_worker
-from podsync.web.server import serve as run_server
-from podsync.web.workers import supervise
+
+if TYPE_CHECKING:  # the server's modules load only when `serve` runs
+    from podsync.web.process import Worker
 
 log = logging.getLogger("podsync")
 
@@ -84,6 +83,9 @@ def serve(ctx: Context, host: str | None, port: int | None, workers: int | None)
       podsync serve --workers 2      # two processes: both cores of a small machine
     """
     from podsync.logs import configure_logging
+    from podsync.web.server import listen
+    from podsync.web.server import serve as run_server
+    from podsync.web.workers import supervise
 
     ctx.log_warnings = True
     overrides: dict[str, Any] = {}
@@ -143,6 +145,8 @@ def _server_errors(config: Config) -> Iterator[None]:
 def _worker_main(config: Config, sockets: list[socket.socket], worker: Worker) -> int:
     """One worker, in the process the supervisor forked: its exit status, with the
     `Error:` line a single server would print."""
+    from podsync.web.server import serve_worker
+
     try:
         with _server_errors(config):
             asyncio.run(serve_worker(config, sockets, worker))

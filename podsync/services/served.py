@@ -32,7 +32,7 @@ from podsync.store import served_positions
 log = logging.getLogger("podsync")
 
 # How long `store_later` positions wait, so that many share one write.
-FLUSH_S = 0.05
+FLUSH_S = 0.25
 # Positions waiting at most; past this one write takes them at once.
 MAX_WAITING = 10_000
 # A read stores its position again when the stored one is this old, even unchanged:
