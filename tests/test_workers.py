@@ -198,6 +198,28 @@ async def test_sighup_reloads_every_worker(tmp_path: Path) -> None:
         assert tree.stop() == 0
 
 
+async def test_sighup_reloads_one_process_and_a_bad_configuration_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    origin = "https://app.example.org"
+    with ServerTree(tmp_path, workers=1) as tree:
+        assert tree.proc is not None
+        tree.config_path.write_text(tree.config_path.read_text() + "[nowhere]\n")
+        tree.proc.send_signal(signal.SIGHUP)
+        tree.wait_for(
+            re.compile(r"the configuration was not reloaded: unknown section \[nowhere\]")
+        )
+        assert await cors_answers(tree.base_url, origin, 3) == [None] * 3  # as it was
+        tree.rewrite_config(f'cors_origins = ["{origin}"]\nworkers = 2\n')
+        tree.proc.send_signal(signal.SIGHUP)
+        tree.wait_for(re.compile("reloaded the configuration"))
+        assert await cors_answers(tree.base_url, origin, 3) == [origin] * 3
+        # One process stays one: going to several takes a restart, and says so.
+        assert tree.lines_matching(re.compile(r"server\.workers changed: that takes a restart"))
+        assert len(tree.alive()) == 1
+        assert tree.stop() == 0
+
+
 async def cors_answers(base: str, origin: str, count: int) -> list[str | None]:
     found: list[str | None] = []
     for _ in range(count):

@@ -71,16 +71,9 @@ class ServerTree:
         )
 
     def argv(self) -> list[str]:
-        return [
-            sys.executable,
-            "-m",
-            "podsync",
-            "--config",
-            str(self.config_path),
-            "serve",
-            "--workers",
-            str(self.workers),
-        ]
+        """`serve --workers N`; with N = 1, plain `serve` (the config file decides)."""
+        argv = [sys.executable, "-m", "podsync", "--config", str(self.config_path), "serve"]
+        return argv + (["--workers", str(self.workers)] if self.workers != 1 else [])
 
     def start(self) -> ServerTree:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PODSYNC_")}

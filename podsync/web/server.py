@@ -265,7 +265,7 @@ async def reload(
     if reload_config is None:
         log.warning("SIGHUP: this server has no configuration to read again")
         return runner, config
-    new = read_again(reload_config, config)
+    new = read_again(reload_config, config, alone=True)
     if new is None:
         return runner, config
     log.info("SIGHUP: starting over with the configuration read again")
@@ -282,15 +282,18 @@ async def reload(
     return runner, new
 
 
-def read_again(reload_config: ReloadConfig, config: Config) -> Config | None:
+def read_again(reload_config: ReloadConfig, config: Config, alone: bool = False) -> Config | None:
     """The configuration read again for a reload, or None (logged) when it does not
-    load. What needs a new start to change (the address) is kept and said so."""
+    load. What needs a new start to change (the address; `alone`, one process
+    without workers: their number) is kept and said so."""
     try:
         new = reload_config()
     except Exception as exc:  # ConfigError, a file gone: say so, keep serving
         log.error("SIGHUP: the configuration was not reloaded: %s", exc)
         return None
-    kept = {"host": config.server.host, "port": config.server.port}
+    kept: dict[str, object] = {"host": config.server.host, "port": config.server.port}
+    if alone:
+        kept["workers"] = config.server.workers
     changed = [f"server.{k}" for k, v in kept.items() if getattr(new.server, k) != v]
     if changed:
         log.warning(
