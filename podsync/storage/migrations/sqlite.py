@@ -3,15 +3,10 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
 
 from podsync.storage.migrations import check_version
 from podsync.storage.migrations.sqlite_backfills import episode_views, stored_views
-
-# A step is an SQL script, or a function for what SQL cannot compute (it runs inside
-# the step's transaction).
-Step = str | Callable[[sqlite3.Connection], None]
-
+from podsync.storage.migrations.sqlite_steps_0_3 import STEPS_0_3, Step
 
 MIGRATIONS: tuple[Step, ...] = (
     # 1: accounts, tokens, subscriptions, the action log.
@@ -321,20 +316,7 @@ MIGRATIONS: tuple[Step, ...] = (
         ON feed_episodes(url_key, published_at DESC, feed_rank DESC);
     UPDATE feed_info SET etag = NULL, last_modified = NULL;
     """,
-    # 16: what each gpodder and Nextcloud reader of a stream was last served, so that
-    # a write answered by one worker or process knows a read answered by another
-    # (gpodder spec 4.4; the Nextcloud API's window): keyed by the user and a text
-    # naming the session or device and the stream.
-    """
-    CREATE TABLE served_positions (
-        user_id    INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
-        key        TEXT NOT NULL,
-        position   INTEGER NOT NULL,           -- a gpodder cursor, or Unix seconds
-        written_at INTEGER NOT NULL,           -- microseconds, server clock
-        PRIMARY KEY (user_id, key)
-    ) STRICT, WITHOUT ROWID;
-    CREATE INDEX served_positions_written ON served_positions(written_at);
-    """,
+    *STEPS_0_3,  # 16 on
 )
 
 

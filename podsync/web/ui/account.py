@@ -15,7 +15,8 @@ from podsync.services.browsing import plain_reason
 from podsync.services.opml_io import ImportReport
 from podsync.services.passwords import MIN_PASSWORD_LENGTH
 from podsync.timestamps import now_us
-from podsync.web.keys import CLIENT_ADDRESS, CONFIG
+from podsync.web.http import login_caller
+from podsync.web.keys import CONFIG
 from podsync.web.ui.app_passwords import account_page
 from podsync.web.ui.guard import (
     COOKIE,
@@ -53,7 +54,8 @@ def lockout_message(retry_after: int) -> str:
     when = "in a minute" if minutes == 1 else f"in {minutes} minutes"
     return (
         "Too many failed sign-ins for this account or from this address. "
-        f"Try again {when}, or ask an admin of this server to unlock the account."
+        f"Try again {when}, or ask an admin of this server to unlock the account. "
+        "Still signed in on another device? Its Overview page can unlock it."
     )
 
 
@@ -103,7 +105,9 @@ async def login(request: web.Request) -> web.Response:
     if errors:
         return _login_page(request, errors, username, next_path, status=400)
     try:
-        token = await request.app[WEB_SESSIONS].sign_in(username, password, request[CLIENT_ADDRESS])
+        token = await request.app[WEB_SESSIONS].sign_in(
+            username, password, login_caller(request, "web")
+        )
     except Unauthorized:
         return _login_page(
             request, {}, username, next_path, "Username or password is incorrect.", 401
@@ -163,7 +167,7 @@ async def change_password(request: web.Request) -> web.Response:
         return await account_page(request, errors, 400)
     try:
         await request.app[WEB_SESSIONS].change_password(
-            signed_in.user, current, new, request[CLIENT_ADDRESS]
+            signed_in.user, current, new, login_caller(request, "web")
         )
     except Unauthorized:
         return await account_page(request, {"current": "This is not your current password."}, 400)
@@ -255,14 +259,14 @@ async def import_opml(request: web.Request) -> web.Response:
     try:
         csrf, data = await _read_upload(request)
     except UploadTooLarge:
-        return transfer_page(
+        return await transfer_page(
             request,
             {"opml": f"The file is larger than {UPLOAD_MAX_MIB} MiB; nothing imported."},
             status=413,
         )
     check_csrf(request, csrf)
     if not data:
-        return transfer_page(request, {"opml": "Choose an OPML file to import."}, status=400)
+        return await transfer_page(request, {"opml": "Choose an OPML file to import."}, status=400)
     service = request.app[OPML]
     now = now_us()
 
@@ -273,7 +277,7 @@ async def import_opml(request: web.Request) -> web.Response:
         # Parsing and checking a big file takes a while: not on the event loop.
         plan = await asyncio.to_thread(parse_and_plan)
     except OpmlError as exc:
-        return transfer_page(
+        return await transfer_page(
             request, {"opml": f"This is not an OPML file ({exc}); nothing imported."}, status=400
         )
     report = await service.apply(user, plan, now)  # type: ignore[arg-type]
