@@ -117,7 +117,8 @@ def serve(ctx: Context, host: str | None, port: int | None, workers: int | None)
         with _server_errors(config):
             asyncio.run(run_server(config, new_database, ctx.origin.file, sockets, read_again))
         return
-    status = supervise(config, sockets, _worker_main, read_again, new_database, ctx.origin.file)
+    with _server_errors(config):  # the parent's own faults (its private directory)
+        status = supervise(config, sockets, _worker_main, read_again, new_database, ctx.origin.file)
     if status:
         sys.exit(status)
 
