@@ -7,6 +7,7 @@ port in use and a worker that cannot start are one `Error:` line."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import os
 import re
 import signal
@@ -165,6 +166,36 @@ async def until(condition: Callable[[], bool], seconds: float = 30) -> None:
     async with asyncio.timeout(seconds):
         while not condition():  # noqa: ASYNC110 - polls what the clients record
             await asyncio.sleep(0.01)
+
+
+async def test_a_revocation_ends_a_credential_on_every_worker_at_once(tmp_path: Path) -> None:
+    """Each worker keeps its own caches of checked tokens and passwords; none of them
+    outlives `user logout` or `user passwd` run beside the server, on any worker."""
+    tree = ServerTree(tmp_path)
+    assert (
+        tree.cli("user", "add", "alice", "--password-stdin", stdin=PASSWORD + "\n").returncode == 0
+    )
+    with tree:
+        connector = aiohttp.TCPConnector(force_close=True)
+        async with aiohttp.ClientSession(
+            tree.base_url, connector=connector, timeout=TIMEOUT
+        ) as session:
+            bearer = await login(session)
+        basic = {
+            "Authorization": "Basic " + base64.b64encode(f"alice:{PASSWORD}".encode()).decode()
+        }
+        devices = "/api/2/devices/alice.json"
+        assert await hammer(tree.base_url, "/api/v1/subscriptions", 40, **bearer) == [200] * 40
+        assert await hammer(tree.base_url, devices, 40, **basic) == [200] * 40
+        await until(lambda: len(answered_by(tree, devices)) == 2, seconds=5)
+        assert set(answered_by(tree, "/api/v1/subscriptions")) == {0, 1}  # both cached it
+        assert tree.cli("user", "logout", "alice").returncode == 0
+        assert await hammer(tree.base_url, "/api/v1/subscriptions", 40, **bearer) == [401] * 40
+        new_password = "a new password 5678"
+        changed = tree.cli("user", "passwd", "alice", "--password-stdin", stdin=new_password + "\n")
+        assert changed.returncode == 0, changed.stderr
+        assert await hammer(tree.base_url, devices, 40, **basic) == [401] * 40
+        assert tree.stop() == 0
 
 
 async def test_sigterm_stops_every_process_promptly(tmp_path: Path) -> None:
