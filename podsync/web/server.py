@@ -296,9 +296,7 @@ def read_again(reload_config: ReloadConfig, config: Config, alone: bool = False)
         kept["workers"] = config.server.workers
     changed = [f"server.{k}" for k, v in kept.items() if getattr(new.server, k) != v]
     if changed:
-        log.warning(
-            "%s changed: that takes a restart; still listening where before", ", ".join(changed)
-        )
+        log.warning("%s changed: that takes a restart; kept as it was", ", ".join(changed))
         new = new.replace("server", **kept)
     return new
 

@@ -155,7 +155,10 @@ class Supervisor:
                 log.info("shutting down")
                 self._stop_all()
             elif number == signal.SIGHUP and not self.stopping:
-                self._reload()
+                if self.served:
+                    self._reload()
+                else:  # the workers are starting with the configuration just read
+                    log.warning("SIGHUP while the workers start: nothing to reload yet")
 
     # Starting, readiness, deaths -----------------------------------------------
 
