@@ -1,7 +1,7 @@
 """Every answer stays byte for byte what the release before gave, on both engines.
 
 The fixture (`tests/fixtures/storage_corpus/`, made by `python -m
-tests.storage_corpus make DIR` on the release of schema version 18) is a database of
+tests.storage_corpus make DIR` on the release of schema version 19) is a database of
 that release and the answers that release gave to ~750 requests over it: the gpodder
 API's devices, lists, subscription stream at every cursor, episode pages followed to
 the end (plain, aggregated, by podcast in two spellings, by device), the Nextcloud

@@ -4,7 +4,8 @@
 its headers: cookies, Cache-Control) and writes its body when aiohttp finishes the
 response: the head, each piece as the iterator gives it (each write waits until the
 client has taken enough of the last), then the tail, which may depend on what was
-read (a cursor). The body has no length ahead, so it goes out chunked.
+read (a cursor, stored by the tail before it leaves). The body has no length ahead,
+so it goes out chunked.
 
 Once the headers are out, a failure can no longer be answered with an error: the
 connection is closed mid-body (the client sees a cut answer, never a complete wrong
@@ -14,7 +15,7 @@ one, and asks again) and the failure is logged.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from aiohttp import web
 
@@ -27,7 +28,10 @@ JSON_TYPE = "application/json; charset=utf-8"
 
 class StreamedJson(web.StreamResponse):
     def __init__(
-        self, head: bytes, pieces: AsyncIterator[bytes], tail: Callable[[], bytes]
+        self,
+        head: bytes,
+        pieces: AsyncIterator[bytes],
+        tail: Callable[[], Awaitable[bytes]],
     ) -> None:
         super().__init__(status=200, headers={"Content-Type": JSON_TYPE})
         self._head = head
@@ -45,7 +49,7 @@ class StreamedJson(web.StreamResponse):
                 async for piece in self._pieces:
                     await self.write(piece)
                     written += len(piece)
-                await self.write(self._tail())
+                await self.write(await self._tail())
             except ConnectionError:
                 raise  # the client went away: aiohttp logs it and closes
             except Exception as exc:

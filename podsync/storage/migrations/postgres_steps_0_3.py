@@ -62,7 +62,19 @@ STEPS_0_3: tuple[Step, ...] = (
         WHERE state = 'running';
     CREATE INDEX remote_imports_user ON remote_imports(user_id, id);
     """,
-    # 19: numbers per user, episode actions kept once per episode (as SQLite's step
-    # 19; postgres_per_user.py).
+    # 19: what each gpodder and Nextcloud reader of a stream was last served (as
+    # SQLite's step 19).
+    """
+    CREATE TABLE served_positions (
+        user_id    BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        key        TEXT NOT NULL,
+        position   BIGINT NOT NULL,
+        written_at BIGINT NOT NULL,
+        PRIMARY KEY (user_id, key)
+    );
+    CREATE INDEX served_positions_written ON served_positions(written_at);
+    """,
+    # 20: numbers per user, episode actions kept once per episode (as SQLite's step
+    # 20; postgres_per_user.py).
     per_user_numbers,
 )

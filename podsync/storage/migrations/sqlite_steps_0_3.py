@@ -67,7 +67,21 @@ STEPS_0_3: tuple[Step, ...] = (
         WHERE state = 'running';
     CREATE INDEX remote_imports_user ON remote_imports(user_id, id);
     """,
-    # 19: change numbers and episode action numbers per user; episode actions kept
+    # 19: what each gpodder and Nextcloud reader of a stream was last served, so that
+    # a write answered by one worker or process knows a read answered by another
+    # (gpodder spec 4.4; the Nextcloud API's window): keyed by the user and a text
+    # naming the session or device and the stream.
+    """
+    CREATE TABLE served_positions (
+        user_id    INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        key        TEXT NOT NULL,
+        position   INTEGER NOT NULL,           -- a gpodder cursor, or Unix seconds
+        written_at INTEGER NOT NULL,           -- microseconds, server clock
+        PRIMARY KEY (user_id, key)
+    ) STRICT, WITHOUT ROWID;
+    CREATE INDEX served_positions_written ON served_positions(written_at);
+    """,
+    # 20: change numbers and episode action numbers per user; episode actions kept
     # once per episode (sqlite_per_user.py says how and why).
     per_user_numbers,
 )

@@ -53,7 +53,11 @@ async def get_actions(request: web.Request) -> web.StreamResponse:
     tail = b'],"timestamp":%d}' % changes.timestamp
     if pieces.done:
         return json_bytes(b'{"actions":[' + pieces.first + tail)
-    return StreamedJson(b'{"actions":[' + pieces.first, pieces.rest(), lambda: tail)
+
+    async def last() -> bytes:
+        return tail
+
+    return StreamedJson(b'{"actions":[' + pieces.first, pieces.rest(), last)
 
 
 async def post_actions(request: web.Request) -> web.Response:
