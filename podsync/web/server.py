@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import signal
 import ssl
@@ -15,6 +16,7 @@ from aiohttp.web_request import BaseRequest
 
 from podsync import __version__
 from podsync.config import Config, describe_database
+from podsync.errors import AddressInUse
 from podsync.web.app import create_app
 from podsync.web.http import dumps, error_name
 from podsync.web.keys import CLIENT_ADDRESS
@@ -114,6 +116,15 @@ def _ssl_context(config: Config) -> ssl.SSLContext | None:
     return context
 
 
+def _address_in_use(config: Config) -> str:
+    host, port = config.server.host, config.server.port
+    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    return (
+        f"cannot listen on {where}: the address is already in use (is another podsync "
+        "running?); choose another port with --port or server.port"
+    )
+
+
 async def start(config: Config) -> tuple[PodsyncRunner, list[str]]:
     """Start serving; return the runner and the URLs it listens on."""
     runner = make_runner(create_app(config), config)
@@ -121,7 +132,12 @@ async def start(config: Config) -> tuple[PodsyncRunner, list[str]]:
     try:
         ssl_context = _ssl_context(config)
         site = web.TCPSite(runner, config.server.host, config.server.port, ssl_context=ssl_context)
-        await site.start()
+        try:
+            await site.start()
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                raise
+            raise AddressInUse(_address_in_use(config)) from None
     except BaseException:
         await runner.cleanup()
         raise
