@@ -57,6 +57,33 @@ class AppPassword:
     last_used_at: int | None  # None: never used; updated at most once a minute
 
 
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who tries a password: the client's address (what the lockout counts by), the
+    door it came through (`opa`, `gpodder`, `nextcloud`, `web`) and what the client
+    says it is (its User-Agent), kept with a failed login so a person can tell which
+    device keeps failing."""
+
+    address: str
+    door: str
+    agent: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class LoginFailure:
+    """One wrong password tried for a name from one address within the lockout
+    window: repeats of it are one failure (contract rev. 5), counted in `attempts`.
+    The door, client and reason are those of its latest try."""
+
+    address: str
+    first_at: int  # microseconds since the epoch
+    last_at: int
+    attempts: int  # every try of this password, repeats included
+    door: str
+    client: str
+    reason: str  # "password", "app_password" (one that matched none) or "disabled"
+
+
 @dataclass(slots=True)
 class Subscription:
     """One subscription entity of one user (contract section 1).

@@ -17,7 +17,7 @@ from aiohttp.test_utils import TestClient
 from podsync import timestamps
 from podsync.config import Config
 from podsync.errors import Conflict, InvalidInput, LimitExceeded, NotFound, Unauthorized
-from podsync.model import User
+from podsync.model import Caller, User
 from podsync.services import app_passwords as service_module
 from podsync.services.accounts import AccountService
 from podsync.services.app_passwords import (
@@ -35,6 +35,7 @@ from tests.migration_support import add_user, database_at
 
 pytestmark = pytest.mark.both_engines
 DEVICES = "/api/2/devices/alice.json"
+CALLER = Caller("192.0.2.1", "gpodder")
 SHAPE = re.compile(r"[0-9a-hjkmnp-tv-z]{5}(-[0-9a-hjkmnp-tv-z]{5}){5}")
 T = TypeVar("T")
 
@@ -256,13 +257,13 @@ async def test_authenticate_basic_says_which_app_password(
     gp: TestClient[Any, Any], config: Config
 ) -> None:
     secret = await make(config, "Kasts")
-    login = await gp.app[BASIC_AUTH].authenticate_basic("alice", secret, "192.0.2.1")
+    login = await gp.app[BASIC_AUTH].authenticate_basic("alice", secret, CALLER)
     assert login.user.name == "alice"
     assert login.app_password is not None and login.app_password.name == "Kasts"
-    by_password = await gp.app[BASIC_AUTH].authenticate_basic("alice", PASSWORD, "192.0.2.1")
+    by_password = await gp.app[BASIC_AUTH].authenticate_basic("alice", PASSWORD, CALLER)
     assert by_password.user.name == "alice" and by_password.app_password is None
     with pytest.raises(Unauthorized):
-        await gp.app[BASIC_AUTH].authenticate_basic("alice", secret[:-1] + "0", "192.0.2.1")
+        await gp.app[BASIC_AUTH].authenticate_basic("alice", secret[:-1] + "0", CALLER)
 
 
 async def test_the_last_use_is_recorded_at_most_once_a_minute(
@@ -336,10 +337,11 @@ async def test_wrong_app_passwords_are_throttled_as_every_login(
     gp: TestClient[Any, Any], config: Config
 ) -> None:
     secret = await make(config, "Kasts")
-    wrong = ("0" if secret[0] != "0" else "1") + secret[1:]
     max_failures = config.auth.login_max_failures
-    for _ in range(max_failures):
-        assert (await gp.get(DEVICES, headers=basic(password=wrong))).status == 401
+    # Different wrong ones: the same one again is one failure (a stale phone).
+    wrong = [n + secret[1:] for n in "0123456789" if n != secret[0]][:max_failures]
+    for password in wrong:
+        assert (await gp.get(DEVICES, headers=basic(password=password))).status == 401
     throttled = await gp.get(DEVICES, headers=basic(password=secret))
     assert throttled.status == 429  # even the right one, as for a password
     opa = await gp.post("/auth/login", json={"username": "alice", "password": PASSWORD})

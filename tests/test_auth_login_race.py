@@ -9,6 +9,7 @@ import pytest
 
 from podsync.config import Config
 from podsync.errors import Unauthorized
+from podsync.model import Caller
 from podsync.services.accounts import AccountService
 from podsync.services.auth import AuthService
 from podsync.services.passwords import PasswordService
@@ -52,7 +53,7 @@ async def test_a_login_racing_a_revocation_gets_no_token(
         try:
             auth = AuthService(db, config.auth, "a-secret-key-for-this-test", passwords)
             with pytest.raises(Unauthorized):
-                await auth.login("alice", PASSWORD, "127.0.0.1")
+                await auth.login("alice", PASSWORD, Caller("127.0.0.1", "opa"))
             async with db.read() as conn:
                 row = await conn.fetch_one(
                     "SELECT count(*) FROM refresh_tokens WHERE user_id = ?", (user.id,)

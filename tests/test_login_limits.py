@@ -16,6 +16,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from podsync.config import Config
 from podsync.logs import LOG_FORMAT
+from podsync.model import LoginFailure
 from podsync.services.auth import loggable_name
 from podsync.storage.sqlite import Database
 from podsync.store import login_failures
@@ -92,9 +93,10 @@ async def test_counters_are_shared_by_processes_and_kept_over_restarts(
         TestClient(TestServer(app_with_test_routes(config))) as first,
         TestClient(TestServer(app_with_test_routes(config))) as second,
     ):
-        assert await _status(first, "alice", WRONG) == 401
-        assert await _status(second, "alice", WRONG) == 401
-        assert await _status(first, "alice", WRONG) == 401
+        # Three different wrong passwords (the same one again would count once).
+        assert await _status(first, "alice", WRONG + " 1") == 401
+        assert await _status(second, "alice", WRONG + " 2") == 401
+        assert await _status(first, "alice", WRONG + " 3") == 401
         assert await _status(second, "alice", PASSWORD) == 429
     async with TestClient(TestServer(app_with_test_routes(config))) as restarted:
         assert await _status(restarted, "alice", PASSWORD) == 429
@@ -106,8 +108,8 @@ async def test_unlock_and_passwd_clear_the_counters(
 ) -> None:
     config = _config(make_config)
     client = await aiohttp_client(app_with_test_routes(config))
-    for _ in range(3):
-        assert await _status(client, "alice", WRONG) == 401
+    for n in range(3):
+        assert await _status(client, "alice", f"{WRONG} {n}") == 401
     assert await _status(client, "alice", PASSWORD) == 429
     if command == "unlock":
         result = await asyncio.to_thread(run_cli, config, "user", "unlock", "alice")
@@ -134,8 +136,9 @@ async def test_stored_failures_are_bounded_whatever_the_names(
     monkeypatch.setattr(login_failures, "MAX_ROWS", 50)
     async with Database(config.database.path) as db:
         for i in range(120):
+            failure = LoginFailure(f"192.0.2.{i % 7}", i + 1, i + 1, 1, "opa", "", "password")
             async with db.write() as conn:
-                await login_failures.record(conn, str(i) * 10_000, f"192.0.2.{i % 7}", i + 1, 0)
+                await login_failures.record(conn, str(i) * 10_000, b"k" * 32, failure, 0)
         async with db.read() as conn:
             count, width = await conn.fetch_one(
                 "SELECT count(*), max(length(name_hash)) FROM login_failures"

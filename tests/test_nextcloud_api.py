@@ -314,7 +314,8 @@ async def test_writes_a_page_of_another_site_makes_are_refused_before_authentica
 ) -> None:
     gp = await gp_with(auth={"login_max_failures": 2})
     for path in WRITES:
-        for credentials in (basic(), basic(password="wrong"), {}):
+        # A different wrong password each time: the same one again would count once.
+        for credentials in (basic(), basic(password=f"wrong for {path}"), {}):
             response = await gp.post(
                 path, data=b'{"add": ["http://evil.example/"]}', headers={**credentials, **browser}
             )

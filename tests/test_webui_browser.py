@@ -208,9 +208,9 @@ def test_sign_in_with_bad_input_then_sign_out(server: str, context: Any) -> None
 def test_throttled_sign_in_says_so(server: str, context: Any) -> None:
     page = context.new_page()
     page.goto(server + "/ui/login")
-    for _ in range(5):
+    for n in range(5):  # different ones: the same one again counts once
         page.get_by_label("Username").fill("bob")
-        page.get_by_label("Password").fill("wrong password")
+        page.get_by_label("Password").fill(f"wrong password {n}")
         page.get_by_role("button", name="Sign in").click()
     page.get_by_label("Password").fill(PASSWORD)  # right, but locked out now
     page.get_by_role("button", name="Sign in").click()

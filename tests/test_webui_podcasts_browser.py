@@ -303,9 +303,9 @@ def test_wording_sign_in_lockout_and_the_loopback_warning(
     page.goto(server + "/ui/login")
     assert "podsync user" not in page.locator("main").inner_text()
     assert "Ask the admin of this server" in page.locator("main").inner_text()
-    for _ in range(6):
+    for n in range(6):  # different ones: the same one again counts once
         page.get_by_label("Username").fill("bob")
-        page.get_by_label("Password").fill("wrong password")
+        page.get_by_label("Password").fill(f"wrong password {n}")
         page.get_by_role("button", name="Sign in").click()
     said = page.get_by_role("alert").inner_text()
     assert "seconds" not in said and "minute" in said, said

@@ -28,6 +28,7 @@ from podsync.config.sections import (
     UiConfig,
 )
 from podsync.config.validation import ConfigError, validate
+from podsync.numbers import INT64_MAX, INT64_MIN, parse_int
 
 ENV_PREFIX = "PODSYNC_"
 DEFAULT_CONFIG_FILE = "podsync.toml"
@@ -129,10 +130,10 @@ def _coerce_env_value(name: str, kind: type, raw: str) -> Any:
             return False
         raise ConfigError(f"{name} must be true or false, not {raw!r}")
     if kind is int:
-        try:
-            return int(raw.strip())
-        except ValueError:
-            raise ConfigError(f"{name} must be an integer, not {raw!r}") from None
+        value = parse_int(raw.strip(), INT64_MIN, INT64_MAX)
+        if value is None:
+            raise ConfigError(f"{name} must be an integer, not {raw!r}")
+        return value
     if kind is tuple:
         return tuple(part.strip() for part in raw.split(",") if part.strip())
     return raw

@@ -8,7 +8,7 @@ import re
 from urllib.parse import urlsplit
 
 SCHEMES = ("postgresql", "postgres")
-_HOST_AND_PORT = re.compile(r"(\[[0-9A-Fa-f:.]*\]|[^:\[\]]*)(:\d{1,5})?")
+_HOST_AND_PORT = re.compile(r"(\[[0-9A-Fa-f:.]*\]|[^:\[\]]*)(:[0-9]{1,5})?")
 _NETLOC_END = re.compile(r"[/?#]")
 NOT_A_URL = (
     "must be a postgresql:// URL like postgresql://user:password@host:5432/dbname "

@@ -35,7 +35,7 @@ _KINDS = [
     (rf"{_SUFFIX}_PROTO", r"tcp|udp|sctp"),
 ]
 _SERVICE_LINKS = [
-    (re.compile(rf"PODSYNC(?:_[A-Z0-9_]+)?_(?:{name})"), re.compile(value))
+    (re.compile(rf"PODSYNC(?:_[A-Z0-9_]+)?_(?:{name})", re.ASCII), re.compile(value, re.ASCII))
     for name, value in _KINDS
 ]
 _LINK_VALUE = _SERVICE_LINKS[2][1]

@@ -4,13 +4,24 @@ revoke tokens, delete. Used by the CLI (and by tests to set up users)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from podsync import timestamps
 from podsync.errors import InvalidInput
 from podsync.model import User, UserOverview, UserSummary
 from podsync.services.passwords import PasswordService, check_password_rules
 from podsync.storage.engine import Engine
-from podsync.store import Connection, app_passwords, login_failures, tokens, users, web_sessions
+from podsync.store import (
+    Connection,
+    app_passwords,
+    login_failures,
+    login_flows,
+    meta,
+    tokens,
+    users,
+    web_sessions,
+)
 
 USERNAME = re.compile(r"[A-Za-z0-9._-]{1,64}", re.ASCII)
 
@@ -46,7 +57,7 @@ class AccountService:
         async with self.db.write() as conn:
             user = await users.require_by_name(conn, name)
             await users.set_password_hash(conn, user.id, password_hash)
-            await _revoke(conn, user.id)
+            await end_every_login(conn, user.id)
             await login_failures.clear_name(conn, user.name)
 
     async def unlock(self, name: str) -> None:
@@ -60,12 +71,12 @@ class AccountService:
             user = await users.require_by_name(conn, name)
             await users.set_enabled(conn, user.id, enabled)
             if not enabled:
-                await _revoke(conn, user.id)
+                await end_every_login(conn, user.id)
 
     async def logout(self, name: str) -> None:
         async with self.db.write() as conn:
             user = await users.require_by_name(conn, name)
-            await _revoke(conn, user.id)
+            await end_every_login(conn, user.id)
 
     async def delete_user(self, name: str) -> None:
         async with self.db.write() as conn:
@@ -86,10 +97,27 @@ class AccountService:
             return await users.overview(conn)
 
 
-async def _revoke(conn: Connection, user_id: int) -> None:
-    """Every access token (generation), refresh token, web UI session and app password
-    of the user stops working."""
-    await users.bump_generation(conn, user_id)
-    await app_passwords.delete_for_user(conn, user_id)
-    await tokens.delete_for_user(conn, user_id)
-    await web_sessions.delete_for_user(conn, user_id)
+# What "end every login" ends: the one list behind a password change (web UI, admin
+# page, `user passwd`), "Sign out everywhere", `user logout` and `user disable` (the
+# admin page's Disable too); `user delete` cascades to the same rows. A new way to
+# log in joins this list, and tests/test_every_login_ends.py tries each path on it.
+ENDS_WITH_EVERY_LOGIN: tuple[tuple[str, Callable[[Connection, int], Awaitable[Any]]], ...] = (
+    # Access tokens and gpodder session cookies carry the generation.
+    ("access tokens and gpodder sessions", users.bump_generation),
+    ("refresh tokens", tokens.delete_for_user),
+    ("web UI sessions", web_sessions.delete_for_user),
+    ("app passwords", app_passwords.delete_for_user),
+    # A Login Flow granted but not yet polled: a credential waiting to be handed out.
+    ("granted Login Flows", login_flows.end_granted_for_user),
+)
+
+
+async def end_every_login(conn: Connection, user_id: int) -> None:
+    """Everything in ENDS_WITH_EVERY_LOGIN stops working for the user. Call inside
+    the write that makes the change. Takes the user's lock first, as every write
+    that issues a credential does (`services.auth.require_unchanged`): on
+    PostgreSQL one that checked the user before this commits would otherwise write
+    its credential after the list was ended."""
+    await meta.lock_user(conn, user_id)
+    for _what, end in ENDS_WITH_EVERY_LOGIN:
+        await end(conn, user_id)

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from podsync import timestamps
 from podsync.errors import Conflict, InvalidInput, LimitExceeded, NotFound, Unavailable
 from podsync.model import AppPassword, User
+from podsync.numbers import parse_int
 from podsync.services.auth import require_unchanged
 from podsync.storage.engine import Engine
 from podsync.store import app_passwords, integrity_errors
@@ -43,7 +44,6 @@ TOUCH_EVERY_US = 60 * 1_000_000
 _SHAPE = re.compile(r"[0-9A-Za-z-]{30,40}", re.ASCII)
 # NUL and lone surrogates: no database stores them.
 _UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")
-MAX_ID = 2**63  # a 64-bit integer column holds no larger id
 
 log = logging.getLogger("podsync.auth")
 
@@ -158,9 +158,9 @@ class AppPasswordService:
             raise missing
         async with self.db.write() as conn:
             found = await app_passwords.find_by_name(conn, user.id, name_or_id)
-            digits = name_or_id.isascii() and name_or_id.isdigit()
-            if found is None and digits and int(name_or_id) < MAX_ID:
-                found = await app_passwords.find_by_id(conn, user.id, int(name_or_id))
+            number = parse_int(name_or_id, 1)
+            if found is None and number is not None:
+                found = await app_passwords.find_by_id(conn, user.id, number)
             if found is None:
                 raise missing
             await app_passwords.delete(conn, user.id, found.id)

@@ -19,7 +19,7 @@ from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 from podsync import timestamps
 from podsync.config import AuthConfig
 from podsync.errors import TooManyRequests, Unauthorized, Unavailable
-from podsync.model import User
+from podsync.model import Caller, User
 from podsync.services.accounts import USERNAME
 from podsync.services.passwords import PasswordService
 from podsync.services.throttle import LoginThrottle
@@ -116,14 +116,14 @@ class AuthService:
         self._serializer = URLSafeTimedSerializer(secret_key, salt=ACCESS_SALT)
         # token -> (user id, generation, wall-clock second it stops being valid)
         self._verified: dict[str, tuple[int, int, int]] = {}
-        self.throttle = LoginThrottle(db, config)
+        self.throttle = LoginThrottle(db, config, secret_key)
         self._pending = 0  # logins between the throttle check and their verification's end
 
     def issue_access_token(self, user: User) -> str:
         return self._serializer.dumps({"u": user.id, "g": user.token_generation})
 
-    async def login(self, username: str, password: str, address: str) -> LoginResult:
-        user = await self.verify_credentials(username, password, address)
+    async def login(self, username: str, password: str, caller: Caller) -> LoginResult:
+        user = await self.verify_credentials(username, password, caller)
         refresh = secrets.token_urlsafe(32)
         now = timestamps.now_us()
         expires = now + self.config.refresh_token_lifetime * 1_000_000
@@ -167,11 +167,16 @@ class AuthService:
                 retry_after,
             )
 
-    async def verify_credentials(self, username: str, password: str, address: str) -> User:
+    async def verify_credentials(
+        self, username: str, password: str, caller: Caller, *, app_password_shaped: bool = False
+    ) -> User:
         """The throttle and password check of `login`, issuing nothing: for callers that
         authenticate with a password on each request (the gpodder layer's Basic auth).
-        Only a presented, wrong credential counts as a failure."""
-        await self.throttle_check(username, address)
+        Only a presented, wrong credential counts as a failure, and a wrong password
+        repeated within the window counts once (services/throttle.py). Set
+        `app_password_shaped` when the password had an app password's shape but was
+        none of the user's (a revoked one, most likely): the failure says so."""
+        await self.throttle_check(username, caller.address)
         # Each verification costs ~0.1 s of a hash thread: past this many waiting,
         # a flood would only queue up and starve every other login. Refuse at once.
         if self._pending >= self.config.max_pending_logins:
@@ -182,10 +187,30 @@ class AuthService:
         finally:
             self._pending -= 1
         if user is None or not ok or not user.enabled:
-            log.warning("login failed for user %s from %s", loggable_name(username), address)
-            await self.throttle.record_failure(username, address)
+            reason = "disabled" if user is not None and ok else "password"
+            if reason == "password" and app_password_shaped:
+                reason = "app_password"
+            await self._failed(username, password, caller, reason)
             raise Unauthorized(BAD_CREDENTIALS)
         return user
+
+    async def _failed(self, username: str, password: str, caller: Caller, reason: str) -> None:
+        """Record a failure; the line for fail2ban for a new wrong password, a quieter
+        one for a repeat (a stale device must not get its household banned there
+        either)."""
+        counted = True
+        try:
+            counted = await self.throttle.record_failure(username, password, caller, reason)
+        finally:
+            name = loggable_name(username)
+            if counted:
+                log.warning("login failed for user %s from %s", name, caller.address)
+            else:
+                log.info(
+                    "repeated wrong password for user %s from %s (counted once)",
+                    name,
+                    caller.address,
+                )
 
     async def refresh(self, refresh_token: str) -> tuple[str, int]:
         """A new access token for a valid refresh token: (token, expires_in)."""

@@ -16,7 +16,7 @@ import hmac
 import time
 from collections import OrderedDict
 
-from podsync.model import User
+from podsync.model import Caller, User
 from podsync.services.app_passwords import (
     AppPasswordService,
     BasicLogin,
@@ -48,32 +48,38 @@ class BasicAuth:
         # HMAC(user, password) -> (user id, generation, trusted until [monotonic s])
         self._verified: OrderedDict[bytes, tuple[int, int, float]] = OrderedDict()
 
-    async def authenticate_basic(self, name: str, password: str, address: str) -> BasicLogin:
+    async def authenticate_basic(self, name: str, password: str, caller: Caller) -> BasicLogin:
         """The login these credentials prove, under the login throttle: Unauthorized,
         TooManyRequests or Unavailable as a login would be refused."""
-        if looks_like_app_password(password):
-            await self.auth.throttle_check(name, address)
+        app_password_shaped = looks_like_app_password(password)
+        if app_password_shaped:
+            await self.auth.throttle_check(name, caller.address)
             login = await self.app_passwords.find_login(name, password)
             if login is not None:
                 return login
-        return BasicLogin(await self._account_password(name, password, address), None)
+        user = await self._account_password(name, password, caller, app_password_shaped)
+        return BasicLogin(user, None)
 
     def _key(self, name: str, password: str) -> bytes:
         text = f"{name}\x00{password}".encode("utf-8", "surrogatepass")
         return hmac.new(self._secret, text, hashlib.sha256).digest()
 
-    async def _account_password(self, name: str, password: str, address: str) -> User:
+    async def _account_password(
+        self, name: str, password: str, caller: Caller, app_password_shaped: bool
+    ) -> User:
         key = self._key(name, password)
         cached = self._verified.get(key)
         if cached is not None and cached[2] > time.monotonic():
             # Throttle first, as a login would: a locked-out pair stays locked out.
-            await self.auth.throttle_check(name, address)
+            await self.auth.throttle_check(name, caller.address)
             async with self.db.read() as conn:
                 user = await users.get_by_id(conn, cached[0])
             if user is not None and user.enabled and user.token_generation == cached[1]:
                 return user
         self._verified.pop(key, None)
-        user = await self.auth.verify_credentials(name, password, address)
+        user = await self.auth.verify_credentials(
+            name, password, caller, app_password_shaped=app_password_shaped
+        )
         if self.cache_seconds > 0:
             until = time.monotonic() + self.cache_seconds
             self._verified[key] = (user.id, user.token_generation, until)

@@ -23,8 +23,10 @@ from podsync.store import browse, devices, episodes
 from podsync.store import subscriptions as subscription_store
 from podsync.store.browse import SubscriptionRow
 from podsync.store.devices import Device
+from podsync.store.feed_checks import NOT_A_FEED, UNREACHABLE
 
 if TYPE_CHECKING:  # the fetcher's libraries load only when it is switched on
+    from podsync.services.feeds.checks import FeedChecks, Verdict
     from podsync.services.feeds.fetcher import FeedFetcher
 
 MAX_CAPTION = 100
@@ -44,10 +46,21 @@ class SubscriptionPage:
     total: int
 
 
+@dataclass(frozen=True, slots=True)
+class Subscribed:
+    """A subscribe by URL that went through: `new` (False when the user already had
+    it), the URL subscribed, and why the feed could not be fetched when it could not
+    (then the fetcher tries again later), else None."""
+
+    new: bool
+    feed_url: str
+    unreachable: str | None = None
+
+
 # What an address typed without a scheme starts with: a host name with a dot (or an
 # IPv4 address), a port perhaps, then a path, a query or nothing.
 _BARE_HOST = re.compile(
-    r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z0-9-]{1,63}(?::\d{1,5})?(?:[/?#]|$)"
+    r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z0-9-]{1,63}(?::[0-9]{1,5})?(?:[/?#]|$)"
 )
 
 
@@ -85,6 +98,11 @@ class BrowseService:
         self.sync = sync
         # With [feeds] fetch_metadata = false: None, and nothing here fetches.
         self.fetcher = fetcher
+        self.checks: FeedChecks | None = None
+        if fetcher is not None:
+            from podsync.services.feeds.checks import FeedChecks
+
+            self.checks = FeedChecks(db, fetcher)
 
     async def overview(self, user: User) -> Overview:
         async with self.db.read() as conn:
@@ -108,30 +126,46 @@ class BrowseService:
             )
         return SubscriptionPage(rows, total)
 
-    async def subscribe(self, user: User, feed_url: str) -> tuple[bool, str]:
-        """Subscribe to a feed by URL: (True when it was new or subscribed again, False
-        when the user already had it; the URL subscribed). An address without a
-        scheme gets https://. With the fetcher on, the feed is fetched first: an
-        address that answers with something else than a feed (a web page, an image)
-        is refused before anything reaches the apps; what it learned is kept, so the
-        title shows at once. InvalidInput names what is wrong, in words."""
+    async def subscribe(self, user: User, feed_url: str) -> Subscribed:
+        """Subscribe to a feed by URL. An address without a scheme gets https://.
+        With the fetcher on, the feed is looked at first (`FeedChecks`: a fetch, at
+        most once a minute per feed and a few a minute per user): an address that
+        answers with something else than a feed (a web page, an image) is refused
+        before anything reaches the apps; what a fetch learned is kept, so the title
+        shows at once. A feed the user is subscribed to already is not fetched.
+        InvalidInput names what is wrong, in words; TooManyRequests, the bound
+        reached."""
         feed_url = with_scheme(feed_url.strip())
         try:
             check_feed_url(feed_url)
         except InvalidFeedUrl as exc:
             raise InvalidInput(plain_reason(str(exc))) from None
-        learned = None
-        if self.fetcher is not None:
-            learned, refused = await self.fetcher.check(feed_url)
-            if refused is not None:
-                raise InvalidInput(f"This address is not a podcast feed: {refused}.")
+        key = url_key(feed_url)
+        verdict: Verdict | None = None
+        if self.checks is not None and not await self._subscribed(user, key):
+            verdict = await self.checks.check(user.id, feed_url, key)
+            if verdict.answer == NOT_A_FEED:
+                raise InvalidInput(f"This address is not a podcast feed: {verdict.reason}.")
+        unreachable = verdict.reason if verdict and verdict.answer == UNREACHABLE else None
+        if verdict is not None and verdict.fetched and self.fetcher is not None:
+            # What this look found, kept as the fetcher keeps its own fetches (the
+            # title at once, or the failure and when the next try is), before the
+            # subscription: the fetcher's pass, finding it, then sees the feed is not
+            # due, and fetches it no second time.
+            if verdict.learned is not None:
+                await self.fetcher.keep_checked(feed_url, key, verdict.learned)
+            elif unreachable is not None:
+                await self.fetcher.keep_failed(feed_url, key, unreachable)
         outcome = await self.sync.apply(user.id, None, [Subscribe(feed_url)])
         [result] = outcome.results
         if result.status not in (APPLIED, IGNORED):
             raise InvalidInput(plain_reason(result.reason or "the server refused this feed"))
-        if learned is not None and self.fetcher is not None:
-            await self.fetcher.keep_checked(feed_url, url_key(feed_url), learned)
-        return result.status == APPLIED, feed_url
+        return Subscribed(result.status == APPLIED, feed_url, unreachable)
+
+    async def _subscribed(self, user: User, key: str) -> bool:
+        async with self.db.read() as conn:
+            found = await subscription_store.find_matching(conn, user.id, (), (key,), ())
+        return any(s.unsubscribed_at is None for s in found)
 
     async def subscription(self, user: User, sync_id: str) -> Subscription:
         """One of the user's subscriptions (subscribed or not) by its sync id."""

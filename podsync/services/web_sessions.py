@@ -15,7 +15,7 @@ import secrets
 from dataclasses import dataclass
 
 from podsync import timestamps
-from podsync.model import User
+from podsync.model import Caller, User
 from podsync.services.accounts import AccountService
 from podsync.services.auth import AuthService, require_unchanged
 from podsync.storage.engine import Engine
@@ -45,10 +45,10 @@ class WebSessionService:
         self.accounts = accounts
         self.lifetime_us = lifetime_s * 1_000_000
 
-    async def sign_in(self, username: str, password: str, address: str) -> str:
+    async def sign_in(self, username: str, password: str, caller: Caller) -> str:
         """A new session's token; TooManyRequests, Unauthorized or Unavailable as a
         login would be refused."""
-        user = await self.auth.verify_credentials(username, password, address)
+        user = await self.auth.verify_credentials(username, password, caller)
         token = secrets.token_urlsafe(32)
         now = timestamps.now_us()
         async with self.db.write() as conn:
@@ -92,8 +92,8 @@ class WebSessionService:
         """Every session, access and refresh token and gpodder session of the user."""
         await self.accounts.logout(user.name)
 
-    async def change_password(self, user: User, current: str, new: str, address: str) -> None:
+    async def change_password(self, user: User, current: str, new: str, caller: Caller) -> None:
         """Check the current password (throttled and logged like a login), then set
         the new one, which ends every session and token of the user."""
-        await self.auth.verify_credentials(user.name, current, address)
+        await self.auth.verify_credentials(user.name, current, caller)
         await self.accounts.set_password(user.name, new)

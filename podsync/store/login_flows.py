@@ -1,7 +1,8 @@
 """Login Flow v2 requests (Nextcloud's protocol, for AntennaPod's "Nextcloud"
 option): one row per flow an app started, keyed by a random flow id (in the
 browser's URL) and the SHA-256 of the app's poll token (the token is never stored).
-State: pending, then granted (with the user) or cancelled, then spent by the poll."""
+State: pending, then granted (with the user) or cancelled, then spent by the poll.
+A granted flow not yet polled is cancelled by whatever ends the user's logins."""
 
 from __future__ import annotations
 
@@ -20,19 +21,23 @@ class LoginFlow:
     state: str
     user_id: int | None
     expires_at: int
+    address: str  # the client address that started it
+    created_at: int
 
 
-_COLUMNS = "flow_id, user_agent, state, user_id, expires_at"
+_COLUMNS = "flow_id, user_agent, state, user_id, expires_at, address, created_at"
 
 
 def _flow(row: Any) -> LoginFlow:
-    flow_id, agent, state, user_id, expires_at = row
+    flow_id, agent, state, user_id, expires_at, address, created_at = row
     return LoginFlow(
         str(flow_id),
         str(agent),
         str(state),
         None if user_id is None else int(user_id),
         int(expires_at),
+        str(address),
+        int(created_at),
     )
 
 
@@ -99,6 +104,15 @@ async def spend(conn: Connection, token_hash: bytes, now: int) -> LoginFlow | No
         (token_hash,),
     )
     return _flow(row) if changed == 1 else None
+
+
+async def end_granted_for_user(conn: Connection, user_id: int) -> int:
+    """Cancel the user's granted flows that no poll has spent yet; how many. Kept
+    (not deleted) so that they still count in their address's throttle."""
+    return await conn.execute(
+        "UPDATE login_flows SET state = 'cancelled' WHERE user_id = ? AND state = 'granted'",
+        (user_id,),
+    )
 
 
 async def prune(conn: Connection, before: int) -> int:

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 from aiohttp import web
 
 from podsync import __version__
+from podsync.numbers import parse_int
 from podsync.web.keys import CONFIG, FROM_TRUSTED_PROXY
 
 API_DOCUMENT = "/api/v1/openapi.json"
@@ -38,11 +39,11 @@ def server_address(request: web.Request) -> str:
         if proto in ("http", "https"):
             scheme = proto
         host = _first(request, "X-Forwarded-Host") or host
-        port = _first(request, "X-Forwarded-Port")
+        # A port that is not one ("²", "0", "99999") is ignored, like a missing one.
+        port = parse_int(_first(request, "X-Forwarded-Port"), 1, 65535)
         has_port = host.rpartition("]")[2].count(":") > 0  # "[::1]:8080", "host:8080"
-        wanted = port.isdigit() and 0 < int(port) < 65536 and int(port) != DEFAULT_PORTS[scheme]
-        if wanted and not has_port:
-            host = f"{host}:{int(port)}"
+        if port is not None and port != DEFAULT_PORTS[scheme] and not has_port:
+            host = f"{host}:{port}"
         forwarded_prefix = _first(request, "X-Forwarded-Prefix").rstrip("/")
         if _PREFIX.fullmatch(forwarded_prefix):
             prefix = forwarded_prefix

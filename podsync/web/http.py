@@ -15,6 +15,8 @@ from aiohttp import web
 
 from podsync.errors import InvalidInput, Unauthorized
 from podsync.feeds import has_bad_characters as has_bad_characters
+from podsync.model import Caller
+from podsync.web.keys import CLIENT_ADDRESS
 
 MAX_DOUBLE = int(sys.float_info.max)
 
@@ -211,6 +213,13 @@ def basic_credentials(header: str) -> tuple[str, str]:
     if not colon:
         raise Unauthorized("Basic credentials must be user:password")
     return name, password
+
+
+def login_caller(request: web.Request, door: str) -> Caller:
+    """Who tries a password in this request: the client's address (a trusted
+    proxy's X-Forwarded-For included), the door and the client's User-Agent."""
+    address = request.get(CLIENT_ADDRESS, request.remote or "unknown")
+    return Caller(address, door, request.headers.get("User-Agent", ""))
 
 
 async def read_body(request: web.Request) -> Any:

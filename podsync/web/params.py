@@ -8,6 +8,7 @@ from urllib.parse import urlencode
 from aiohttp import web
 
 from podsync.errors import InvalidInput
+from podsync.numbers import parse_int
 from podsync.web.keys import CONFIG
 
 _BOOLEANS = {"true": True, "1": True, "false": False, "0": False}
@@ -28,9 +29,8 @@ def limit(request: web.Request) -> int:
     raw = request.query.get("limit")
     if raw is None:
         return sync.page_size_default
-    # 1-9 ASCII digits (isdigit alone would take "²" and other non-ASCII digits)
-    value = int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 9 else 0
-    if not 1 <= value <= sync.page_size_max:
+    value = parse_int(raw, 1, sync.page_size_max)
+    if value is None:
         raise InvalidInput(f"limit must be an integer from 1 to {sync.page_size_max}, not {raw!r}")
     return value
 

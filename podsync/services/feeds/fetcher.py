@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from podsync import timestamps
 from podsync.services.feeds import order
 from podsync.services.feeds.failures import FailureLog, shown
-from podsync.services.feeds.http import FeedClient, Fetched, FetchError, HostFaults, HttpStatusError
+from podsync.services.feeds.http import FeedClient, Fetched, FetchError, HostFaults
 from podsync.services.feeds.parse import NotAFeed, parse_feed
 from podsync.storage.engine import Connection, Engine
 from podsync.store import feed_info as store
@@ -212,33 +212,18 @@ class FeedFetcher:
             if o.fetched is None:
                 self.failure_log.failed(o.feed.url_key, o.feed.failures + 1, o.error)
 
-    async def check(self, feed_url: str) -> tuple[store.LearnedFeed | None, str | None]:
-        """Fetch and read a feed someone is about to subscribe to, before anything
-        reaches their apps: (what it holds, None); (None, why it is no feed) when the
-        address answers with something else (a web page, an image, a 4xx); (None,
-        None) when it could not be fetched at all (no network, a timeout: then the
-        subscription goes ahead and the fetcher tries again later)."""
-        try:
-            fetched = await self.client.fetch(feed_url, None, None)
-        except HttpStatusError as exc:
-            if 400 <= exc.status < 500:
-                return None, f"the server answers {exc}: there is no feed there"
-            return None, None
-        except FetchError:
-            return None, None
+    async def parse(self, fetched: Fetched) -> store.LearnedFeed:
+        """What a fetched feed holds, read on the parser's thread; NotAFeed when it
+        is something else."""
         loop = asyncio.get_running_loop()
-        try:
-            learned = await loop.run_in_executor(
-                self._parser, parse_feed, fetched.body, fetched.url, fetched.content_type
-            )
-        except NotAFeed as exc:
-            kind = fetched.content_type.split(";", 1)[0].strip()
-            return None, f"{exc}" + (f" (it is {kind})" if kind else "")
-        return learned, None
+        return await loop.run_in_executor(
+            self._parser, parse_feed, fetched.body, fetched.url, fetched.content_type
+        )
 
     async def keep_checked(self, feed_url: str, url_key: str, learned: store.LearnedFeed) -> None:
-        """Store what `check` learned of a feed just subscribed to, so that its title
-        shows on the next page load; the next regular fetch is a refresh window away."""
+        """Store what a check learned of a feed about to be subscribed to, so that its
+        title shows on the next page load; the next regular fetch is a refresh window
+        away."""
         now = self.clock()
         async with self.db.write() as conn:
             await store.add_feed(conn, url_key, feed_url, now)
@@ -247,6 +232,17 @@ class FeedFetcher:
             await store.record_fetched(
                 conn, url_key, learned, None, None, now, now + self.refresh_us
             )
+
+    async def keep_failed(self, feed_url: str, url_key: str, error: str) -> None:
+        """Record that a check could not fetch a feed about to be subscribed to (no
+        answer, a timeout, a 5xx), as any failed fetch: its page says why at once, and
+        the next try is a backoff away."""
+        now = self.clock()
+        async with self.db.write() as conn:
+            await store.add_feed(conn, url_key, feed_url, now)
+            known = await store.infos(conn, [url_key])
+            later = next_try_after_failure(now, known[url_key].failures + 1, self.refresh_us)
+            await store.record_failures(conn, [(url_key, error, now, later)])
 
     async def refresh(self, url_key: str, feed_url: str) -> bool:
         """Fetch one feed now (a person's `Refresh`); False when it was fetched or

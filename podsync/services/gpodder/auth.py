@@ -24,7 +24,7 @@ from itsdangerous import BadSignature, URLSafeTimedSerializer
 from podsync import timestamps
 from podsync.config import GpodderConfig
 from podsync.errors import Unauthorized
-from podsync.model import User
+from podsync.model import Caller, User
 from podsync.services.app_passwords import BasicLogin
 from podsync.services.auth import AuthService
 from podsync.services.basic_auth import BasicAuth
@@ -144,11 +144,11 @@ class GpodderAuth:
         async with self.db.write() as conn:
             return await sessions.prune(conn, timestamps.now_us())
 
-    async def login_basic(self, username: str, password: str, address: str) -> BasicLogin:
+    async def login_basic(self, username: str, password: str, caller: Caller) -> BasicLogin:
         """The login these Basic credentials prove (an app password or the account
         password), under the login throttle."""
-        return await self.basic.authenticate_basic(username, password, address)
+        return await self.basic.authenticate_basic(username, password, caller)
 
-    async def from_basic(self, username: str, password: str, address: str) -> User:
+    async def from_basic(self, username: str, password: str, caller: Caller) -> User:
         """The user these Basic credentials prove, under the login throttle."""
-        return (await self.login_basic(username, password, address)).user
+        return (await self.login_basic(username, password, caller)).user

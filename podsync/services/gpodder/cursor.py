@@ -8,13 +8,12 @@ client sees every change exactly once. Cursors stay below 2**31 while H < ~1.07e
 
 from __future__ import annotations
 
-import re
 from collections import OrderedDict
 
 from podsync.errors import InvalidInput
+from podsync.numbers import parse_int
 
 FULL_STATE = -1  # the threshold of "send everything"
-_SINCE = re.compile(r"\d{1,18}", re.ASCII)
 MAX_REMEMBERED = 20_000
 
 
@@ -25,12 +24,14 @@ def encode(high_water: int) -> int:
 def decode(since: str | None, user_max: int) -> int:
     """The threshold T of a `since` parameter: rows with seq > T are due. Absent, 0, or
     a cursor beyond what this user has (another server's, or an older backup's) means
-    full state (FULL_STATE). Not 1 to 18 digits: 400, never a silent resend."""
+    full state (FULL_STATE). Not a non-negative 64-bit integer in ASCII digits: 400,
+    never a silent resend."""
     if since is None or since == "":
         return FULL_STATE
-    if not _SINCE.fullmatch(since):
+    value = parse_int(since)
+    if value is None:
         raise InvalidInput(f"since must be a non-negative integer, not {since[:40]!r}")
-    threshold = (int(since) - 1) // 2
+    threshold = (value - 1) // 2
     if threshold < 0 or threshold > user_max:
         return FULL_STATE
     return threshold

@@ -21,8 +21,9 @@ import secrets
 from dataclasses import dataclass
 
 from podsync import timestamps
-from podsync.errors import TooManyRequests
+from podsync.errors import TooManyRequests, Unauthorized
 from podsync.model import User
+from podsync.services.auth import require_unchanged
 from podsync.storage.engine import Engine
 from podsync.store import login_flows, users
 from podsync.store.login_flows import CANCELLED, GRANTED, LoginFlow
@@ -59,7 +60,9 @@ class Started:
 @dataclass(frozen=True)
 class Pending:
     flow_id: str
-    app: str  # the app's name, from its User-Agent
+    app: str  # the app's name as its User-Agent gives it: what it says, not verified
+    address: str  # the client address that started the sign-in
+    started_at: int  # microseconds since the epoch
 
 
 class LoginFlows:
@@ -96,16 +99,22 @@ class LoginFlows:
         flow = await self._get(flow_id)
         if flow is None or flow.state != login_flows.PENDING:
             return None
-        return Pending(flow.flow_id, app_name(flow.user_agent))
+        return Pending(flow.flow_id, app_name(flow.user_agent), flow.address, flow.created_at)
 
     async def decide(self, flow_id: str, user: User, grant: bool) -> bool:
-        """Grant the flow to `user`, or cancel it; False when it is no longer pending."""
+        """Grant the flow to `user`, or cancel it; False when it is no longer pending,
+        or when the user's logins ended since `user` was read (a grant written after
+        "Sign out everywhere" would outlive it)."""
         if not _FLOW_ID.fullmatch(flow_id):
             return False
-        async with self.db.write() as conn:
-            return await login_flows.decide(
-                conn, flow_id, GRANTED if grant else CANCELLED, user.id, timestamps.now_us()
-            )
+        try:
+            async with self.db.write() as conn:
+                await require_unchanged(conn, user)
+                return await login_flows.decide(
+                    conn, flow_id, GRANTED if grant else CANCELLED, user.id, timestamps.now_us()
+                )
+        except Unauthorized:
+            return False
 
     async def spend(self, token: str) -> tuple[User, str] | None:
         """(user, app name) of the granted flow this token polls, now spent; None for

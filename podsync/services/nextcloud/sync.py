@@ -18,7 +18,6 @@ password are one device: give each app its own.)
 
 from __future__ import annotations
 
-import re
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from typing import Any
 
 from podsync.errors import InvalidInput
 from podsync.feeds import url_key
+from podsync.numbers import INT64_MAX, INT64_MIN, parse_int
 from podsync.services.gpodder import Gpodder
 from podsync.services.gpodder.subscriptions import device_client_id
 from podsync.storage.engine import Engine
@@ -35,19 +35,24 @@ from podsync.store import nextcloud_feed, subscription_stream
 # change committed by another process after a pull that was stamped before it, a
 # phone clock that runs up to a minute fast, and AntennaPod's upload time.
 SINCE_WINDOW_S = 60
-_SINCE = re.compile(r"-?\d{1,18}", re.ASCII)
 MAX_REMEMBERED = 20_000
 US = 1_000_000
+# The latest `since` whose microseconds a 64-bit column still holds.
+MAX_SINCE_S = INT64_MAX // US
 SUBSCRIPTIONS, ACTIONS = "subscriptions", "actions"
 
 
 def parse_since(value: str | None) -> int:
-    """`since` in seconds; absent, empty or not above 0 is 0 (everything)."""
+    """`since` in seconds; absent, empty or not above 0 is 0 (everything). Anything
+    but a 64-bit integer up to MAX_SINCE_S (some 292,000 years on) is a 400."""
     if value is None or value.strip() == "":
         return 0
-    if not _SINCE.fullmatch(value.strip()):
-        raise InvalidInput(f"since must be an integer number of seconds, not {value[:40]!r}")
-    return max(int(value), 0)
+    seconds = parse_int(value.strip(), INT64_MIN, MAX_SINCE_S)
+    if seconds is None:
+        raise InvalidInput(
+            f"since must be an integer number of seconds up to {MAX_SINCE_S}, not {value[:40]!r}"
+        )
+    return max(seconds, 0)
 
 
 class Served:

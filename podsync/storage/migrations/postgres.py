@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
 import asyncpg
 
 from podsync.model import Subscription, episode_action_view, subscription_view
 from podsync.storage.migrations import check_version
+from podsync.storage.migrations.postgres_steps_0_3 import STEPS_0_3, Step
 
 # Any constant: the key of the advisory lock that lets one process migrate at a time.
 MIGRATION_LOCK = 0x706F6473796E63  # "podsync"
-
-# A step is a DDL script (statements separated by ";" at line ends) or an async
-# function on the asyncpg connection, run in the step's transaction.
-Step = str | Callable[[asyncpg.Connection], Awaitable[None]]
 
 
 async def _stored_views(conn: asyncpg.Connection) -> None:
@@ -319,6 +314,7 @@ MIGRATIONS: tuple[Step, ...] = (
         ON feed_episodes(url_key, published_at DESC NULLS LAST, feed_rank DESC NULLS LAST);
     UPDATE feed_info SET etag = NULL, last_modified = NULL;
     """,
+    *STEPS_0_3,  # 16 on
 )
 
 

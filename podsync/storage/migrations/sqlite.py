@@ -3,15 +3,10 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
 
 from podsync.storage.migrations import check_version
 from podsync.storage.migrations.sqlite_backfills import episode_views, stored_views
-
-# A step is an SQL script, or a function for what SQL cannot compute (it runs inside
-# the step's transaction).
-Step = str | Callable[[sqlite3.Connection], None]
-
+from podsync.storage.migrations.sqlite_steps_0_3 import STEPS_0_3, Step
 
 MIGRATIONS: tuple[Step, ...] = (
     # 1: accounts, tokens, subscriptions, the action log.
@@ -321,6 +316,7 @@ MIGRATIONS: tuple[Step, ...] = (
         ON feed_episodes(url_key, published_at DESC, feed_rank DESC);
     UPDATE feed_info SET etag = NULL, last_modified = NULL;
     """,
+    *STEPS_0_3,  # 16 on
 )
 
 

@@ -26,8 +26,8 @@ from aiohttp import web
 from podsync.errors import Forbidden, InvalidInput, Unauthorized
 from podsync.services.gpodder import Gpodder
 from podsync.services.gpodder.auth import Session
-from podsync.web.http import basic_credentials, json_error
-from podsync.web.keys import CLIENT_ADDRESS, CONFIG, GPODDER, GPODDER_SESSION, USER
+from podsync.web.http import basic_credentials, json_error, login_caller
+from podsync.web.keys import CONFIG, GPODDER, GPODDER_SESSION, USER
 from podsync.web.middleware import Handler, is_trusted_proxy
 from podsync.web.origin import refuse_foreign_write
 
@@ -83,8 +83,7 @@ async def _authenticate(
         refresh = gp.auth.needs_refresh(cookie_session)
         return cookie_session, cookie_session.user, refresh, cookie_session.app_password_id
     name, password = basic_credentials(header)
-    address = request.get(CLIENT_ADDRESS, request.remote or "unknown")
-    login = await gp.auth.login_basic(name, password, address)
+    login = await gp.auth.login_basic(name, password, login_caller(request, "gpodder"))
     user = login.user
     app_password_id = None if login.app_password is None else login.app_password.id
     if (

@@ -22,8 +22,8 @@ from aiohttp import web
 
 from podsync.errors import Forbidden, Unauthorized
 from podsync.model import User
-from podsync.web.http import basic_credentials, json_error
-from podsync.web.keys import BASIC_AUTH, CLIENT_ADDRESS
+from podsync.web.http import basic_credentials, json_error, login_caller
+from podsync.web.keys import BASIC_AUTH
 from podsync.web.middleware import Handler
 from podsync.web.origin import refuse_foreign_write
 
@@ -43,8 +43,8 @@ async def _authenticate(request: web.Request) -> None:
     if header is None:
         raise Unauthorized("send Basic credentials: your login name and an app password")
     name, password = basic_credentials(header)
-    address = request.get(CLIENT_ADDRESS, request.remote or "unknown")
-    login = await request.app[BASIC_AUTH].authenticate_basic(name, password, address)
+    caller = login_caller(request, "nextcloud")
+    login = await request.app[BASIC_AUTH].authenticate_basic(name, password, caller)
     request[NC_USER] = login.user
     if login.app_password is None:
         request[NC_DEVICE] = ACCOUNT_DEVICE

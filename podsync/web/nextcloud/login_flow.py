@@ -7,8 +7,9 @@ from __future__ import annotations
 from urllib.parse import parse_qs
 
 from aiohttp import web
+from yarl import URL
 
-from podsync.errors import InvalidInput, NotFound
+from podsync.errors import InvalidInput, NotFound, Unauthorized
 from podsync.web.home import server_address
 from podsync.web.http import json_ok
 from podsync.web.keys import APP_PASSWORDS, CLIENT_ADDRESS, LOGIN_FLOWS
@@ -35,8 +36,15 @@ async def start(request: web.Request) -> web.Response:
 async def open_flow(request: web.Request) -> web.StreamResponse:
     """The URL the app opens in the browser: on to the web UI, where the person signs
     in (if not yet) and grants. The UI's session cookie is kept to /ui."""
-    flow_id = request.match_info["flow_id"]
-    raise web.HTTPSeeOther(server_address(request) + GRANT_PAGE + flow_id)
+    page = GRANT_PAGE + request.match_info["flow_id"]
+    address = server_address(request) + page
+    try:
+        URL(address)
+    except ValueError:  # UnicodeError is one
+        # A Host header that no URL holds ("[::1", "host:²"): the page on the host
+        # the browser asked, named by its path alone.
+        address = page
+    raise web.HTTPSeeOther(address)
 
 
 async def poll(request: web.Request) -> web.Response:
@@ -54,7 +62,10 @@ async def poll(request: web.Request) -> web.Response:
     if granted is None:
         raise NotFound(NOT_YET)
     user, app = granted
-    _made, secret = await request.app[APP_PASSWORDS].create(user, app, number_if_taken=True)
+    try:
+        _made, secret = await request.app[APP_PASSWORDS].create(user, app, number_if_taken=True)
+    except Unauthorized:  # the user's logins ended between the grant's read and now
+        raise NotFound(NOT_YET) from None
     return json_ok(
         {"server": server_address(request), "loginName": user.name, "appPassword": secret}
     )

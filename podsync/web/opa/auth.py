@@ -9,8 +9,8 @@ from aiohttp import web
 from podsync import timestamps
 from podsync.errors import InvalidInput
 from podsync.web import params
-from podsync.web.http import json_ok, json_type, read_json_object
-from podsync.web.keys import AUTH, CLIENT_ADDRESS
+from podsync.web.http import json_ok, json_type, login_caller, read_json_object
+from podsync.web.keys import AUTH
 
 REFRESH_PATH = "/auth/refresh"
 
@@ -27,9 +27,7 @@ async def login(request: web.Request) -> web.Response:
     body = await read_json_object(request)
     username = _required_string(body, "username")
     password = _required_string(body, "password")
-    result = await request.app[AUTH].login(
-        username, password, request.get(CLIENT_ADDRESS, request.remote or "unknown")
-    )
+    result = await request.app[AUTH].login(username, password, login_caller(request, "opa"))
     return json_ok(
         {
             "access_token": result.access_token,

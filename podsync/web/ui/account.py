@@ -15,7 +15,8 @@ from podsync.services.browsing import plain_reason
 from podsync.services.opml_io import ImportReport
 from podsync.services.passwords import MIN_PASSWORD_LENGTH
 from podsync.timestamps import now_us
-from podsync.web.keys import CLIENT_ADDRESS, CONFIG
+from podsync.web.http import login_caller
+from podsync.web.keys import CONFIG
 from podsync.web.ui.app_passwords import account_page
 from podsync.web.ui.guard import (
     COOKIE,
@@ -53,7 +54,8 @@ def lockout_message(retry_after: int) -> str:
     when = "in a minute" if minutes == 1 else f"in {minutes} minutes"
     return (
         "Too many failed sign-ins for this account or from this address. "
-        f"Try again {when}, or ask an admin of this server to unlock the account."
+        f"Try again {when}, or ask an admin of this server to unlock the account. "
+        "Still signed in on another device? Its Overview page can unlock it."
     )
 
 
@@ -103,7 +105,9 @@ async def login(request: web.Request) -> web.Response:
     if errors:
         return _login_page(request, errors, username, next_path, status=400)
     try:
-        token = await request.app[WEB_SESSIONS].sign_in(username, password, request[CLIENT_ADDRESS])
+        token = await request.app[WEB_SESSIONS].sign_in(
+            username, password, login_caller(request, "web")
+        )
     except Unauthorized:
         return _login_page(
             request, {}, username, next_path, "Username or password is incorrect.", 401
@@ -163,7 +167,7 @@ async def change_password(request: web.Request) -> web.Response:
         return await account_page(request, errors, 400)
     try:
         await request.app[WEB_SESSIONS].change_password(
-            signed_in.user, current, new, request[CLIENT_ADDRESS]
+            signed_in.user, current, new, login_caller(request, "web")
         )
     except Unauthorized:
         return await account_page(request, {"current": "This is not your current password."}, 400)

@@ -19,6 +19,7 @@ from podsync.web.keys import CONFIG
 from podsync.web.ui.app_passwords import PASSWORD_RULE
 from podsync.web.ui.guard import form_text
 from podsync.web.ui.keys import ACCOUNTS, SIGNED_IN
+from podsync.web.ui.lockout import sign_in_failures
 from podsync.web.ui.render import Moment, render, zone
 
 log = logging.getLogger("podsync.admin")
@@ -125,6 +126,8 @@ async def _user_page(
         notice=_notice(request) if not errors else None,
         password_rule=PASSWORD_RULE,
         target=_row(found[0], tz),
+        max_failures=request.app[CONFIG].auth.login_max_failures,
+        **await sign_in_failures(request, name),
     )
 
 

@@ -16,6 +16,7 @@ from aiohttp import web
 
 from podsync.errors import Conflict, InvalidInput, LimitExceeded, NotFound, Unauthorized
 from podsync.model import AppPassword
+from podsync.numbers import parse_int
 from podsync.services.app_passwords import MAX_NAME_LENGTH
 from podsync.services.auth import loggable_name
 from podsync.services.passwords import MIN_PASSWORD_LENGTH
@@ -113,9 +114,10 @@ async def revoke(request: web.Request) -> web.Response:
 
 async def _named(request: web.Request, value: str) -> AppPassword:
     """The signed-in user's app password with this id; NotFound (a 404 page) if none."""
-    if value.isascii() and value.isdigit() and len(value) < 19:
+    wanted = parse_int(value, 1)
+    if wanted is not None:
         for p in await request.app[APP_PASSWORDS].list(request[SIGNED_IN].user):
-            if p.id == int(value):
+            if p.id == wanted:
                 return p
     raise NotFound("You have no such app password; it may have been revoked already.")
 

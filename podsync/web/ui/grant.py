@@ -1,6 +1,8 @@
 """The browser's page of Login Flow v2 (the Nextcloud API's sign-in for apps such as
 AntennaPod): after the web UI's sign-in, `Grant access` or `Cancel` for the app the
-flow's User-Agent names. An ordinary UI form (session, CSRF token, Origin check in
+flow's User-Agent names (what the app says it is: nothing verifies it), with the
+address that started the sign-in and when, so a person can tell a request they did
+not make. An ordinary UI form (session, CSRF token, Origin check in
 web/ui/guard.py); the app's poll then gets a new app password
 (services/nextcloud/login_flows.py)."""
 
@@ -12,10 +14,10 @@ from aiohttp import web
 
 from podsync.errors import NotFound
 from podsync.services.auth import loggable_name
-from podsync.web.keys import LOGIN_FLOWS
+from podsync.web.keys import CLIENT_ADDRESS, CONFIG, LOGIN_FLOWS
 from podsync.web.ui.guard import form_text
 from podsync.web.ui.keys import SIGNED_IN
-from podsync.web.ui.render import render
+from podsync.web.ui.render import Moment, render, zone
 
 log = logging.getLogger("podsync.ui")
 GONE = (
@@ -29,7 +31,15 @@ async def grant_page(request: web.Request) -> web.Response:
     if pending is None:
         raise NotFound(GONE)
     return render(
-        request, "grant.html", "Grant access", app=pending.app, flow_id=pending.flow_id, done=""
+        request,
+        "grant.html",
+        "Grant access",
+        app=pending.app,
+        flow_id=pending.flow_id,
+        address=pending.address,
+        here=request[CLIENT_ADDRESS],
+        started=Moment(pending.started_at, zone(request.app[CONFIG].ui.time_zone)),
+        done="",
     )
 
 

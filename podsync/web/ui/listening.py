@@ -11,6 +11,7 @@ from urllib.parse import urlencode
 from aiohttp import web
 
 from podsync.feeds import url_key
+from podsync.numbers import parse_int
 from podsync.services.feed_info import EpisodeRef
 from podsync.services.listening import PodcastEpisode, finished
 from podsync.store.listening import HistoryFilter, HistoryKey, HistoryRow
@@ -115,9 +116,8 @@ def _progress_text(position: int | None, total: int | None, progress: int | None
 def _key_param(request: web.Request, name: str) -> HistoryKey | None:
     """A page key `<time>.<seq>` from the query (anything else: the first page)."""
     time, _, seq = request.query.get(name, "").partition(".")
-    if time.isdigit() and seq.isdigit() and len(time) < 19 and len(seq) < 19:
-        return int(time), int(seq)
-    return None
+    key = parse_int(time), parse_int(seq)
+    return (key[0], key[1]) if key[0] is not None and key[1] is not None else None
 
 
 def _key_text(key: HistoryKey) -> str:

@@ -9,13 +9,14 @@ from urllib.parse import urlencode
 from aiohttp import web
 
 from podsync.config import GpodderConfig
-from podsync.errors import InvalidInput
+from podsync.errors import InvalidInput, TooManyRequests
 from podsync.store.browse import SUBSCRIPTION_ORDERS
 from podsync.web.home import is_loopback, server_address
 from podsync.web.keys import CONFIG, FEED_INFO
 from podsync.web.ui.guard import form_text
 from podsync.web.ui.keys import BROWSE, LISTENING, SIGNED_IN
 from podsync.web.ui.listening import history_items
+from podsync.web.ui.lockout import overview_context
 from podsync.web.ui.render import (
     Moment,
     host_and_path,
@@ -68,6 +69,7 @@ async def overview(request: web.Request) -> web.Response:
         loopback=is_loopback(address),
         plain_http=address.lower().startswith("http://"),
         gpodder_enabled=gpodder.enabled,
+        **await overview_context(request),
     )
 
 
@@ -165,10 +167,15 @@ async def subscribe(request: web.Request) -> web.Response:
             request, {"feed_url": "Enter the address of a podcast feed."}, feed_url, 400
         )
     try:
-        new, _ = await request.app[BROWSE].subscribe(user, feed_url)
+        subscribed = await request.app[BROWSE].subscribe(user, feed_url)
     except InvalidInput as exc:
         return await _subscriptions_page(request, {"feed_url": str(exc)}, feed_url, 400)
-    raise web.HTTPSeeOther("/ui/subscriptions?done=" + ("subscribed" if new else "already"))
+    except TooManyRequests as exc:  # the feed, or this user's checks, fetched enough
+        page = await _subscriptions_page(request, {"feed_url": str(exc)}, feed_url, 429)
+        page.headers["Retry-After"] = str(exc.retry_after)
+        return page
+    done = "subscribed" if subscribed.new else "already"
+    raise web.HTTPSeeOther("/ui/subscriptions?done=" + done)
 
 
 def _back(request: web.Request) -> str:

@@ -12,6 +12,7 @@ from urllib.parse import unquote, urlsplit
 from aiohttp import web
 
 from podsync import __version__
+from podsync.numbers import parse_int
 from podsync.web.ui.keys import SIGNED_IN
 
 if TYPE_CHECKING:
@@ -170,10 +171,15 @@ NOTICES = {
 }
 
 
+# A page past the end goes to the last page; past this one, to this one first (its
+# offset stays far from what a 64-bit column holds).
+MAX_PAGE = 1_000_000
+
+
 def page_number(request: web.Request) -> int:
-    """The `page` of the query, from 1; anything else is the first page."""
-    raw = request.query.get("page", "1")
-    return int(raw) if raw.isdigit() and 0 < len(raw) < 7 and int(raw) > 0 else 1
+    """The `page` of the query, from 1 to MAX_PAGE; anything else is the first page."""
+    page = parse_int(request.query.get("page", "1"), 1)
+    return 1 if page is None else min(page, MAX_PAGE)
 
 
 def notice(request: web.Request) -> str | None:

@@ -1,0 +1,139 @@
+"""The web UI's Subscribe form looks at a feed before anything reaches the apps (an
+address that answers with a web page or an image is refused with the reason), and
+that look is a download on someone's request. So it is bounded like one:
+
+- at most once a minute per address, whatever the answer was: another try within
+  the minute, by anyone, gets the answer of the first without a fetch (a fetch still
+  under way: "try again in a minute"); a feed the fetcher or `Refresh` fetched in
+  the last minute is judged by that fetch (a failed one: "try again in a minute");
+- at most CHECKS_PER_USER fetches a minute per user;
+- both counted in the database (`feed_checks`), so they hold whichever process of a
+  server answers, and across restarts.
+
+Past a bound the form comes back with the problem named (TooManyRequests): nothing is
+fetched and nothing is subscribed. Loaded only when the fetcher is on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from podsync.errors import TooManyRequests
+from podsync.services.feeds.http import FetchError, HttpStatusError
+from podsync.services.feeds.parse import NotAFeed
+from podsync.storage.engine import Connection, Engine
+from podsync.store import feed_checks, feed_info, meta
+from podsync.store.feed_checks import FEED, NOT_A_FEED, UNREACHABLE
+from podsync.store.feed_info import LearnedFeed
+
+if TYPE_CHECKING:
+    from podsync.services.feeds.fetcher import FeedFetcher
+
+__all__ = ["FEED", "NOT_A_FEED", "UNREACHABLE", "FeedChecks", "Verdict"]
+
+# A minute: per address (as `Refresh`), and the window of the per-user count.
+WINDOW_US = 60_000_000
+CHECKS_PER_USER = 5
+UNDER_WAY = "This address is being fetched right now. Try again in a minute."
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What a look at an address found: a FEED (and what it holds, when it was just
+    fetched), NOT_A_FEED (the reason: a web page, an image, a 4xx), or UNREACHABLE
+    (the reason: no answer, a timeout, a 5xx; the subscription goes ahead and the
+    fetcher tries again later)."""
+
+    answer: str
+    reason: str = ""
+    learned: LearnedFeed | None = None
+    fetched: bool = False  # by this look, not an earlier one
+
+
+class FeedChecks:
+    def __init__(
+        self,
+        db: Engine,
+        fetcher: FeedFetcher,
+        *,
+        per_user: int = CHECKS_PER_USER,
+    ) -> None:
+        self.db = db
+        self.fetcher = fetcher
+        self.per_user = per_user
+        self.clock: Callable[[], int] = fetcher.clock
+
+    async def check(self, user_id: int, feed_url: str, url_key: str) -> Verdict:
+        """Look at the feed `feed_url` (url key `url_key`) the user is about to
+        subscribe to: fetched now, or the answer of a look in the last minute.
+        TooManyRequests past a bound."""
+        now = self.clock()
+        async with self.db.write() as conn:
+            known = await self._known(conn, user_id, url_key, now)
+        if known is not None:
+            return known
+        verdict = replace(await self._fetch(feed_url), fetched=True)
+        async with self.db.write() as conn:
+            await feed_checks.answer(conn, url_key, now, verdict.answer, verdict.reason)
+        return verdict
+
+    async def _known(
+        self, conn: Connection, user_id: int, url_key: str, now: int
+    ) -> Verdict | None:
+        """The answer without a fetch, or None when this check may fetch (and is then
+        recorded as under way). In one write, serialised per user across processes."""
+        await meta.lock_user(conn, user_id)
+        since = now - WINDOW_US
+        await feed_checks.forget_before(conn, since)
+        recent = await feed_checks.find(conn, url_key)
+        if recent is not None:
+            if recent.answer is None:
+                raise TooManyRequests(UNDER_WAY, _seconds(recent.checked_at + WINDOW_US - now))
+            return Verdict(recent.answer, recent.reason)
+        info = (await feed_info.infos(conn, [url_key])).get(url_key)
+        if info is not None and info.checked_at is not None and info.checked_at >= since:
+            if info.last_error is None and info.fetched_at is not None:
+                return Verdict(FEED)
+            failed = (
+                f"This address was fetched less than a minute ago and the fetch failed "
+                f"({info.last_error}). Try again in a minute."
+            )
+            raise TooManyRequests(
+                UNDER_WAY if info.last_error is None else failed,
+                _seconds(info.checked_at + WINDOW_US - now),
+            )
+        made = await feed_checks.made_by(conn, user_id, since)
+        if len(made) >= self.per_user:
+            wait = _seconds(made[-self.per_user] + WINDOW_US - now)
+            raise TooManyRequests(
+                f"You had {len(made)} feed addresses checked in the last minute, the "
+                f"most there can be. Try again in {wait} s; to add many feeds at once, "
+                "import them as an OPML file.",
+                wait,
+            )
+        if not await feed_checks.claim(conn, url_key, user_id, now):
+            raise TooManyRequests(UNDER_WAY, _seconds(WINDOW_US))
+        return None
+
+    async def _fetch(self, feed_url: str) -> Verdict:
+        try:
+            fetched = await self.fetcher.client.fetch(feed_url, None, None)
+        except HttpStatusError as exc:
+            if 400 <= exc.status < 500:
+                return Verdict(NOT_A_FEED, f"the server answers {exc}: there is no feed there")
+            return Verdict(UNREACHABLE, str(exc))
+        except FetchError as exc:
+            return Verdict(UNREACHABLE, str(exc))
+        try:
+            learned = await self.fetcher.parse(fetched)
+        except NotAFeed as exc:
+            kind = fetched.content_type.split(";", 1)[0].strip()
+            return Verdict(NOT_A_FEED, f"{exc}" + (f" (it is {kind})" if kind else ""))
+        return Verdict(FEED, learned=learned)
+
+
+def _seconds(us: int) -> int:
+    """Whole seconds to wait, at least one."""
+    return max(1, -(-us // 1_000_000))

@@ -1,0 +1,50 @@
+"""SQLite's schema steps since the 0.2.0 release (16 on); `sqlite.py` runs them after
+the earlier ones."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+# A step is an SQL script, or a function for what SQL cannot compute (it runs inside
+# the step's transaction).
+Step = str | Callable[[sqlite3.Connection], None]
+
+STEPS_0_3: tuple[Step, ...] = (
+    # 16: a failed login is kept once per wrong password (contract rev. 5), so that a
+    # device repeating an old password counts as one failure: a keyed hash of the
+    # password (HMAC with the server's secret key, never the password nor a plain
+    # hash of it), when it was first and last tried, how often, and of the last try
+    # the door, what the client said it is and why it was refused (what a person
+    # needs to tell which device keeps failing). Each failure kept before stays a
+    # failure of its own (a key no HMAC gives), so a lockout in progress holds.
+    # Login Flows by user: whatever ends a user's logins ends their granted flows.
+    """
+    ALTER TABLE login_failures ADD COLUMN password_key BLOB NOT NULL DEFAULT x'';
+    ALTER TABLE login_failures ADD COLUMN first_at INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE login_failures ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1;
+    ALTER TABLE login_failures ADD COLUMN door TEXT NOT NULL DEFAULT '';
+    ALTER TABLE login_failures ADD COLUMN client TEXT NOT NULL DEFAULT '';
+    ALTER TABLE login_failures ADD COLUMN reason TEXT NOT NULL DEFAULT 'password';
+    UPDATE login_failures SET password_key = CAST(CAST(id AS TEXT) AS BLOB), first_at = failed_at;
+    DROP INDEX login_failures_pair;
+    CREATE UNIQUE INDEX login_failures_key ON login_failures(name_hash, address, password_key);
+    CREATE INDEX login_flows_user ON login_flows(user_id);
+    """,
+    # 17: the web UI's Subscribe form fetches a feed to check it, at most once a minute
+    # per feed and a few times a minute per user, whichever process answers: a row per
+    # address checked in the last minute (older rows go as new checks come), with who
+    # asked and the answer, which another try within the minute gets without a fetch.
+    """
+    CREATE TABLE feed_checks (
+        url_key    TEXT PRIMARY KEY,           -- url key of the address checked
+        user_id    INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        checked_at INTEGER NOT NULL,
+        answer     TEXT                        -- NULL while the fetch runs
+            CHECK (answer IN ('feed', 'not_a_feed', 'unreachable')),
+        reason     TEXT NOT NULL DEFAULT ''    -- why not a feed, or not reached
+    ) STRICT, WITHOUT ROWID;
+    CREATE INDEX feed_checks_user ON feed_checks(user_id, checked_at);
+    CREATE INDEX feed_checks_age ON feed_checks(checked_at);
+    """,
+)
