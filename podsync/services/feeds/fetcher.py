@@ -25,10 +25,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from podsync import timestamps
-from podsync.services.feeds import order
+from podsync.services.feeds import NotAFeed, order
 from podsync.services.feeds.failures import FailureLog, shown
 from podsync.services.feeds.http import FeedClient, Fetched, FetchError, HostFaults
-from podsync.services.feeds.parse import NotAFeed, parse_feed
 from podsync.storage.engine import Connection, Engine
 from podsync.store import feed_info as store
 
@@ -49,6 +48,13 @@ BATCH_MIN_S = 0.1
 # A person's `Refresh` fetches a feed at most this often (whoever presses it).
 REFRESH_GAP_US = 60_000_000
 EPISODES_PER_WRITE = 500
+
+
+def _parse_feed(body: bytes, url: str, content_type: str) -> store.LearnedFeed:
+    """`parse.parse_feed`, loaded with the first feed to read (on the parser thread)."""
+    from podsync.services.feeds.parse import parse_feed
+
+    return parse_feed(body, url, content_type)
 
 
 def next_try_after_failure(now: int, failures: int, refresh_us: int) -> int:
@@ -175,7 +181,7 @@ class FeedFetcher:
             if not fetched.not_modified:
                 loop = asyncio.get_running_loop()
                 learned = await loop.run_in_executor(
-                    self._parser, parse_feed, fetched.body, fetched.url, fetched.content_type
+                    self._parser, _parse_feed, fetched.body, fetched.url, fetched.content_type
                 )
         except (FetchError, NotAFeed) as exc:
             return Outcome(feed, self.clock(), error=str(exc))
@@ -217,7 +223,7 @@ class FeedFetcher:
         is something else."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
-            self._parser, parse_feed, fetched.body, fetched.url, fetched.content_type
+            self._parser, _parse_feed, fetched.body, fetched.url, fetched.content_type
         )
 
     async def keep_checked(self, feed_url: str, url_key: str, learned: store.LearnedFeed) -> None:
