@@ -135,7 +135,8 @@ def _address_in_use(host: str, port: int) -> str:
 def listen(host: str, port: int, backlog: int = BACKLOG) -> list[socket.socket]:
     """The listening sockets of `host` and `port`, bound as asyncio's `create_server`
     binds them (every address the name has, IPv6 ones IPv6 only, addresses reused),
-    with the same error when one cannot be bound. Made once and kept by the process
+    with the same error when one cannot be bound (AddressInUse, saying what to do,
+    when something already listens there). Made once and kept by the process
     that serves (or forks the workers): a reload keeps the address, and connections
     that come meanwhile wait in the backlog instead of being refused."""
     infos = socket.getaddrinfo(
