@@ -66,30 +66,17 @@ ensure_binfmt() {
 }
 
 # podman as the packaging scripts and tests run it (call `pod` after podman_setup).
-# On a host with cgroups v1 (or hybrid), podman's defaults fail to start a container
-# (the runtime cannot set the default rlimits or the pids limit, and there is no
-# systemd cgroup manager to ask): there it gets a containers.conf without them, and
-# runc. A CONTAINERS_CONF already set is left alone.
+# On a host with cgroups v1 (or hybrid), podman's defaults fail to start a container:
+# there it reads packaging/podman-cgroups-v1.conf (unless CONTAINERS_CONF names
+# another file: the tests' adds their own storage to the same settings) and runs
+# runc, which starts containers there.
 podman_setup() {
     command -v podman >/dev/null || die "podman is not installed (apt-get install podman runc)"
     podman_opts=()
-    [[ -z "${CONTAINERS_CONF:-}" ]] || return 0
-    if [[ ! -e /sys/fs/cgroup/cgroup.controllers ]]; then
-        local conf="$root/build/podman/containers.conf"
-        mkdir -p "${conf%/*}"
-        cat >"$conf" <<'CONF'
-# Written by packaging/lib.sh for a host with cgroups v1.
-[containers]
-default_ulimits = []
-pids_limit = 0
-
-[engine]
-cgroup_manager = "cgroupfs"
-CONF
-        export CONTAINERS_CONF="$conf"
-        if command -v runc >/dev/null; then
-            podman_opts=(--runtime runc)
-        fi
+    [[ ! -e /sys/fs/cgroup/cgroup.controllers ]] || return 0
+    [[ -n "${CONTAINERS_CONF:-}" ]] || export CONTAINERS_CONF="$root/packaging/podman-cgroups-v1.conf"
+    if command -v runc >/dev/null; then
+        podman_opts=(--runtime runc)
     fi
 }
 

@@ -17,6 +17,10 @@ POSTGRES_EXTRA = "pip install 'podsync[postgres]'"
 METRICS_EXTRA = "pip install 'podsync[metrics]'"
 
 
+class AddressInUse(PodsyncError):
+    """`podsync serve` cannot listen: another program holds the address and port."""
+
+
 class InvalidInput(PodsyncError):
     """The request or command carries a value the contract does not allow (400)."""
 

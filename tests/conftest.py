@@ -32,7 +32,9 @@ from podsync.storage.engine import create_engine
 from podsync.storage.sqlite import Database
 from podsync.web.app import create_app
 from podsync.web.keys import USER
+from tests.packaged_support import cannot_run
 from tests.pg_cluster import Cluster, start_cluster
+from tests.podman_sandbox import Sandbox, sandbox_beside_decoys
 
 PASSWORD = "correct horse battery"
 
@@ -50,7 +52,30 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("db_engine", ENGINES, indirect=True)
 
 
-_PG_SKIPPED: list[str] = []
+# The tests of what packaging/ makes and configures: the one-file binary
+# (executable), the container image and Compose (container), the arm64 binary and
+# image under qemu (arm64), nginx and Caddy in front (proxy). They build for minutes,
+# into build/ and dist/, emulate another CPU or need system packages, so they run
+# only when asked: RUN_PACKAGING_TESTS=1 (.ci/run sets it). Every other test, whatever
+# its file, runs by default. Each of them also gets the marker `packaging`.
+PACKAGING_MARKERS = ("executable", "container", "arm64", "proxy")
+RUN_PACKAGING = "RUN_PACKAGING_TESTS"
+_NOT_SELECTED: list[pytest.Item] = []
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    packaging = [
+        item for item in items if any(item.get_closest_marker(m) for m in PACKAGING_MARKERS)
+    ]
+    for item in packaging:
+        item.add_marker(pytest.mark.packaging)
+    if not packaging or os.environ.get(RUN_PACKAGING) == "1":
+        return
+    chosen = set(packaging)
+    items[:] = [item for item in items if item not in chosen]
+    config.hook.pytest_deselected(items=packaging)
+    _NOT_SELECTED.extend(packaging)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -67,21 +92,36 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """Say once, at the end, why the PostgreSQL tests did not run."""
-    if _PG_SKIPPED:
-        terminalreporter.write_line(_PG_SKIPPED[0], yellow=True)
+    """Say at the end which tests were not selected and how to run them. (Why a test
+    skipped is in the short summary: `-rs` is in pytest's addopts.)"""
+    if _NOT_SELECTED:
+        files = sorted({item.path.name for item in _NOT_SELECTED})
+        terminalreporter.write_line(
+            f"{len(_NOT_SELECTED)} tests of packaging/ not selected (the binaries, the "
+            f"images and Compose, nginx and Caddy: {', '.join(files)}); {RUN_PACKAGING}=1 "
+            "runs them too, as .ci/run does (docs/development.md)",
+            yellow=True,
+        )
 
 
 @pytest.fixture(scope="session")
 def pg_cluster() -> Iterator[Cluster]:
     """One PostgreSQL cluster for the session (skips when PostgreSQL is missing)."""
-    try:
-        cluster = start_cluster()
-    except pytest.skip.Exception as exc:
-        _PG_SKIPPED.append(f"PostgreSQL tests skipped: {exc.msg}")
-        raise
+    cluster = start_cluster()
     yield cluster
     cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def podman_sandbox() -> Iterator[Sandbox]:
+    """podman with a store of its own for the container tests (tests/podman_sandbox.py);
+    the machine's store is checked to be as it was at the end."""
+    if shutil.which("podman") is None:
+        cannot_run("needs podman (apt-get install podman runc)")
+    if os.geteuid() != 0:
+        cannot_run("the container tests run podman as root")
+    with sandbox_beside_decoys() as sandbox:
+        yield sandbox
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ an arm64 Debian 12 tree (made once per run with mmdebstrap, kept in build/debian
 under qemu-user-static. This test runs that binary on this machine through the
 kernel's binfmt_misc and qemu, with the same arm64 tree as the root its dynamic
 loader reads (QEMU_LD_PREFIX): `user add`, `serve`, a gpodder login, a push from one
-device and a pull on another. Deselect with `-m "not arm64"`; .ci/run runs it.
+device and a pull on another. Runs with RUN_PACKAGING_TESTS=1 (.ci/run sets it).
 """
 
 from __future__ import annotations

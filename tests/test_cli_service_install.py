@@ -2,15 +2,19 @@
 (/etc/podsync/podsync.toml) when no other is named, and a working directory it may
 not read (`sudo -u podsync podsync ...` from /root) is no reason to fail.
 
-The real `podsync` command runs as root and as an unprivileged user (setpriv). The
+The real podsync CLI runs as root and as an unprivileged user (setpriv). The
 service's configuration is written into /etc through an overlay mounted in a
 mount namespace of the command's own (unshare): the command reads the real path,
-and the real /etc is never written.
+and the real /etc is never written. In that namespace this Python's site-packages
+(and podsync's source, for an editable install) are also mounted under a directory
+every user can reach: the clone may be where only root can look (/root, or a home
+of mode 0700), and the unprivileged user must still find podsync's code.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -18,19 +22,20 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import aiohttp
 import pytest
 
+import podsync
 from podsync.config import load_config_and_origin
 from podsync.config.locations import SYSTEM_CONFIG_FILE
 
-PODSYNC = str(Path(sys.executable).parent / "podsync")
+# The interpreter itself (not the virtualenv's link to it): it must be one every
+# user may run, as /usr/bin/python3 is.
+PYTHON = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
+SITE_PACKAGES = Path(aiohttp.__file__).resolve().parent.parent
+SOURCE = Path(podsync.__file__).resolve().parent
 PASSWORD = "correct horse battery staple"
 SERVICE_UID = 65534  # "nobody": the service's user here, in the group of its config
-# `unshare` runs this: the overlay on /etc, then the command ("$@").
-OVERLAY = (
-    'mount -t overlay overlay -o "lowerdir=/etc,upperdir=$1,workdir=$2" /etc '
-    '&& shift 2 && exec "$@"'
-)
 
 
 def _cannot_run_reason() -> str | None:
@@ -39,19 +44,20 @@ def _cannot_run_reason() -> str | None:
     for tool in ("setpriv", "unshare"):
         if shutil.which(tool) is None:
             return f"needs {tool} (util-linux)"
-    if not Path(PODSYNC).exists():
-        return f"no podsync command beside {sys.executable}"
     return None
 
 
 @pytest.fixture
 def scratch() -> Iterator[Path]:
-    """A directory every user can reach (pytest's tmp_path is root's alone)."""
+    """A directory every user can reach (pytest's tmp_path is root's alone), with
+    the mount points of the code under it."""
     reason = _cannot_run_reason()
     if reason:
         pytest.skip(reason)
     path = Path(tempfile.mkdtemp(prefix="podsync-service-"))
     path.chmod(0o755)
+    for mount_point in ("code/site", "code/source/podsync"):
+        (path / mount_point).mkdir(parents=True)
     yield path
     shutil.rmtree(path, ignore_errors=True)
 
@@ -76,24 +82,37 @@ Run = Callable[..., subprocess.CompletedProcess[str]]
 
 
 def _runner(scratch: Path, etc: Path | None = None) -> Run:
-    """`podsync ARGS` as `uid` (root: 0) with `home`, in `cwd`; under /etc with
-    etc's contents laid over it when `etc` is given."""
-    work = scratch / "overlay-work"
+    """`podsync ARGS` as `uid` (root: 0) with `home`, in `cwd`, in a mount namespace
+    with the code under `scratch/code`; under /etc with etc's contents laid over it
+    when `etc` is given."""
+    code = scratch / "code"
+    mounts = [f"mount --bind {shlex.quote(str(SITE_PACKAGES))} {shlex.quote(str(code / 'site'))}"]
+    path = [code / "site"]
+    if not SOURCE.is_relative_to(SITE_PACKAGES):  # an editable install
+        target = code / "source" / "podsync"
+        mounts.append(f"mount --bind {shlex.quote(str(SOURCE))} {shlex.quote(str(target))}")
+        path.insert(0, target.parent)
+    if etc is not None:
+        work = scratch / "overlay-work"
+        work.mkdir(exist_ok=True)
+        layers = shlex.quote(f"lowerdir=/etc,upperdir={etc},workdir={work}")
+        mounts.append(f"mount -t overlay overlay -o {layers} /etc")
+    script = " && ".join(mounts) + ' && exec "$@"'
 
     def run(
         *args: str, uid: int, home: Path, cwd: Path, stdin: str = ""
     ) -> subprocess.CompletedProcess[str]:
-        command = [PODSYNC, *args]
+        # -P: nothing from the working directory on sys.path.
+        command = [PYTHON, "-P", "-m", "podsync", *args]
         if uid != 0:
             command = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", *command]
-        if etc is not None:
-            work.mkdir(exist_ok=True)
-            command = ["unshare", "--mount", "--propagation", "private", "sh", "-c", OVERLAY,
-                       "sh", str(etc), str(work), *command]  # fmt: skip
+        command = ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh",
+                   *command]  # fmt: skip
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": str(home),
             "LANG": "C.UTF-8",
+            "PYTHONPATH": os.pathsep.join(str(p) for p in path),
         }
         return subprocess.run(
             command, cwd=cwd, env=env, input=stdin, capture_output=True, text=True,

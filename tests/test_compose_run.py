@@ -8,7 +8,13 @@ the data kept in the volume `podsync-data`. The tools: Debian 12's podman-compos
 both against Podman's Docker-compatible API (`podman system service`). podman runs
 as a user's would: plain `podman`, without the packaging scripts' containers.conf,
 so the limits in the compose file are what lets it start on a restricted host.
-Also the `docker run` line of the docs, with podman. .ci/run installs the tools.
+Also the `docker run` line of the docs, with podman.
+
+All of it in a podman store of the tests' own (tests/podman_sandbox.py), each run
+under a project name of its own: the machine's podsync-data volume and
+localhost/podsync:latest image (someone's compose install, or decoys where there is
+none) are checked to be untouched while the test's own of those names are in use.
+Run with RUN_PACKAGING_TESTS=1; .ci/run installs the tools and does.
 """
 
 from __future__ import annotations
@@ -19,7 +25,8 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -33,53 +40,50 @@ from tests.packaged_support import (
     gpodder_push,
     wait_until_healthy,
 )
+from tests.podman_sandbox import LATEST, VOLUME, Sandbox, machine_podman
 from tests.server_support import free_port
 from tests.test_container import SCRIPT, build
 
 pytestmark = [pytest.mark.container, pytest.mark.slow]
 
 PACKAGING = ROOT / "packaging"
-VOLUME = "podsync-data"  # docs/install.md's name
-PROJECT = "packaging"  # the directory's name: no tool is given another
 INSTALL = ROOT / "docs" / "install.md"
+# What podman-compose 1.0.3 says the first time, before it makes the volume
+# (docs/install.md quotes it as harmless).
+FIRST_RUN_NOTICE = f"Error: inspecting object: no such volume {VOLUME}"
 
 
-def plain_env(**extra: str) -> dict[str, str]:
-    """The environment a user has: no CONTAINERS_CONF of the packaging scripts."""
-    env = {k: v for k, v in os.environ.items() if k != "CONTAINERS_CONF"}
-    return {**env, **extra}
+@pytest.fixture
+def podman(podman_sandbox: Sandbox) -> Callable[..., str]:
+    """Plain podman in the sandbox (as a person runs it); its output."""
 
+    def run(*args: str, check: bool = True, timeout: float = 120) -> str:
+        return podman_sandbox.podman(*args, plain=True, check=check, timeout=timeout).stdout
 
-def podman(*args: str, check: bool = True, timeout: float = 120) -> str:
-    done = subprocess.run(
-        ["podman", *args], env=plain_env(), capture_output=True, text=True,
-        timeout=timeout, check=False,
-    )  # fmt: skip
-    if check and done.returncode != 0:
-        raise AssertionError(f"podman {' '.join(args)}: {done.returncode}\n{done.stderr}")
-    return done.stdout
+    return run
 
 
 @pytest.fixture(scope="module")
-def latest() -> str:
-    """localhost/podsync:latest, as `packaging/container.sh build` leaves it (the
-    container tests' build: cached when they ran first)."""
-    image = build("amd64" if os.uname().machine == "x86_64" else "arm64")
-    assert podman("image", "inspect", "--format", "{{.Id}}", "localhost/podsync:latest") == (
-        podman("image", "inspect", "--format", "{{.Id}}", image)
-    )
+def latest(podman_sandbox: Sandbox) -> str:
+    """localhost/podsync:latest in the sandbox, as `packaging/container.sh build`
+    leaves it (the container tests' build: cached when they ran first)."""
+    image = build(podman_sandbox, "amd64" if os.uname().machine == "x86_64" else "arm64")
+    ids = [
+        podman_sandbox.podman("image", "inspect", "--format", "{{.Id}}", name).stdout
+        for name in (LATEST, image)
+    ]
+    assert ids[0] == ids[1]
     return image
 
 
 @pytest.fixture(scope="module")
-def docker_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def docker_api(podman_sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """DOCKER_HOST for the Docker tools: Podman's Docker-compatible API on a socket."""
-    if shutil.which("podman") is None:
-        cannot_run("needs podman (apt-get install podman)")
     socket = tmp_path_factory.mktemp("podman-api") / "podman.sock"
     service = subprocess.Popen(
         ["podman", "system", "service", "--time=0", f"unix://{socket}"],
-        env=plain_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env=podman_sandbox.env(plain=True), stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 30
@@ -116,40 +120,56 @@ def _tool(name: str) -> list[str]:
     return [command]
 
 
-def _clean() -> None:
+def _clean(podman: Callable[..., str], project: str) -> None:
     for container in podman(
-        "ps", "--all", "--quiet", "--filter", f"label=com.docker.compose.project={PROJECT}"
+        "ps", "--all", "--quiet", "--filter", f"label=com.docker.compose.project={project}"
     ).split():
-        podman("rm", "--force", "--time", "0", container, check=False)
+        podman("rm", "--force", "--volumes", "--time", "0", container, check=False)
     podman("volume", "rm", "--force", VOLUME, check=False)
-    podman("network", "rm", "--force", f"{PROJECT}_default", check=False)
+    podman("network", "rm", "--force", f"{project}_default", check=False)
+
+
+def _machine_s_own(podman: Callable[..., str]) -> None:
+    """The sandbox's podsync-data and localhost/podsync:latest are not the machine's."""
+    ours = podman("volume", "inspect", "--format", "{{.Mountpoint}}", VOLUME).strip()
+    theirs = machine_podman("volume", "inspect", "--format", "{{.Mountpoint}}", VOLUME).strip()
+    assert ours != theirs
+    ours = podman("image", "inspect", "--format", "{{.Id}}", LATEST).strip()
+    theirs = machine_podman("image", "inspect", "--format", "{{.Id}}", LATEST).strip()
+    assert ours != theirs
 
 
 @pytest.mark.parametrize("tool", ["podman-compose", "compose-v2", "docker-compose-1.29"])
-def test_the_compose_quick_start_and_upgrade(
-    tool: str, latest: str, request: pytest.FixtureRequest
+def test_the_compose_quick_start_and_upgrade_leave_the_machine_s_own_alone(
+    tool: str,
+    latest: str,
+    podman_sandbox: Sandbox,
+    podman: Callable[..., str],
+    request: pytest.FixtureRequest,
 ) -> None:
     compose = _tool(tool)
+    machine = podman_sandbox.machine
     extra = (
         {} if tool == "podman-compose" else {"DOCKER_HOST": request.getfixturevalue("docker_api")}
     )
-    if subprocess.run(["podman", "volume", "exists", VOLUME], env=plain_env()).returncode == 0:
-        pytest.fail(f"a volume {VOLUME} exists already: the test would use someone's data")
+    if podman_sandbox.podman("volume", "exists", VOLUME, plain=True, check=False).returncode == 0:
+        pytest.fail(f"a volume {VOLUME} exists already in the sandbox")
+    project = f"podsync-test-{uuid.uuid4().hex[:8]}"
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    env = plain_env(PODSYNC_PUBLISH=f"127.0.0.1:{port}", **extra)
+    env = podman_sandbox.env(plain=True, PODSYNC_PUBLISH=f"127.0.0.1:{port}", **extra)
 
     def step(*args: str, stdin: str = "", timeout: float = 300) -> str:
         done = subprocess.run(
-            [*compose, *args], cwd=PACKAGING, env=env, input=stdin, capture_output=True,
-            text=True, timeout=timeout, check=False,
+            [*compose, "-p", project, *args], cwd=PACKAGING, env=env, input=stdin,
+            capture_output=True, text=True, timeout=timeout, check=False,
         )  # fmt: skip
         assert done.returncode == 0, f"{tool} {' '.join(args)}:\n{done.stdout}\n{done.stderr}"
         return done.stdout + done.stderr
 
     def container() -> dict[str, str]:
         [line] = podman(
-            "ps", "--filter", f"label=com.docker.compose.project={PROJECT}",
+            "ps", "--filter", f"label=com.docker.compose.project={project}",
             "--format", "{{.ID}} {{.Image}}",
         ).splitlines()  # fmt: skip
         ident, image = line.split()
@@ -162,21 +182,28 @@ def test_the_compose_quick_start_and_upgrade(
         started = time.monotonic()
         up = step("up", "-d")
         assert "Trying to pull" not in up and "docker.io" not in up, up
+        if tool == "podman-compose":  # as docs/install.md says, word for word
+            assert FIRST_RUN_NOTICE in up, up
+            assert f"`{FIRST_RUN_NOTICE}`" in INSTALL.read_text()
         wait_until_healthy(base, timeout=90)
         first = container()
-        assert first["image"] == "localhost/podsync:latest"
+        assert first["image"] == LATEST
         assert first["mount"] == f"{VOLUME} /data"
         added = step("exec", "-T", "podsync", "podsync", "user", "add", "alice", "--password-stdin",
                      stdin=PASSWORD + "\n")  # fmt: skip
         assert "user alice created" in added
         gpodder_login(base, "alice", PASSWORD)
         gpodder_push(base, "alice", PASSWORD, "phone")
+        # Both stores have a podsync-data and a localhost/podsync:latest now; the
+        # machine's are as they were.
+        _machine_s_own(podman)
+        assert machine.changes() == []
 
         # The upgrade: back up, rebuild the image, replace the container.
         step("exec", "-T", "podsync", "podsync", "db", "backup", "/data/before-upgrade.db")
         rebuilt = subprocess.run(
-            [str(SCRIPT), "build"], cwd=PACKAGING, capture_output=True, text=True, timeout=2400,
-            check=False,
+            [str(SCRIPT), "build"], cwd=PACKAGING, env=podman_sandbox.env(),
+            capture_output=True, text=True, timeout=2400, check=False,
         )  # fmt: skip
         assert rebuilt.returncode == 0, rebuilt.stderr
         step("up", "-d", "--force-recreate")
@@ -188,10 +215,14 @@ def test_the_compose_quick_start_and_upgrade(
         listed = step("exec", "-T", "podsync", "podsync", "user", "list")
         assert re.search(r"^alice\s+enabled", listed, re.MULTILINE), listed
         assert podman("volume", "inspect", "--format", "{{.Name}}", VOLUME).strip() == VOLUME
+        _machine_s_own(podman)
+        assert machine.changes() == []
         print(f"{tool}: quick start and upgrade in {time.monotonic() - started:.0f} s")
     finally:
-        subprocess.run([*compose, "down"], cwd=PACKAGING, env=env, capture_output=True, timeout=120)
-        _clean()
+        subprocess.run([*compose, "-p", project, "down"], cwd=PACKAGING, env=env,
+                       capture_output=True, timeout=120)  # fmt: skip
+        _clean(podman, project)
+    assert machine.changes() == []
 
 
 def _documented_run() -> list[str]:
@@ -202,7 +233,9 @@ def _documented_run() -> list[str]:
     return command.split()
 
 
-def test_the_documented_podman_run_starts_where_podman_s_own_limits_do_not(latest: str) -> None:
+def test_the_documented_podman_run_starts_where_podman_s_own_limits_do_not(
+    latest: str, podman: Callable[..., str]
+) -> None:
     """With plain podman (no containers.conf), the documented options start the image."""
     command = _documented_run()
     assert command[-1] == "localhost/podsync:latest"

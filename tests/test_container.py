@@ -2,10 +2,11 @@
 
 packaging/container.sh builds localhost/podsync:VERSION-ARCH; where no registry is
 reachable it makes the Debian bases with mmdebstrap first (kept in build/debian for
-the rest of the run). Each test runs containers the way the compose file does: a
-named volume on /data, port 8080 published on loopback, `exec` for the CLI. Every
-container and volume a test makes is removed by it. Deselect with
-`-m "not container"` (and the arm64 image with `-m "not arm64"`); .ci/run runs them.
+the rest of the run). Everything happens in a podman store of the tests' own
+(tests/podman_sandbox.py): the machine's images and volumes are never seen or
+changed. Each test runs containers the way the compose file does: a named volume
+on /data, port 8080 published on loopback, `exec` for the CLI. Run with
+RUN_PACKAGING_TESTS=1 (tests/conftest.py); .ci/run does.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from tests.packaged_support import (
     gpodder_push,
     wait_until_healthy,
 )
+from tests.podman_sandbox import Sandbox
 from tests.server_support import free_port
 
 pytestmark = [pytest.mark.container, pytest.mark.slow]
@@ -41,39 +43,20 @@ IMAGE_SIZE_LIMIT = 200_000_000  # bytes, uncompressed
 
 
 def _cannot_run_reason() -> str | None:
-    if shutil.which("podman") is None:
-        return "needs podman (apt-get install podman runc)"
-    if os.geteuid() != 0:
-        return "the container tests run podman as root"
     if os.environ.get("PODSYNC_IMAGE_BASE") != "public" and shutil.which("mmdebstrap") is None:
         return "needs mmdebstrap to make the Debian bases (apt-get install mmdebstrap)"
     return None
 
 
-def podman(
-    *args: str, input: str | None = None, timeout: float = 120, check: bool = True
-) -> subprocess.CompletedProcess[str]:
-    """podman as the packaging scripts run it (with their containers.conf, if needed)."""
-    done = subprocess.run(
-        ["bash", str(SCRIPT), "podman", *args],
-        input=input,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    if check and done.returncode != 0:
-        raise AssertionError(f"podman {' '.join(args)}: {done.returncode}\n{done.stderr}")
-    return done
-
-
-def build(arch: str) -> str:
+def build(sandbox: Sandbox, arch: str) -> str:
+    """`container.sh build --arch ARCH` in the sandbox; the image's name."""
     reason = _cannot_run_reason()
     if reason:
         cannot_run(reason)
     done = subprocess.run(
         ["bash", str(SCRIPT), "build", "--arch", arch],
         cwd=ROOT,
+        env=sandbox.env(),
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
@@ -86,23 +69,31 @@ def build(arch: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def image() -> str:
-    return build("amd64" if os.uname().machine == "x86_64" else "arm64")
+def image(podman_sandbox: Sandbox) -> str:
+    return build(podman_sandbox, "amd64" if os.uname().machine == "x86_64" else "arm64")
 
 
 @pytest.fixture(scope="session")
-def arm64_image() -> str:
+def arm64_image(podman_sandbox: Sandbox) -> str:
     if os.uname().machine != "x86_64":
         pytest.skip("the arm64 image is built under emulation on x86-64")
-    return build("arm64")
-
-
-Run = Callable[..., str]
+    return build(podman_sandbox, "arm64")
 
 
 @pytest.fixture
-def run_container() -> Iterator[Run]:
+def podman(podman_sandbox: Sandbox) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """podman in the sandbox, as the packaging scripts run it."""
+    return podman_sandbox.podman
+
+
+Run = Callable[..., str]
+Podman = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture
+def run_container(podman_sandbox: Sandbox) -> Iterator[Run]:
     """Start a container (detached); each one, and each volume named, is removed after."""
+    podman = podman_sandbox.podman
     names: list[str] = []
     volumes: set[str] = set()
 
@@ -117,23 +108,25 @@ def run_container() -> Iterator[Run]:
 
     yield run
     for name in names:
-        podman("rm", "--force", "--time", "0", name, check=False)
+        podman("rm", "--force", "--volumes", "--time", "0", name, check=False)
     for volume in volumes:
         podman("volume", "rm", "--force", volume, check=False)
 
 
-def inspect(what: str) -> dict[str, Any]:
+def inspect(podman: Podman, what: str) -> dict[str, Any]:
     [document] = json.loads(podman("inspect", what).stdout)
     return dict(document)
 
 
-def logs(name: str) -> str:
+def logs(podman: Podman, name: str) -> str:
     done = podman("logs", name)
     return done.stdout + done.stderr
 
 
-def test_the_image_runs_podsync_unprivileged_with_data_in_a_volume(image: str) -> None:
-    described = inspect(image)
+def test_the_image_runs_podsync_unprivileged_with_data_in_a_volume(
+    image: str, podman: Podman
+) -> None:
+    described = inspect(podman, image)
     config = described["Config"]
     assert config["User"] == "podsync:podsync"
     assert set(config["Volumes"]) == {"/data"}
@@ -161,7 +154,7 @@ def test_the_image_runs_podsync_unprivileged_with_data_in_a_volume(image: str) -
 
 
 def test_a_container_serves_syncs_stops_on_sigterm_and_keeps_its_data(
-    image: str, run_container: Run
+    image: str, run_container: Run, podman: Podman
 ) -> None:
     volume = f"podsync-test-{uuid.uuid4().hex[:12]}"
     port = free_port()
@@ -197,11 +190,11 @@ def test_a_container_serves_syncs_stops_on_sigterm_and_keeps_its_data(
     started = time.monotonic()
     podman("stop", "--time", "60", first, timeout=120)
     took = time.monotonic() - started
-    state = inspect(first)["State"]
-    assert state["ExitCode"] == 0, logs(first)
+    state = inspect(podman, first)["State"]
+    assert state["ExitCode"] == 0, logs(podman, first)
     assert took < SHUTDOWN_TIMEOUT + 10, f"stopping took {took:.1f} s"
     # The log goes to the container's output: podman/docker logs show it.
-    output = logs(first)
+    output = logs(podman, first)
     assert "listening on http://0.0.0.0:8080" in output
     assert "stopped" in output
 
@@ -212,8 +205,10 @@ def test_a_container_serves_syncs_stops_on_sigterm_and_keeps_its_data(
 
 
 @pytest.mark.arm64
-def test_the_arm64_image_answers_under_emulation(arm64_image: str, run_container: Run) -> None:
-    assert inspect(arm64_image)["Architecture"] == "arm64"
+def test_the_arm64_image_answers_under_emulation(
+    arm64_image: str, run_container: Run, podman: Podman
+) -> None:
+    assert inspect(podman, arm64_image)["Architecture"] == "arm64"
     port = free_port()
     name = run_container(arm64_image, "--publish", f"127.0.0.1:{port}:8080")
     health = wait_until_healthy(f"http://127.0.0.1:{port}", timeout=300)
@@ -221,4 +216,4 @@ def test_the_arm64_image_answers_under_emulation(arm64_image: str, run_container
     machine = podman("exec", name, "python3", "-c", "import platform; print(platform.machine())")
     assert machine.stdout.strip() == "aarch64"
     podman("stop", "--time", "60", name, timeout=120)
-    assert inspect(name)["State"]["ExitCode"] == 0, logs(name)
+    assert inspect(podman, name)["State"]["ExitCode"] == 0, logs(podman, name)

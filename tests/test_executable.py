@@ -2,8 +2,8 @@
 
 The binary is copied alone into an empty directory and run from there with no
 virtualenv, no PYTHONPATH and no PODSYNC_* variables, the way an admin would run
-it after copying it to /usr/local/bin. Deselect locally with `-m "not executable"`;
-.ci/run runs it. (The arm64 build, made under emulation, is tested in
+it after copying it to /usr/local/bin. Runs with RUN_PACKAGING_TESTS=1 (.ci/run
+sets it). (The arm64 build, made under emulation, is tested in
 tests/test_arm64.py.)
 """
 

@@ -1,9 +1,10 @@
 """packaging/release.sh VERSION makes every file a release ships, and SHA256SUMS.
 
 It reuses what the tests before it built (the binaries are rebuilt only when their
-sources changed; podman keeps the image layers), so in CI it costs the wheel, the
-sdist and two `podman save`. Run alone, it builds everything: allow half an hour.
-Deselect with `-m "not container"` or `-m "not arm64"`.
+sources changed; the container tests' podman store keeps the image layers,
+tests/podman_sandbox.py), so in CI it costs the wheel, the sdist and two `podman
+save`. Run alone, it builds everything: allow half an hour. Run with
+RUN_PACKAGING_TESTS=1; .ci/run does.
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ import pytest
 
 import podsync
 from tests.packaged_support import ROOT, cannot_run
+from tests.podman_sandbox import Sandbox
 
 pytestmark = [pytest.mark.container, pytest.mark.arm64, pytest.mark.slow]
 
 
-def test_release_builds_every_file_and_their_checksums() -> None:
+def test_release_builds_every_file_and_their_checksums(podman_sandbox: Sandbox) -> None:
     for tool, package in (
         ("podman", "podman"),
         ("mmdebstrap", "mmdebstrap"),
@@ -37,6 +39,7 @@ def test_release_builds_every_file_and_their_checksums() -> None:
     done = subprocess.run(
         ["bash", str(ROOT / "packaging" / "release.sh"), f"v{version}"],
         cwd=ROOT,
+        env=podman_sandbox.env(),
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,

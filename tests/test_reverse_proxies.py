@@ -28,6 +28,8 @@ from tests import replica_http
 from tests.antennapod_replica import AntennaPod
 from tests.conftest import PASSWORD, MakeConfig, ServeProcess
 
+pytestmark = pytest.mark.proxy
+
 PACKAGING = Path(__file__).resolve().parent.parent / "packaging"
 A, B = "https://a.example/feed.xml", "https://b.example/feed.xml"
 START_TIMEOUT = 30.0

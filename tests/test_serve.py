@@ -123,8 +123,13 @@ def test_serve_on_a_busy_port_is_one_error_line(config: Config, tmp_path: Path) 
             "--config", str(config_file(config)), "serve", "--port", str(port), cwd=tmp_path
         )
     assert result.returncode == 1
-    assert result.stderr.splitlines()[-1].startswith("Error: ")
+    # One line that says what is wrong, what may hold the port and what to do.
+    assert result.stderr.splitlines()[-1] == (
+        f"Error: cannot listen on 127.0.0.1:{port}: the address is already in use (is "
+        "another podsync running?); choose another port with --port or server.port"
+    )
     assert "Traceback" not in result.stderr
+    assert "Errno" not in result.stderr
 
 
 def test_serve_refuses_a_newer_schema(config: Config, tmp_path: Path) -> None:

@@ -325,7 +325,10 @@ def test_a_port_in_use_is_one_error_line(tmp_path: Path) -> None:
         done = subprocess.run(tree.argv(), capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 1
     errors = [line for line in done.stderr.splitlines() if line.startswith("Error:")]
-    assert len(errors) == 1 and "address already in use" in errors[0], done.stderr
+    assert errors == [
+        f"Error: cannot listen on 127.0.0.1:{tree.port}: the address is already in use (is "
+        "another podsync running?); choose another port with --port or server.port"
+    ], done.stderr
     assert "Traceback" not in done.stderr
 
 

@@ -4,6 +4,7 @@ signals, a reload on SIGHUP; one of several workers (`web/workers.py`)."""
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import os
 import signal
@@ -19,6 +20,7 @@ from aiohttp.web_request import BaseRequest
 
 from podsync import __version__
 from podsync.config import Config, describe_database
+from podsync.errors import AddressInUse
 from podsync.logs import mark_worker
 from podsync.web.app import create_app
 from podsync.web.http import dumps, error_name
@@ -122,10 +124,19 @@ def _ssl_context(config: Config) -> ssl.SSLContext | None:
     return context
 
 
+def _address_in_use(host: str, port: int) -> str:
+    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    return (
+        f"cannot listen on {where}: the address is already in use (is another podsync "
+        "running?); choose another port with --port or server.port"
+    )
+
+
 def listen(host: str, port: int, backlog: int = BACKLOG) -> list[socket.socket]:
     """The listening sockets of `host` and `port`, bound as asyncio's `create_server`
     binds them (every address the name has, IPv6 ones IPv6 only, addresses reused),
-    with the same error when one cannot be bound. Made once and kept by the process
+    with the same error when one cannot be bound (AddressInUse, saying what to do,
+    when something already listens there). Made once and kept by the process
     that serves (or forks the workers): a reload keeps the address, and connections
     that come meanwhile wait in the backlog instead of being refused."""
     infos = socket.getaddrinfo(
@@ -142,6 +153,8 @@ def listen(host: str, port: int, backlog: int = BACKLOG) -> list[socket.socket]:
             try:
                 sock.bind(address)
             except OSError as exc:  # asyncio's words, so the message is what it was
+                if exc.errno == errno.EADDRINUSE:
+                    raise AddressInUse(_address_in_use(host, port)) from None
                 reason = (exc.strerror or str(exc)).lower()
                 raise OSError(
                     exc.errno, f"error while attempting to bind on address {address!r}: {reason}"
