@@ -154,13 +154,29 @@ def episode_action_view(
     """An episode action's JSON object as gpodder clients read it (ASCII, compact):
     the timestamp as `YYYY-MM-DDTHH:MM:SS` (UTC, no zone, no fraction: the one form
     mygpoclient, Kasts and AntennaPod all parse), play fields only on a play with a
-    known position, optional keys left out rather than null.
+    known position, optional keys left out rather than null."""
+    return episode_action_json(
+        _string(podcast_url), episode_url, action, occurred_at, device_id, guid,
+        started, position, total,
+    ).encode("ascii")  # fmt: skip
 
-    The store keeps these bytes with every action it writes, so that a pull is a join
-    of stored bytes (a first sync reads thousands), as a subscription list page is."""
+
+def episode_action_json(
+    podcast_json: str,
+    episode_url: str,
+    action: str,
+    occurred_at: int,
+    device_id: str | None,
+    guid: str | None,
+    started: int | None,
+    position: int | None,
+    total: int | None,
+) -> str:
+    """`episode_action_view` as text, the podcast URL given as its JSON string already
+    (a pull of thousands of actions names a few hundred podcasts)."""
     text = (
-        f'{{"podcast":{_string(podcast_url)},"episode":{_string(episode_url)},'
-        f'"action":{_string(action)},"timestamp":"{timestamps.format_seconds(occurred_at)}"'
+        f'{{"podcast":{podcast_json},"episode":{_string(episode_url)},'
+        f'"action":"{action}","timestamp":"{timestamps.format_seconds(occurred_at)}"'
     )
     if guid is not None:
         text += f',"guid":{_string(guid)}'
@@ -172,7 +188,7 @@ def episode_action_view(
         text += f',"position":{position}'
         if total is not None:
             text += f',"total":{total}'
-    return (text + "}").encode("ascii")
+    return text + "}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from podsync.episode_keys import ACTION_NAMES
 from tests.server_support import free_port
 
 OPODSYNC_SOURCE = Path(__file__).parent / "fixtures" / "opodsync" / "server"
@@ -64,13 +65,19 @@ def expected_rows(count: int = 40) -> set[tuple[str, str, int, int | None, str]]
 
 
 def stored_actions(db_path: str, name: str) -> set[tuple[str, str, int, int | None, str]]:
+    """(episode URL, action, occurred_at µs, position, device) of what podsync stored
+    for user `name` (read from its SQLite file as the schema keeps it)."""
     with closing(sqlite3.connect(db_path)) as conn:
         found = conn.execute(
-            "SELECT e.episode_url, e.action, e.occurred_at, e.position, e.device_id "
-            "FROM episode_actions e JOIN users u ON u.id = e.user_id WHERE u.name = ?",
+            "SELECT CASE WHEN e.prefixed THEN f.prefix || e.url ELSE e.url END, a.action, "
+            "a.occurred_at, a.position, a.device_id FROM episode_actions a "
+            "JOIN episodes e ON e.id = a.episode_id JOIN episode_feeds f ON f.id = e.feed_id "
+            "JOIN users u ON u.id = a.user_id WHERE u.name = ?",
             (name,),
         ).fetchall()
-    return {tuple(row) for row in found}  # type: ignore[misc]
+    return {
+        (url, ACTION_NAMES[code], at, position, device) for url, code, at, position, device in found
+    }
 
 
 def call(

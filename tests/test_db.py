@@ -19,7 +19,7 @@ from podsync.storage.errors import SchemaTooNew
 from podsync.storage.migrations.sqlite import MIGRATIONS
 from podsync.storage.sqlite import Database
 from podsync.storage.sqlite_connection import BUSY_TIMEOUT_MS
-from podsync.store import Connection, meta
+from podsync.store import Connection, meta, users
 from tests.conftest import PASSWORD, config_file, login, run_cli
 
 
@@ -102,12 +102,22 @@ async def test_failed_write_rolls_back(tmp_path: Path) -> None:
             assert await meta.get(conn, "x") == "2"
 
 
+async def _user(db: Database) -> int:
+    async with db.write() as conn:
+        await conn.execute(
+            "INSERT INTO users (name, password_hash, created_at) VALUES ('u', 'x', 0)"
+        )
+        row = await conn.fetch_one("SELECT id FROM users WHERE name = 'u'")
+    return int(row[0])
+
+
 async def test_concurrent_writes_are_serialised(tmp_path: Path) -> None:
     async with Database(str(tmp_path / "p.db")) as db:
+        user_id = await _user(db)
 
         async def reserve() -> int:
             async with db.write() as conn:
-                first = await meta.next_change_seqs(conn, 3)
+                first = await users.next_change_seqs(conn, user_id, 3)
                 await asyncio.sleep(0)
                 return first
 
@@ -118,10 +128,11 @@ async def test_concurrent_writes_are_serialised(tmp_path: Path) -> None:
 async def test_two_databases_on_one_file_write_in_turn(tmp_path: Path) -> None:
     path = str(tmp_path / "p.db")
     async with Database(path) as first, Database(path) as second:
+        user_id = await _user(first)
 
         async def reserve(db: Database) -> int:
             async with db.write() as conn:
-                return await meta.next_change_seqs(conn, 1)
+                return await users.next_change_seqs(conn, user_id, 1)
 
         results = await asyncio.gather(*(reserve(db) for db in [first, second] * 10))
     assert sorted(results) == list(range(1, 21))

@@ -1,8 +1,8 @@
 """Schema step 10 on both engines: the episode index that also refuses an action
 stored before replaces the UNIQUE on (user, content hash). A database of the release
-before keeps every action as it was, a batch sent again still adds nothing, and on
-SQLite (where the step copies the table) a seq is never given out twice, not even
-one of a deleted user's actions."""
+before keeps every action as it was; once migrated to the current schema, a batch
+sent again still adds nothing and a seq is never given out twice, not even one of a
+deleted user's actions."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ from podsync.config import Config
 from podsync.errors import LimitExceeded
 from podsync.model import episode_action_view
 from podsync.services.gpodder.bounds import UploadBounds
-from podsync.services.gpodder.episodes import EpisodeService, content_hash, parse_item
+from podsync.services.gpodder.episodes import EpisodeService, parse_item
 from podsync.storage.engine import Engine, create_engine
 from podsync.storage.maintenance import check
 from tests.conftest import MakeConfig
-from tests.migration_support import add_user, database_at
+from tests.migration_support import add_user, database_at, old_content_hash
 
 pytestmark = pytest.mark.both_engines
 
@@ -56,7 +56,7 @@ async def store_as_before(db: Engine, user_id: int, items: list[dict[str, Any]])
         )  # fmt: skip
         rows.append(
             (user_id, a.podcast_url, a.podcast_key, a.episode_url, a.action, a.occurred_at,
-             a.device_id, a.guid, a.started, a.position, a.total, content_hash(a), view)
+             a.device_id, a.guid, a.started, a.position, a.total, old_content_hash(a), view)
         )  # fmt: skip
     async with db.write() as conn:
         await conn.execute_many(
@@ -107,12 +107,13 @@ async def test_step_10_keeps_every_action_and_still_refuses_one_sent_again(
         before = await everything(db)
     highest_given = max(row[0] for row in before) + 25
     assert len(before) == 40
+    async with database_at(config, db_engine, 10) as db:  # the step itself
+        assert await everything(db) == before
+        assert await unique_keys(db, db_engine) == ["user_id,episode_url,action,content_hash"]
 
     db = create_engine(config.database)
     await db.open()  # migrates to the current version
     try:
-        assert await everything(db) == before
-        assert await unique_keys(db, db_engine) == ["user_id,episode_url,action,content_hash"]
         service = EpisodeService(db, 1000, UploadBounds(config.gpodder))
         # First, before anything else could move the counter: the deleted user's
         # seqs stay given out.
@@ -120,11 +121,16 @@ async def test_step_10_keeps_every_action_and_still_refuses_one_sent_again(
         assert new.after == highest_given + 1
         again = await service.upload(alice, batch("alice", 41))
         assert again.stored == 41 and again.after == again.before  # nothing added
-        assert len(await everything(db)) == 41
+        assert await stored(db) == 41
     finally:
         await db.close()
     if db_engine == "sqlite":
         assert check(config.database.path).problems == []
+
+
+async def stored(db: Engine) -> int:
+    async with db.read() as conn:
+        return int((await conn.fetch_one("SELECT count(*) FROM episode_actions"))[0])
 
 
 async def test_the_limit_counts_an_action_sent_again_as_nothing_new(
@@ -142,7 +148,7 @@ async def test_the_limit_counts_an_action_sent_again_as_nothing_new(
         # 45 stored, 40 of these among them: 5 new would make 50, within the bound.
         resent = await service.upload(alice, batch("alice", 50)[10:])
         assert resent.stored == 40
-        assert len(await everything(db)) == 50
+        assert await stored(db) == 50
         with pytest.raises(LimitExceeded, match="episode action limit reached"):
             await service.upload(alice, batch("alice", 51)[45:])  # 1 new past 50
     finally:

@@ -1,16 +1,15 @@
 """Schema step 13 on both engines: a database of the release before (step 12) with
 episode actions already stored gains the Login Flow v2 table and the index of
-episode actions by arrival, and the Nextcloud API reads the old actions by it."""
+episode actions by arrival; migrated on to the current schema, the Nextcloud API
+still finds the old actions by the second they arrived."""
 
 from __future__ import annotations
-
-from typing import Any
 
 import pytest
 
 from podsync.config import Config
 from podsync.storage.engine import create_engine
-from podsync.store import nextcloud_feed
+from podsync.store import episode_reads
 from tests.migration_support import add_user, database_at
 
 pytestmark = pytest.mark.both_engines
@@ -32,21 +31,23 @@ async def test_step_13_adds_login_flows_and_reads_old_actions_by_arrival(
         async with db.read() as conn:
             with pytest.raises(Exception, match="login_flows"):
                 await conn.fetch_one("SELECT count(*) FROM login_flows")
+    async with database_at(config, db_engine, 13) as db, db.read() as conn:  # the step
+        assert (await conn.fetch_one("SELECT count(*) FROM login_flows"))[0] == 0
+        if db_engine == "sqlite":
+            plan = await conn.fetch_all(
+                "EXPLAIN QUERY PLAN SELECT view FROM episode_actions "
+                "WHERE user_id = ? AND received_at >= ?",
+                (alice, 0),
+            )
+            assert any("episode_actions_received" in str(row[-1]) for row in plan), plan
     db = create_engine(config.database)
-    await db.open()  # migrates to the current version
+    await db.open()  # migrates to the current version: arrivals kept per second
     try:
         async with db.read() as conn:
-            assert (await conn.fetch_one("SELECT count(*) FROM login_flows"))[0] == 0
-            views: list[Any] = await nextcloud_feed.actions_since(
-                conn, alice, 1_500_000_000, 1_500_000_000, None
-            )
-            assert views == [b'{"n":2}']
-            if db_engine == "sqlite":
-                plan = await conn.fetch_all(
-                    "EXPLAIN QUERY PLAN SELECT view FROM episode_actions "
-                    "WHERE user_id = ? AND received_at >= ?",
-                    (alice, 0),
-                )
-                assert any("episode_actions_received" in str(row[-1]) for row in plan), plan
+            bounds = await episode_reads.received_bounds(conn, alice, 1500, 1500)
+            seqs = [row[0] for row in await episode_reads.received_page(conn, alice, 0, 10)]
+            assert bounds == (seqs[1], seqs[1])
+            later = await episode_reads.received_page(conn, alice, bounds[0] - 1, 10)
+            assert [(row[0], row[2]) for row in later] == [(seqs[1], "2")]  # seq, URL unprefixed
     finally:
         await db.close()

@@ -109,7 +109,7 @@ def test_a_second_import_changes_nothing(config: Config) -> None:
         "already subscribed": 4,
         "skipped": 0,
     }
-    # Same rows, same change_seq, same meta counter: not one write.
+    # Same rows, same change numbers and counters: not one write.
     assert dump(config) == before
 
 

@@ -16,7 +16,7 @@ from podsync.services.sync import SyncService
 from podsync.storage.engine import Engine, create_engine
 from podsync.storage.maintenance import check
 from podsync.store import feed_info
-from tests.migration_support import add_user, database_at
+from tests.migration_support import add_user, database_at, subscribe_as_before
 
 pytestmark = pytest.mark.both_engines
 
@@ -71,12 +71,18 @@ async def test_step_11_keeps_every_subscription_and_the_fetchers_question(
             "subscriptions_feed": "url_key",
         }
         alice, bob = await add_user(db, "alice"), await add_user(db, "bob")
-        sync = SyncService(db, config.sync)
-        await subscribe(sync, alice, *(f"https://a.example/{n}.xml" for n in range(30)))
-        await subscribe(sync, bob, "https://a.example/0.xml", "https://b.example/feed")
+        now = 1_700_000_000_000_000
+        await subscribe_as_before(db, alice, [f"https://a.example/{n}.xml" for n in range(30)], now)
+        await subscribe_as_before(
+            db, bob, ["https://a.example/0.xml", "https://b.example/feed"], now
+        )
         # Nobody is subscribed to a.example/1 any more; bob still is to a.example/0.
-        await sync.apply(alice, None, [Unsubscribe(feed_url="https://a.example/1.xml")])
-        await sync.apply(alice, None, [Unsubscribe(feed_url="https://a.example/0.xml")])
+        await subscribe_as_before(
+            db, alice, ["https://a.example/1.xml"], now + 1, unsubscribed=True
+        )
+        await subscribe_as_before(
+            db, alice, ["https://a.example/0.xml"], now + 2, unsubscribed=True
+        )
         before = await everything(db)
     assert len(before) == 32
 

@@ -120,3 +120,25 @@ def test_the_wal_stays_bounded_under_writes_that_never_pause(
     with closing(sqlite3.connect(config.database.path)) as conn:
         stored = conn.execute("SELECT count(*) FROM episode_actions").fetchone()[0]
     assert stored == uploads * BATCH
+
+
+def test_a_bursts_log_is_given_back_after_a_second_of_quiet(
+    make_config: MakeConfig, tmp_path: Path
+) -> None:
+    """A burst's log (past 4 MiB) is truncated a second after the last write, not the
+    ten seconds a server that writes now and then waits: the database on disk is its
+    size again right after an import or a phone's first upload."""
+    config = make_config(server={"max_body_bytes": 4 * MIB})
+    add_user(config)
+    wal = Path(config.database.path + "-wal")
+    with serving(config, tmp_path / "serve.log") as base:
+        batches = 0
+        while wal.stat().st_size <= 5 * MIB:
+            _upload(base, batches)
+            batches += 1
+        quiet_since = time.monotonic()
+        while wal.stat().st_size > 0 and time.monotonic() - quiet_since < 10:
+            time.sleep(0.1)
+        waited = time.monotonic() - quiet_since
+        assert wal.stat().st_size == 0, f"-wal still {wal.stat().st_size} bytes"
+        assert waited < 5, f"the log was truncated after {waited:.1f} s of quiet"

@@ -5,7 +5,6 @@ walk both ways on a (time, seq) key, ties by arrival; the action filter; schema 
 
 from __future__ import annotations
 
-import hashlib
 import re
 from typing import Any
 
@@ -17,13 +16,12 @@ from podsync.feeds import url_key
 from podsync.services.accounts import AccountService
 from podsync.services.passwords import PasswordService
 from podsync.storage.migrations.sqlite import MIGRATIONS
-from podsync.store import episodes
 from podsync.store.episodes import EpisodeAction
 from podsync.web.app import create_app
 from podsync.web.keys import DB
 from tests.conftest import PASSWORD, with_accounts
 from tests.gpodder_support import basic
-from tests.migration_support import database_at
+from tests.migration_support import database_at, store_actions_as_before
 from tests.test_webui_http import sign_in
 
 pytestmark = pytest.mark.both_engines
@@ -142,18 +140,16 @@ async def test_step_14_on_a_database_of_the_release_before(
     try:
         async with database_at(config, db_engine, RELEASE_BEFORE) as db:
             user = await AccountService(db, passwords).add_user("alice", PASSWORD)
-            rows = [
-                (
-                    EpisodeAction(
-                        0, FEED, url_key(FEED), f"https://cdn.example.com/ep-{n:03d}.mp3",
-                        "play", when, "phone", None, 0, 60, 3600,
-                    ),
-                    hashlib.sha256(str(n).encode()).digest(),
+            actions = [
+                EpisodeAction(
+                    0, FEED, url_key(FEED), f"https://cdn.example.com/ep-{n:03d}.mp3",
+                    "play", when, "phone", None, 0, 60, 3600,
                 )
                 for n, when in ((2, 1_763_632_800_000_000), (1, 1_761_991_200_000_000))
             ]  # fmt: skip
-            async with db.write() as conn:
-                await episodes.insert_many(conn, user.id, rows, 1_764_000_000_000_000)
+            await store_actions_as_before(
+                db, user.id, actions, 1_764_000_000_000_000, RELEASE_BEFORE
+            )
     finally:
         passwords.close()
     client: TestClient[Any, Any] = await aiohttp_client(create_app(config))  # migrates

@@ -302,8 +302,6 @@ async def test_admin_actions_need_an_admin_and_an_admin_cannot_lock_themselves_o
 
 
 async def test_history_pages_walk_both_ways(ui: TestClient[Any, Any], config: Config) -> None:
-    import hashlib
-
     from podsync.feeds import url_key
     from podsync.store import episodes
     from podsync.store.episodes import EpisodeAction
@@ -312,27 +310,25 @@ async def test_history_pages_walk_both_ways(ui: TestClient[Any, Any], config: Co
 
     async def seed(accounts: Any) -> None:
         user = await accounts.get_user("alice")
-        rows = [
-            (
-                EpisodeAction(
-                    0,
-                    feed,
-                    url_key(feed),
-                    f"https://cdn.example.com/ep-{i:03d}.mp3",
-                    "download",
-                    1_700_000_000_000_000 + i,
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                ),
-                hashlib.sha256(str(i).encode()).digest(),
+        actions = [
+            EpisodeAction(
+                0,
+                feed,
+                url_key(feed),
+                f"https://cdn.example.com/ep-{i:03d}.mp3",
+                "download",
+                1_700_000_000_000_000 + i,
+                None,
+                None,
+                None,
+                None,
+                None,
             )
             for i in range(120)
         ]
         async with accounts.db.write() as conn:
-            await episodes.insert_many(conn, user.id, rows, 1_700_000_000_000_000)
+            batch = await episodes.resolve(conn, user.id, actions)
+            await episodes.store(conn, batch, 1_700_000_000_000_000)
 
     await with_accounts(config, seed)
     await sign_in(ui)

@@ -64,7 +64,7 @@ class LogConfig:
 class GpodderConfig:
     enabled: bool = True
     session_lifetime: int = 2592000
-    episode_page_size: int = 1000
+    episode_page_size: int = 10000
     basic_cache_seconds: int = 300
     max_devices_per_user: int = 100
     max_episode_actions_per_user: int = 200000

@@ -16,8 +16,8 @@ from podsync.errors import InvalidInput, NotFound
 from podsync.model import Subscription
 from podsync.rules import canonical_uuid
 from podsync.storage.engine import Engine
-from podsync.store import meta
 from podsync.store import subscriptions as store
+from podsync.store import users
 
 CURSOR_SALT = "podsync.cursor"
 NEXT, PREV, FEED = "n", "p", "f"
@@ -166,12 +166,12 @@ class ListingService:
         async with reading as conn:
             if moment is not None:
                 first = await store.first_change_since(conn, user_id, moment)
-                after = first - 1 if first is not None else await meta.current_change_seq(conn)
+                after = first - 1 if first is not None else await users.change_seq(conn, user_id)
             rows, counter = await store.changes_and_counter(
                 conn, user_id, after, exclude_client, limit + 1
             )
         has_next, rows = len(rows) > limit, rows[:limit]
-        # Without more rows, every change up to the database's counter has been seen.
+        # Without more rows, every change up to the user's counter has been seen.
         upto = rows[-1][0] if has_next else counter
         return Changes(
             [(last_updated, view) for _, last_updated, view in rows] if rows else [],

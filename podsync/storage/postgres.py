@@ -13,7 +13,7 @@ for one block and given back at its end; services never await anything else
 (argon2, the client) inside a block, so a slow client never holds a connection.
 
 The ordering of the change feed across processes is the store's business
-(`store.meta.lock_user` and `next_change_seqs`): see there.
+(`store.meta.lock_user` and `store.users.next_change_seqs`): see there.
 """
 
 from __future__ import annotations

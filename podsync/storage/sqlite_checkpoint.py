@@ -6,9 +6,11 @@ of its own, with its own connection, does two kinds:
 - PASSIVE, after a COMMIT that leaves the WAL past CHECKPOINT_WAL_BYTES: it never
   blocks readers or the writer; the next write that finds the log wholly copied
   starts it over from its beginning.
-- TRUNCATE, once the writer has been idle for `idle_seconds`: it waits for readers
-  of old snapshots (briefly) and cuts the log back to zero bytes. Without it a
-  burst leaves the file at its largest for good: a PASSIVE checkpoint recycles the
+- TRUNCATE, once the writer has been idle for `idle_seconds` (one second when the
+  log is past CHECKPOINT_WAL_BYTES: after a burst its space is given back at once,
+  while a server that writes now and then keeps its small log between writes): it
+  waits for readers of old snapshots (briefly) and cuts the log back to zero bytes.
+  Without it a burst leaves the file at its largest for good: a PASSIVE checkpoint recycles the
   space but never gives it back, and a reader holding an old snapshot during the
   burst (a long export, a backup) stops even the recycling, so the log grows
   without bound meanwhile (314 MB after 28 MB of uploads).
@@ -48,8 +50,10 @@ CHECKPOINT_WAL_BYTES = 4 * 1024 * 1024
 # Past this the writer checkpoints what is left, so the log starts over (see above).
 RESTART_WAL_BYTES = 16 * 1024 * 1024
 # Quiet time after the last COMMIT before the log is truncated (contract: under
-# 64 MiB within a minute of quiet).
+# 64 MiB within a minute of quiet); for a log past CHECKPOINT_WAL_BYTES, a burst's,
+# BIG_LOG_QUIET_SECONDS (a 200,000-action upload left a 4-18 MB log for 10 s).
 IDLE_SECONDS = 10.0
+BIG_LOG_QUIET_SECONDS = 1.0
 # A TRUNCATE checkpoint waits this long for readers of old snapshots, then gives up
 # until the next quiet spell (it holds the write lock meanwhile: keep it short).
 TRUNCATE_BUSY_MS = 1000
@@ -110,9 +114,20 @@ class Checkpointer:
 
     def _note_commit(self) -> None:
         loop = asyncio.get_running_loop()
-        self._last_commit = loop.time()
-        if self._idle_timer is None:
-            self._idle_timer = loop.call_later(self.idle_seconds, self._when_quiet)
+        self._last_commit = now = loop.time()
+        quiet = self._quiet_needed(self._wal_size())
+        # One timer per quiet spell, brought forward when the log has grown past
+        # CHECKPOINT_WAL_BYTES since it was set.
+        if self._idle_timer is None or self._idle_timer.when() > now + quiet:
+            if self._idle_timer is not None:
+                self._idle_timer.cancel()
+            self._idle_timer = loop.call_later(quiet, self._when_quiet)
+
+    def _quiet_needed(self, wal_size: int) -> float:
+        """How long a quiet spell must last before a log this long is truncated."""
+        if wal_size > CHECKPOINT_WAL_BYTES:
+            return min(BIG_LOG_QUIET_SECONDS, self.idle_seconds)
+        return self.idle_seconds
 
     def watch(self) -> None:
         """("watch" mode, on the event loop) Look at the log every `watch_s` for the
@@ -155,11 +170,12 @@ class Checkpointer:
             return
         loop = asyncio.get_running_loop()
         quiet_for = loop.time() - self._last_commit
-        if quiet_for < self.idle_seconds:  # a COMMIT came since: wait for its quiet
-            self._idle_timer = loop.call_later(self.idle_seconds - quiet_for, self._when_quiet)
+        needed = self._quiet_needed(self._wal_size())
+        if quiet_for < needed:  # a COMMIT came since: wait for its quiet
+            self._idle_timer = loop.call_later(needed - quiet_for, self._when_quiet)
             return
         if self._busy():  # a PASSIVE one still runs: look again later
-            self._idle_timer = loop.call_later(self.idle_seconds, self._when_quiet)
+            self._idle_timer = loop.call_later(needed, self._when_quiet)
             return
         if self._wal_size() > 0:
             self._start("TRUNCATE").add_done_callback(self._after_truncate)

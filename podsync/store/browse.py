@@ -56,8 +56,7 @@ _SHOWN_NAME = (
 )
 # The moment of the user's latest action on the podcast (NULL: never played).
 _LAST_PLAYED = (
-    "(SELECT max(e.occurred_at) FROM episode_actions e "
-    "WHERE e.user_id = s.user_id AND e.podcast_key = s.url_key)"
+    "(SELECT f.last_at FROM episode_feeds f WHERE f.user_id = s.user_id AND f.url_key = s.url_key)"
 )
 _ORDERS = {
     "title": f"{_SHOWN_NAME}, s.id",
@@ -112,15 +111,12 @@ async def subscription_counts(conn: Connection, user_id: int) -> tuple[int, int]
 
 
 async def history_podcasts(conn: Connection, user_id: int) -> list[tuple[str, str, str | None]]:
-    """(podcast key, a feed URL, subscription title) of every podcast in the history.
-    The keys come from the index alone; a URL is looked up only for a podcast the
-    user has no subscription to."""
+    """(podcast key, a feed URL, subscription title) of every podcast in the history:
+    the subscription's URL, else the spelling its first action stored."""
     rows = await conn.fetch_all(
-        "SELECT h.podcast_key, coalesce(s.feed_url, ("
-        "    SELECT e.podcast_url FROM episode_actions e"
-        "    WHERE e.user_id = ? AND e.podcast_key = h.podcast_key LIMIT 1)), s.title "
-        "FROM (SELECT DISTINCT podcast_key FROM episode_actions WHERE user_id = ?) h "
-        "LEFT JOIN subscriptions s ON s.user_id = ? AND s.url_key = h.podcast_key",
-        (user_id, user_id, user_id),
+        "SELECT f.url_key, coalesce(s.feed_url, f.url), s.title FROM episode_feeds f "
+        "LEFT JOIN subscriptions s ON s.user_id = f.user_id AND s.url_key = f.url_key "
+        "WHERE f.user_id = ?",
+        (user_id,),
     )
     return [(str(k), str(u), None if t is None else str(t)) for k, u, t in rows]

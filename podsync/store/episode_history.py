@@ -1,7 +1,8 @@
 """How much episode history a user holds, and pruning what later actions superseded.
 
-Beside `store.episodes` (the upload and pull of actions): counts for the per-user
-bound, and the hourly pruning of superseded actions in bounded windows of seq.
+Beside `store.episodes` (the upload of actions) and `store.episode_reads` (their
+pulls): counts for the per-user bound, and the hourly pruning of superseded actions
+in bounded windows of each user's seq.
 """
 
 from __future__ import annotations
@@ -11,10 +12,6 @@ from collections.abc import Sequence
 from podsync.store import Connection
 
 _CHUNK = 500
-_KEYS = 100  # actions looked up per statement (4 parameters each)
-
-# What names one stored action: (episode URL, action, content hash).
-ActionKey = tuple[str, str, bytes]
 
 
 async def count_and_high(conn: Connection, user_id: int) -> tuple[int, int]:
@@ -35,51 +32,53 @@ async def count_after(conn: Connection, user_id: int, after_seq: int) -> tuple[i
     return int(row[0]), int(row[1])
 
 
-async def known_actions(conn: Connection, user_id: int, keys: Sequence[ActionKey]) -> int:
-    """How many of these actions, each named by (episode URL, action, content hash),
-    the user has stored already."""
-    unique = sorted(set(keys))
-    found = 0
-    # Every term names the whole unique key, so each is one lookup in
-    # episode_actions_episode (SQLite's multi-index OR; a bitmap OR on PostgreSQL).
-    term = "(user_id = ? AND episode_url = ? AND action = ? AND content_hash = ?)"
-    for start in range(0, len(unique), _KEYS):
-        chunk = unique[start : start + _KEYS]
-        row = await conn.fetch_one(
-            f"SELECT count(*) FROM episode_actions WHERE {' OR '.join([term] * len(chunk))}",
-            [value for key in chunk for value in (user_id, *key)],
-        )
-        found += int(row[0])
-    return found
+async def user_ids(conn: Connection) -> list[int]:
+    rows = await conn.fetch_all("SELECT id FROM users ORDER BY id")
+    return [int(r[0]) for r in rows]
 
 
-async def highest_seq(conn: Connection) -> int:
-    row = await conn.fetch_one("SELECT coalesce(max(seq), 0) FROM episode_actions")
-    return int(row[0])
+async def window_end(conn: Connection, user_id: int, after_seq: int, size: int) -> int | None:
+    """The seq of the `size`-th of the user's actions after `after_seq` (or of the
+    last one, when fewer follow); None when none follows."""
+    row = await conn.fetch_one(
+        "SELECT max(seq) FROM (SELECT seq FROM episode_actions WHERE user_id = ? AND seq > ? "
+        "ORDER BY seq LIMIT ?) AS w",
+        (user_id, after_seq, size),
+    )
+    return None if row is None or row[0] is None else int(row[0])
+
+
+def _by_episode(conn: Connection) -> str:
+    """A later action of the same episode is looked up per action through the
+    episode's actions, one index probe (SQLite would take the user's whole range; a
+    LIMIT keeps PostgreSQL from joining the whole window at once)."""
+    return " INDEXED BY episode_actions_episode" if conn.dialect == "sqlite" else ""
 
 
 async def superseded_between(
-    conn: Connection, after_seq: int, upto_seq: int, older_than: int
+    conn: Connection, user_id: int, after_seq: int, upto_seq: int, older_than: int
 ) -> list[int]:
-    """The seqs in (after_seq, upto_seq] of actions dated before `older_than` that a
-    later action of the same user, podcast, episode and action supersedes (later
+    """The seqs in (after_seq, upto_seq] of the user's actions dated before
+    `older_than` that a later action of the same episode and kind supersedes (later
     client time, or the same time and a higher seq): what the pruning deletes."""
     rows = await conn.fetch_all(
-        "SELECT a.seq FROM episode_actions a WHERE a.seq > ? AND a.seq <= ? "
-        "AND a.occurred_at < ? AND EXISTS (SELECT 1 FROM episode_actions b "
-        "WHERE b.user_id = a.user_id AND b.episode_url = a.episode_url "
-        "AND b.action = a.action AND b.podcast_key = a.podcast_key "
-        "AND (b.occurred_at > a.occurred_at OR (b.occurred_at = a.occurred_at AND b.seq > a.seq)))",
-        (after_seq, upto_seq, older_than),
+        "SELECT a.seq FROM episode_actions a WHERE a.user_id = ? AND a.seq > ? AND a.seq <= ? "
+        f"AND a.occurred_at < ? AND (SELECT 1 FROM episode_actions b{_by_episode(conn)} "
+        "WHERE b.episode_id = a.episode_id AND b.occurred_at >= a.occurred_at "
+        "AND b.action = a.action AND (b.occurred_at > a.occurred_at OR b.seq > a.seq) "
+        "LIMIT 1) IS NOT NULL",
+        (user_id, after_seq, upto_seq, older_than),
     )
     return [int(r[0]) for r in rows]
 
 
-async def delete(conn: Connection, seqs: Sequence[int]) -> int:
+async def delete(conn: Connection, user_id: int, seqs: Sequence[int]) -> int:
     removed = 0
     for start in range(0, len(seqs), _CHUNK):
         chunk = seqs[start : start + _CHUNK]
+        marks = ",".join("?" * len(chunk))
         removed += await conn.execute(
-            f"DELETE FROM episode_actions WHERE seq IN ({','.join('?' * len(chunk))})", chunk
+            f"DELETE FROM episode_actions WHERE user_id = ? AND seq IN ({marks})",
+            (user_id, *chunk),
         )
     return removed

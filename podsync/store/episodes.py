@@ -1,21 +1,30 @@
-"""Episode actions of the gpodder layer (gpodder spec 6.6): an append-only log whose
-row id (`seq`) is the episode stream's cursor."""
+"""Storing episode actions (gpodder spec 6.6, schema step 19).
+
+A user's podcasts (`episode_feeds`) and episodes (`episodes`: URL and guid, found by a
+hash of the URL) are each stored once; an action is a row of numbers keyed by (user,
+seq), `seq` being the user's own episode stream position. An action already stored
+(the same podcast spelling, episode, action, time, play fields, device and guid: a
+batch sent again after a lost answer) is not stored twice: it is looked up by its
+episode and time and compared field by field. Call in a write, after
+`meta.lock_user`: the user's writers then run one at a time on every engine.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
-from podsync.model import episode_action_view
+from podsync.episode_keys import ACTION_CODES, stored_url, url_hash, url_prefix
 from podsync.store import Connection
+
+_KEYS = 300  # keys per lookup statement (two parameters each)
 
 
 @dataclass(slots=True)
 class EpisodeAction:
-    """One uploaded action as stored. Not frozen, for speed (a frozen dataclass sets
-    each field through object.__setattr__, and an upload makes 30 of them); nothing
-    changes one after parsing."""
+    """One uploaded action as parsed. Not frozen, for speed (a frozen dataclass sets
+    each field through object.__setattr__, and an upload makes up to thousands)."""
 
     seq: int  # 0 until stored
     podcast_url: str
@@ -30,125 +39,313 @@ class EpisodeAction:
     total: int | None
 
 
-_FIELDS = (
-    "podcast_url, podcast_key, episode_url, action, occurred_at, device_id, guid, "
-    "started, position, total"
-)
+class Feed(NamedTuple):
+    """A user's podcast as the episode actions name it."""
 
-# The columns episode_action_view is made of, in its order.
-_VIEW_FIELDS = (
-    "podcast_url, episode_url, action, occurred_at, device_id, guid, started, position, total"
-)
+    id: int
+    url: str  # the spelling of its first action
+    prefix: str  # what its episodes' URLs begin with
+    last_at: int  # the latest occurred_at of its actions
 
 
-async def insert_many(
+# What makes two actions the same, once the episode is known.
+_Content = tuple[int, int, int, str | None, int | None, int | None, int | None, str | None, str]
+
+
+@dataclass(slots=True)
+class Batch:
+    """An upload resolved against what the user has: the feeds and episodes known,
+    the actions not stored yet (in upload order, each with its place in the upload),
+    and how many there were in all."""
+
+    user_id: int
+    feeds: dict[str, Feed]  # url key -> the feed row
+    episodes: dict[tuple[str, str], tuple[int, str | None]]  # (url key, URL) -> (id, guid)
+    hashes: dict[tuple[str, str], int]  # (url key, URL) -> url_hash(URL)
+    new: list[EpisodeAction]
+    places: list[int]  # new[i] is the places[i]-th action of the upload
+    size: int
+
+    @property
+    def already(self) -> int:
+        """Actions of the upload stored before (or twice in it)."""
+        return self.size - len(self.new)
+
+
+async def resolve(
     conn: Connection,
     user_id: int,
-    actions: Sequence[tuple[EpisodeAction, bytes]],
-    received_at: int,
-) -> None:
-    """Store (action, content hash) pairs, each with its view (what a pull sends); a
-    hash the user already has is skipped, so a batch sent again after a lost answer
-    adds nothing."""
-    if conn.dialect == "postgresql":
-        on_conflict = " ON CONFLICT (user_id, episode_url, action, content_hash) DO NOTHING"
-        insert = "INSERT"
-    else:
-        insert, on_conflict = "INSERT OR IGNORE", ""
-    await conn.execute_many(
-        f"{insert} INTO episode_actions (user_id, {_FIELDS}, received_at, content_hash, view) "
-        f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?){on_conflict}",
-        [
-            (
-                user_id,
-                a.podcast_url,
-                a.podcast_key,
-                a.episode_url,
-                a.action,
-                a.occurred_at,
-                a.device_id,
-                a.guid,
-                a.started,
-                a.position,
-                a.total,
-                received_at,
-                digest,
-                episode_action_view(
-                    a.podcast_url,
-                    a.episode_url,
-                    a.action,
-                    a.occurred_at,
-                    a.device_id,
-                    a.guid,
-                    a.started,
-                    a.position,
-                    a.total,
-                ),
+    actions: Sequence[EpisodeAction],
+    known: Mapping[str, Feed] | None = None,
+) -> Batch:
+    """Look up the feeds, episodes and stored actions an upload names (reads only).
+    `known`: feed rows of the user read before (a feed row never goes away but with
+    its user; its `last_at` may have grown since, which only costs an UPDATE that
+    changes nothing)."""
+    keys = {a.podcast_key for a in actions}
+    feeds = {k: f for k in keys if known is not None and (f := known.get(k)) is not None}
+    if len(feeds) < len(keys):
+        feeds.update(await _feeds(conn, user_id, keys - feeds.keys()))
+    hashes = {(a.podcast_key, a.episode_url): 0 for a in actions}
+    for key in hashes:
+        hashes[key] = url_hash(key[1])
+    episodes = await _episodes(conn, feeds, hashes)
+    stored = await _stored(conn, user_id, episodes, actions, feeds) if episodes else set()
+    new: list[EpisodeAction] = []
+    places: list[int] = []
+    moments: set[tuple[str, str, int]] = set()
+    seen: set[tuple[Any, ...]] = set()
+    for place, a in enumerate(actions):
+        key = (a.podcast_key, a.episode_url)
+        moment = (*key, a.occurred_at)
+        if moment in moments:  # the same episode and time twice: the same action?
+            whole = (*moment, a.action, a.device_id, a.started, a.position, a.total, a.guid,
+                     a.podcast_url)  # fmt: skip
+            if whole in seen:
+                continue
+            seen.add(whole)
+        else:
+            moments.add(moment)
+            seen.add((*moment, a.action, a.device_id, a.started, a.position, a.total, a.guid,
+                      a.podcast_url))  # fmt: skip
+        found = episodes.get(key)
+        if found is not None and _content(found[0], a) in stored:
+            continue
+        new.append(a)
+        places.append(place)
+    return Batch(user_id, feeds, episodes, hashes, new, places, len(actions))
+
+
+def _content(episode_id: int, a: EpisodeAction) -> _Content:
+    return (
+        episode_id,
+        a.occurred_at,
+        ACTION_CODES[a.action],
+        a.device_id,
+        a.started,
+        a.position,
+        a.total,
+        a.guid,
+        a.podcast_url,
+    )
+
+
+async def _feeds(conn: Connection, user_id: int, keys: Iterable[str]) -> dict[str, Feed]:
+    found: dict[str, Feed] = {}
+    unique = sorted(keys)
+    for start in range(0, len(unique), _KEYS):
+        chunk = unique[start : start + _KEYS]
+        rows = await conn.fetch_all(
+            "SELECT url_key, id, url, prefix, last_at FROM episode_feeds "
+            f"WHERE user_id = ? AND url_key IN ({','.join('?' * len(chunk))})",
+            (user_id, *chunk),
+        )
+        found.update((str(k), Feed(int(i), str(u), str(p), int(t))) for k, i, u, p, t in rows)
+    return found
+
+
+def _pairs(count: int) -> str:
+    """`(VALUES (?, ?), ...)` of typed parameters (PostgreSQL types them from this)."""
+    return ",".join(["(CAST(? AS BIGINT), CAST(? AS BIGINT))"] * count)
+
+
+async def _episodes(
+    conn: Connection, feeds: dict[str, Feed], hashes: dict[tuple[str, str], int]
+) -> dict[tuple[str, str], tuple[int, str | None]]:
+    """(url key, URL) -> (episode id, guid) of the episodes stored already."""
+    by_id = {feed.id: (key, feed.prefix) for key, feed in feeds.items()}
+    keys = sorted({(feeds[k].id, h) for (k, _), h in hashes.items() if k in feeds})
+    found: dict[tuple[str, str], tuple[int, str | None]] = {}
+    for start in range(0, len(keys), _KEYS):
+        chunk = keys[start : start + _KEYS]
+        rows = await conn.fetch_all(
+            f"WITH k (feed_id, url_hash) AS (VALUES {_pairs(len(chunk))}) "
+            "SELECT e.id, e.feed_id, e.url, e.prefixed, e.guid FROM k "
+            "JOIN episodes e ON e.feed_id = k.feed_id AND e.url_hash = k.url_hash",
+            [value for pair in chunk for value in pair],
+        )
+        for episode_id, feed_id, url, prefixed, guid in rows:
+            key, prefix = by_id[int(feed_id)]
+            full = (key, prefix + str(url) if prefixed else str(url))
+            if full in hashes:  # not another URL of the same hash
+                found[full] = (int(episode_id), None if guid is None else str(guid))
+    return found
+
+
+async def _stored(
+    conn: Connection,
+    user_id: int,
+    episodes: dict[tuple[str, str], tuple[int, str | None]],
+    actions: Sequence[EpisodeAction],
+    feeds: dict[str, Feed],
+) -> set[_Content]:
+    """The contents of the stored actions of these episodes at these times."""
+    guids = {episode_id: guid for episode_id, guid in episodes.values()}
+    spelling = {feed.id: feed.url for feed in feeds.values()}
+    feed_of = {ids[0]: feeds[key].id for (key, _), ids in episodes.items()}
+    keys = sorted(
+        {
+            (found[0], a.occurred_at)
+            for a in actions
+            if (found := episodes.get((a.podcast_key, a.episode_url))) is not None
+        }
+    )
+    stored: set[_Content] = set()
+    for start in range(0, len(keys), _KEYS):
+        chunk = keys[start : start + _KEYS]
+        rows = await conn.fetch_all(
+            f"WITH k (episode_id, occurred_at) AS (VALUES {_pairs(len(chunk))}) "
+            "SELECT a.episode_id, a.occurred_at, a.action, a.device_id, a.started, a.position, "
+            "a.total, a.guid, a.podcast_url FROM k JOIN episode_actions a "
+            "ON a.episode_id = k.episode_id AND a.occurred_at = k.occurred_at "
+            "WHERE a.user_id = ?",
+            [*(value for pair in chunk for value in pair), user_id],
+        )
+        for episode_id, at, code, device, started, position, total, guid, podcast in rows:
+            eid = int(episode_id)
+            stored.add(
+                (
+                    eid,
+                    int(at),
+                    int(code),
+                    device,
+                    started,
+                    position,
+                    total,
+                    guids[eid] if guid is None else (str(guid) or None),
+                    spelling[feed_of[eid]] if podcast is None else str(podcast),
+                )
             )
-            for a, digest in actions
-        ],
+    return stored
+
+
+class Stored(NamedTuple):
+    first_seq: int  # the seqs of the first and the last action stored (0, 0: none)
+    last_seq: int
+
+
+async def store(conn: Connection, batch: Batch, received_at: int) -> Stored:
+    """Store the batch's new actions (creating their feeds and episodes first). The
+    upload takes one number per action it names, stored before or not, each action
+    the number of its place (as the release before did: its counter moved past the
+    rows an INSERT ignored), so that a user's numbers go on as they would have."""
+    if not batch.new:
+        return Stored(0, 0)
+    user_id = batch.user_id
+    latest: dict[str, int] = {}
+    for a in batch.new:
+        if a.occurred_at > latest.get(a.podcast_key, -(2**62)):
+            latest[a.podcast_key] = a.occurred_at
+    await _add_feeds(conn, batch, latest)
+    await _add_episodes(conn, batch)
+    row = await conn.fetch_one(
+        "UPDATE users SET episode_seq = episode_seq + ? WHERE id = ? RETURNING episode_seq",
+        (batch.size, user_id),
+    )
+    start = int(row[0]) - batch.size + 1
+    feeds, episodes = batch.feeds, batch.episodes
+    rows = []
+    for place, a in zip(batch.places, batch.new, strict=True):
+        seq = start + place
+        feed = feeds[a.podcast_key]
+        episode_id, episode_guid = episodes[(a.podcast_key, a.episode_url)]
+        guid = None if a.guid == episode_guid else ("" if a.guid is None else a.guid)
+        podcast = None if a.podcast_url == feed.url else a.podcast_url
+        rows.append(
+            (user_id, seq, episode_id, ACTION_CODES[a.action], a.occurred_at, a.device_id,
+             a.started, a.position, a.total, guid, podcast)
+        )  # fmt: skip
+    await conn.execute_many(
+        "INSERT INTO episode_actions (user_id, seq, episode_id, action, occurred_at, "
+        "device_id, started, position, total, guid, podcast_url) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        rows,
+    )
+    await conn.execute(
+        "INSERT INTO episode_receipts (user_id, received_s, first_seq) VALUES (?, ?, ?) "
+        "ON CONFLICT (user_id, received_s) DO NOTHING",
+        (user_id, received_at // 1_000_000, rows[0][1]),
+    )
+    later = []
+    for key, at in latest.items():
+        feed = feeds[key]
+        if at > feed.last_at:
+            later.append((at, feed.id, at))
+            feeds[key] = feed._replace(last_at=at)
+    if later:
+        await conn.execute_many(
+            "UPDATE episode_feeds SET last_at = ? WHERE id = ? AND last_at < ?", later
+        )
+    return Stored(rows[0][1], rows[-1][1])
+
+
+async def _new_ids(conn: Connection, table: str, count: int) -> list[int]:
+    """`count` ids for new rows of `table`. SQLite has one writer, holding its lock:
+    the ids past the largest are free. PostgreSQL hands out each of a sequence's
+    values once (those of concurrent writers interleave)."""
+    if conn.dialect == "sqlite":
+        row = await conn.fetch_one(f"SELECT coalesce(max(id), 0) + 1 FROM {table}")
+        return list(range(int(row[0]), int(row[0]) + count))
+    rows = await conn.fetch_all(
+        "SELECT nextval(pg_get_serial_sequence(?, 'id')) FROM generate_series(1, ?)",
+        (table, count),
+    )
+    return sorted(int(r[0]) for r in rows)
+
+
+async def _add_feeds(conn: Connection, batch: Batch, latest: dict[str, int]) -> None:
+    """The batch's podcasts the user has no row for yet: each spelled as its first
+    action spells it, its prefix that of its first episode URL."""
+    first: dict[str, EpisodeAction] = {}
+    for a in batch.new:
+        if a.podcast_key not in batch.feeds:
+            first.setdefault(a.podcast_key, a)
+    if not first:
+        return
+    ids = await _new_ids(conn, "episode_feeds", len(first))
+    rows = []
+    for feed_id, (key, a) in zip(ids, first.items(), strict=True):
+        feed = Feed(feed_id, a.podcast_url, url_prefix(a.episode_url), latest[key])
+        batch.feeds[key] = feed
+        rows.append((feed_id, batch.user_id, key, feed.url, feed.prefix, feed.last_at))
+    await conn.execute_many(
+        "INSERT INTO episode_feeds (id, user_id, url_key, url, prefix, last_at) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        rows,
+    )
+
+
+async def _add_episodes(conn: Connection, batch: Batch) -> None:
+    """The batch's episodes not stored yet, each with its first action's guid."""
+    first: dict[tuple[str, str], EpisodeAction] = {}
+    episodes = batch.episodes
+    for a in batch.new:
+        key = (a.podcast_key, a.episode_url)
+        if key not in episodes and key not in first:
+            first[key] = a
+    if not first:
+        return
+    ids = await _new_ids(conn, "episodes", len(first))
+    rows = []
+    feeds, hashes = batch.feeds, batch.hashes
+    for episode_id, (key, a) in zip(ids, first.items(), strict=True):
+        feed = feeds[key[0]]
+        text, prefixed = stored_url(key[1], feed.prefix)
+        rows.append((episode_id, feed.id, hashes[key], text, prefixed, a.guid))
+        episodes[key] = (episode_id, a.guid)
+    await conn.execute_many(
+        "INSERT INTO episodes (id, feed_id, url_hash, url, prefixed, guid) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        rows,
     )
 
 
 async def max_seq(conn: Connection, user_id: int) -> int:
+    """The user's highest stored seq (0 when none): the episode stream's head."""
     row = await conn.fetch_one(
         "SELECT coalesce(max(seq), 0) FROM episode_actions WHERE user_id = ?", (user_id,)
     )
     return int(row[0])
-
-
-async def page(
-    conn: Connection,
-    user_id: int,
-    after_seq: int,
-    upto_seq: int,
-    podcast_key: str | None,
-    device_id: str | None,
-    aggregated: bool,
-    limit: int,
-) -> tuple[list[bytes], int]:
-    """The views of the actions with seq in (after_seq, upto_seq], in seq order, and
-    the seq of the last of them (0 when none); optionally only one podcast's or one
-    device's; `aggregated` keeps the latest per (podcast, episode, action) by (client
-    time, seq)."""
-    where = "user_id = ? AND seq > ? AND seq <= ?"
-    params: list[Any] = [user_id, after_seq, upto_seq]
-    if podcast_key is not None:
-        where += " AND podcast_key = ?"
-        params.append(podcast_key)
-    if device_id is not None:
-        where += " AND device_id = ?"
-        params.append(device_id)
-    if aggregated:
-        sql = (
-            "SELECT seq, view FROM (SELECT seq, view, row_number() OVER ("
-            "PARTITION BY podcast_key, episode_url, action "
-            f"ORDER BY occurred_at DESC, seq DESC) AS rank FROM episode_actions WHERE {where}) "
-            "AS ranked WHERE rank = 1 ORDER BY seq LIMIT ?"
-        )
-    else:
-        sql = f"SELECT seq, view FROM episode_actions WHERE {where} ORDER BY seq LIMIT ?"
-    rows = await conn.fetch_all(sql, [*params, limit])
-    if not rows:
-        return [], 0
-    views = [r[1] for r in rows]
-    if not all(views):
-        views = await _with_missing_views(conn, rows)
-    return views, int(rows[-1][0])
-
-
-async def _with_missing_views(conn: Connection, rows: Sequence[Any]) -> list[bytes]:
-    """The page's views, any empty one rendered from its row: a podsync older than the
-    view column, still running beside a migrated one, stores actions without it."""
-    out: list[bytes] = []
-    for seq, view in rows:
-        if not view:
-            row = await conn.fetch_one(
-                f"SELECT {_VIEW_FIELDS} FROM episode_actions WHERE seq = ?", (seq,)
-            )
-            view = episode_action_view(*row)
-        out.append(bytes(view))
-    return out
 
 
 async def count_for_user(conn: Connection, user_id: int) -> int:

@@ -162,32 +162,43 @@ class LearnedFeed:
 
 async def discover(conn: Connection, now: int, limit: int) -> int:
     """Add the feeds of subscriptions changed since the last call (any process's) to
-    `feed_info`, due at once; return how many subscriptions were looked at. Walks the
-    change sequence, so each pass costs what changed, not what exists. Call in a write."""
-    row = await conn.fetch_one("SELECT seq FROM feed_discovery WHERE id = 1")
-    after = 0 if row is None else int(row[0])
-    rows = await conn.fetch_all(
-        "SELECT change_seq, url_key, feed_url, unsubscribed_at FROM subscriptions "
-        "WHERE change_seq > ? ORDER BY change_seq LIMIT ?",
-        (after, limit),
+    `feed_info`, due at once; return how many subscriptions were looked at (up to
+    about `limit`). Walks each user's changes from where the last call stopped (the
+    partial index `users_undiscovered` names the users with changes unread), so each
+    call costs what changed, not what exists. Call in a write."""
+    users = await conn.fetch_all(
+        "SELECT id, discovered_seq, change_seq FROM users WHERE change_seq > discovered_seq "
+        "ORDER BY id LIMIT ?",
+        (limit,),
     )
-    if not rows:
-        return 0
+    seen = 0
     first_spelling: dict[str, str] = {}
-    for _, key, url, unsubscribed_at in rows:
-        if unsubscribed_at is None:  # a feed subscribed again comes by again
-            first_spelling.setdefault(str(key), str(url))
+    for user_id, discovered, counter in users:
+        budget = limit - seen
+        if budget <= 0:
+            break
+        rows = await conn.fetch_all(
+            "SELECT change_seq, url_key, feed_url, unsubscribed_at FROM subscriptions "
+            "WHERE user_id = ? AND change_seq > ? AND change_seq <= ? ORDER BY change_seq LIMIT ?",
+            (user_id, discovered, counter, budget),
+        )
+        for _, key, url, unsubscribed_at in rows:
+            if unsubscribed_at is None:  # a feed subscribed again comes by again
+                first_spelling.setdefault(str(key), str(url))
+        seen += max(len(rows), 1)
+        # Up to the counter read with the rows, or to the last row of a read cut short.
+        reached = int(rows[-1][0]) if len(rows) == budget else int(counter)
+        await conn.execute(
+            "UPDATE users SET discovered_seq = ? WHERE id = ? AND discovered_seq < ?",
+            (reached, user_id, reached),
+        )
     if first_spelling:
         await conn.execute_many(
             "INSERT INTO feed_info (url_key, feed_url, next_try_at) VALUES (?, ?, ?) "
             "ON CONFLICT (url_key) DO NOTHING",
             [(key, url, now) for key, url in first_spelling.items()],
         )
-    bigger = "max" if conn.dialect == "sqlite" else "greatest"
-    await conn.execute(
-        f"UPDATE feed_discovery SET seq = {bigger}(seq, ?) WHERE id = 1", (int(rows[-1][0]),)
-    )
-    return len(rows)
+    return seen
 
 
 async def claim_due(conn: Connection, now: int, lease_until: int, limit: int) -> list[DueFeed]:

@@ -5,7 +5,8 @@ action's own time (when it happened on the device, ties by arrival), paged by a
 The time is the client's `occurred_at`, not the arrival: a device that uploads a
 backlog (a first sync, a tablet back online) must not put old plays on top. The
 index `episode_actions_time (user_id, occurred_at, seq)` answers every page from
-its key, however deep.
+its key, however deep; one podcast's actions are read from its episodes (the index
+`episode_actions_episode`) and sorted, a cost in proportion to that podcast's.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from podsync.episode_keys import ACTION_CODES, ACTION_NAMES
 from podsync.store import Connection
 
 # A position in the history: (occurred_at, seq) of an action.
@@ -31,6 +33,7 @@ class HistoryRow:
     device_id: str | None
     position: int | None
     total: int | None
+    episode_id: int = 0  # the episode's stable id (episodes.id), the same for all its actions
 
     @property
     def key(self) -> HistoryKey:
@@ -45,42 +48,53 @@ class HistoryFilter:
 
 
 _COLUMNS = (
-    "e.seq, e.podcast_url, s.title, e.episode_url, e.guid, e.action, e.occurred_at, "
-    "e.device_id, e.position, e.total"
+    "a.seq, coalesce(a.podcast_url, f.url), s.title, e.url, e.prefixed, f.prefix, "
+    "e.guid, a.guid, a.action, a.occurred_at, a.device_id, a.position, a.total, e.id"
 )
-_FROM = (
-    "FROM episode_actions e "
-    "LEFT JOIN subscriptions s ON s.user_id = e.user_id AND s.url_key = e.podcast_key "
+_JOINED = (
+    "JOIN episode_feeds f ON f.id = e.feed_id "
+    "LEFT JOIN subscriptions s ON s.user_id = a.user_id AND s.url_key = f.url_key "
 )
 
 
 def _row(r: Any) -> HistoryRow:
+    seq, podcast, title, url, prefixed, prefix, episode_guid, guid = r[:8]
     return HistoryRow(
-        int(r[0]),
-        str(r[1]),
-        None if r[2] is None else str(r[2]),
-        str(r[3]),
-        None if r[4] is None else str(r[4]),
-        str(r[5]),
-        int(r[6]),
-        None if r[7] is None else str(r[7]),
-        None if r[8] is None else int(r[8]),
-        None if r[9] is None else int(r[9]),
+        int(seq),
+        str(podcast),
+        None if title is None else str(title),
+        prefix + url if prefixed else str(url),
+        episode_guid if guid is None else (guid or None),
+        ACTION_NAMES[r[8]],
+        int(r[9]),
+        None if r[10] is None else str(r[10]),
+        None if r[11] is None else int(r[11]),
+        None if r[12] is None else int(r[12]),
+        int(r[13]),
     )
 
 
-def _where(user_id: int, only: HistoryFilter) -> tuple[str, list[Any]]:
-    where = "e.user_id = ?"
+def _where(conn: Connection, user_id: int, only: HistoryFilter) -> tuple[str, str, list[Any]]:
+    """(the tables, the conditions, their parameters) of the filtered actions."""
+    source = "episode_actions a JOIN episodes e ON e.id = a.episode_id "
+    where = "a.user_id = ?"
     params: list[Any] = [user_id]
-    for column, value in (
-        ("podcast_key", only.podcast_key),
-        ("device_id", only.device_id),
-        ("action", only.action),
-    ):
-        if value is not None:
-            where += f" AND e.{column} = ?"
-            params.append(value)
-    return where, params
+    if only.podcast_key is not None:
+        # From the podcast's episodes: CROSS JOIN keeps SQLite to that order, and the
+        # index to each episode's actions (not the range of all the user's).
+        source = "episode_feeds pf CROSS JOIN episodes e CROSS JOIN episode_actions a "
+        if conn.dialect == "sqlite":
+            source += "INDEXED BY episode_actions_episode "
+        where = "pf.user_id = ? AND pf.url_key = ? AND e.feed_id = pf.id AND a.episode_id = e.id"
+        where += " AND a.user_id = ?"
+        params = [user_id, only.podcast_key, user_id]
+    if only.device_id is not None:
+        where += " AND a.device_id = ?"
+        params.append(only.device_id)
+    if only.action is not None:
+        where += " AND a.action = ?"
+        params.append(ACTION_CODES.get(only.action, -1))
+    return source, where, params
 
 
 async def history_page(
@@ -93,19 +107,19 @@ async def history_page(
 ) -> list[HistoryRow]:
     """Up to `limit` actions newest first by their own time, older than `before` or,
     for the page before, newer than `after` (then read oldest first and reversed)."""
-    where, params = _where(user_id, only)
+    source, where, params = _where(conn, user_id, only)
     if after is not None:
-        where += " AND (e.occurred_at, e.seq) > (?, ?)"
+        where += " AND (a.occurred_at, a.seq) > (?, ?)"
         params += list(after)
         order = "ASC"
     else:
         if before is not None:
-            where += " AND (e.occurred_at, e.seq) < (?, ?)"
+            where += " AND (a.occurred_at, a.seq) < (?, ?)"
             params += list(before)
         order = "DESC"
     rows = await conn.fetch_all(
-        f"SELECT {_COLUMNS} {_FROM} WHERE {where} "
-        f"ORDER BY e.occurred_at {order}, e.seq {order} LIMIT ?",
+        f"SELECT {_COLUMNS} FROM {source}{_JOINED}WHERE {where} "
+        f"ORDER BY a.occurred_at {order}, a.seq {order} LIMIT ?",
         [*params, limit],
     )
     found = [_row(r) for r in rows]
@@ -116,11 +130,9 @@ async def history_exists(
     conn: Connection, user_id: int, only: HistoryFilter, key: HistoryKey, newer: bool
 ) -> bool:
     """Whether an action past `key` (newer or older) matches the filter."""
-    where, params = _where(user_id, only)
-    where += f" AND (e.occurred_at, e.seq) {'>' if newer else '<'} (?, ?)"
-    row = await conn.fetch_one(
-        f"SELECT 1 FROM episode_actions e WHERE {where} LIMIT 1", [*params, *key]
-    )
+    source, where, params = _where(conn, user_id, only)
+    where += f" AND (a.occurred_at, a.seq) {'>' if newer else '<'} (?, ?)"
+    row = await conn.fetch_one(f"SELECT 1 FROM {source}WHERE {where} LIMIT 1", [*params, *key])
     return row is not None
 
 
@@ -143,9 +155,12 @@ async def podcast_actions(
 
 async def podcast_devices(conn: Connection, user_id: int, podcast_key: str) -> list[str]:
     """The devices that sent actions on one podcast."""
+    pinned = " INDEXED BY episode_actions_episode" if conn.dialect == "sqlite" else ""
     rows = await conn.fetch_all(
-        "SELECT DISTINCT device_id FROM episode_actions "
-        "WHERE user_id = ? AND podcast_key = ? AND device_id IS NOT NULL",
+        "SELECT DISTINCT a.device_id FROM episode_feeds f CROSS JOIN episodes e "
+        f"CROSS JOIN episode_actions a{pinned} "
+        "WHERE f.user_id = ? AND f.url_key = ? AND e.feed_id = f.id AND a.episode_id = e.id "
+        "AND a.device_id IS NOT NULL",
         (user_id, podcast_key),
     )
     return sorted(str(r[0]) for r in rows)

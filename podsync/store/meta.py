@@ -44,28 +44,6 @@ async def lock_user(conn: Connection, user_id: int) -> None:
         raise Unauthorized(ACCOUNT_GONE)
 
 
-async def next_change_seqs(conn: Connection, count: int) -> int:
-    """Reserve `count` change sequence numbers; return the first. Call inside a write,
-    as late as possible: on PostgreSQL the UPDATE's row lock on the counter is held to
-    COMMIT, so writers take numbers in commit order. A writer that took number 11
-    cannot commit before the one holding 10 has, and the feed (which reads the counter
-    and the rows in one statement) never sees 11 while 10 is still to come."""
-    row = await conn.fetch_one(
-        "UPDATE meta SET value = CAST(CAST(value AS BIGINT) + ? AS TEXT) "
-        "WHERE key = 'change_seq' RETURNING CAST(value AS BIGINT)",
-        (count,),
-    )
-    assert row is not None, "migration 1 seeds change_seq"
-    return int(row[0]) - count + 1
-
-
-async def current_change_seq(conn: Connection) -> int:
-    """The last change sequence number handed out."""
-    value = await get(conn, "change_seq")
-    assert value is not None, "migration 1 seeds change_seq"
-    return int(value)
-
-
 async def ping(conn: Connection) -> None:
     """One trivial query: the database answers."""
     await conn.fetch_one("SELECT 1")
@@ -83,7 +61,5 @@ async def schema_version(conn: Connection) -> int:
 async def touch(conn: Connection) -> None:
     """Rewrite one row unchanged: a write SQLite refuses on a read-only database.
     Call inside a write. PostgreSQL refuses an UPDATE in a read-only transaction or on
-    a standby whatever it matches, so there it names no row: it must not take the
-    counter's row lock, which writers hold to COMMIT."""
-    key = "change_seq" if conn.dialect == "sqlite" else "health_probe"
-    await conn.execute("UPDATE meta SET value = value WHERE key = ?", (key,))
+    a standby whatever it matches; there the row does not exist (no row lock taken)."""
+    await conn.execute("UPDATE meta SET value = value WHERE key = 'health_probe'")

@@ -1,7 +1,7 @@
-"""The reads of the Nextcloud gpoddersync API: what changed since a moment of the
-server's clock (its `since` is Unix seconds, not a cursor). Subscriptions by their
-`changed_at`, episode actions by their `received_at`: the server's own clock of
-each change, never a client's."""
+"""The subscription reads of the Nextcloud gpoddersync API: what changed since a
+moment of the server's clock (its `since` is Unix seconds, not a cursor), by the
+entities' `changed_at`, never a client's clock. (Its episode actions:
+`store.episode_reads`, by the second each was received.)"""
 
 from __future__ import annotations
 
@@ -37,25 +37,3 @@ async def moved_since(conn: Connection, user_id: int, since_us: int) -> list[str
         (user_id, since_us),
     )
     return [str(r[0]) for r in rows]
-
-
-async def actions_since(
-    conn: Connection, user_id: int, from_us: int, since_us: int, own_device: str | None
-) -> list[bytes]:
-    """The stored views of the episode actions received at or after `from_us`, in the
-    order they were stored (the index on (user_id, received_at)); those received
-    before `since_us` only when `own_device` did not send them."""
-    rows = await conn.fetch_all(
-        "SELECT view FROM episode_actions WHERE user_id = ? AND received_at >= ? "
-        f"AND (received_at >= ? OR device_id {_distinct(conn)} ?) ORDER BY seq",
-        (user_id, from_us, since_us, own_device),
-    )
-    return [bytes(r[0]) for r in rows]
-
-
-async def all_actions(conn: Connection, user_id: int) -> list[bytes]:
-    """Every stored action's view of the user (a first sync), in the order stored."""
-    rows = await conn.fetch_all(
-        "SELECT view FROM episode_actions WHERE user_id = ? ORDER BY seq", (user_id,)
-    )
-    return [bytes(r[0]) for r in rows]

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from podsync.model import Subscription, subscription_view
-from podsync.store import Connection, meta
+from podsync.store import Connection, users
 
 __all__ = ["Subscription"]
 
@@ -137,9 +137,9 @@ async def save(
     moved_keys: Sequence[Subscription],
     now: int,
 ) -> dict[str, Subscription]:
-    """Write a batch's outcome: each entity gets the next change sequence number
-    (created ones first, each list in its own order), `changed_at = now` and its
-    stored view; returns the saved entities by sync_id.
+    """Write a batch's outcome (one user's): each entity gets the user's next change
+    number (created ones first, each list in its own order), `changed_at = now` and
+    its stored view; returns the saved entities by sync_id.
 
     `moved_keys` are changed entities whose url key or feed URL changed: their keys
     are parked on a unique placeholder first, so that keys swapped between entities
@@ -148,7 +148,9 @@ async def save(
     entities = [*created, *changed]
     if not entities:
         return {}
-    first_seq = await meta.next_change_seqs(conn, len(entities))
+    user_id = entities[0].user_id
+    assert all(e.user_id == user_id for e in entities), "a batch is one user's"
+    first_seq = await users.next_change_seqs(conn, user_id, len(entities))
     saved: dict[str, Subscription] = {}
     for offset, entity in enumerate(entities):
         # The plan's own copies (new, or made by its replace): filled in place.
@@ -265,21 +267,21 @@ async def changes_and_counter(
 ) -> tuple[list[tuple[int, int, bytes]], int]:
     """(change_seq, last_updated, view) of the entities changed after `after_seq`, in
     change order, optionally leaving out those whose last writer is `exclude_client`;
-    and the database's change counter, read by the same statement so that the two
-    agree. (A poll at the head of the feed finds
-    no rows: the counter comes on the one row the LEFT JOIN keeps.)"""
+    and the user's change counter, read by the same statement so that the two
+    agree. (A poll at the head of the feed finds no rows: the counter comes on the
+    one row the LEFT JOIN keeps; a user deleted meanwhile has neither.)"""
     distinct = "IS NOT" if conn.dialect == "sqlite" else "IS DISTINCT FROM"
     mine = "" if exclude_client is None else f" AND last_client_id {distinct} ?"
     params: list[Any] = [user_id, after_seq] + ([] if exclude_client is None else [exclude_client])
     sql = (
-        f"SELECT counter.seq, page.* FROM "
-        f"(SELECT CAST(value AS BIGINT) AS seq FROM meta WHERE key = 'change_seq') AS counter "
+        f"SELECT counter.change_seq, page.* FROM users AS counter "
         f"LEFT JOIN (SELECT change_seq, last_updated, view FROM subscriptions "
         f"WHERE user_id = ? AND change_seq > ?{mine} ORDER BY change_seq LIMIT ?) AS page ON TRUE "
-        f"ORDER BY page.change_seq"
+        f"WHERE counter.id = ? ORDER BY page.change_seq"
     )
-    rows = await conn.fetch_all(sql, [*params, limit])
-    assert rows, "migration 1 seeds change_seq"
+    rows = await conn.fetch_all(sql, [*params, limit, user_id])
+    if not rows:
+        return [], after_seq
     counter = int(rows[0][0])
     return [(r[1], r[2], r[3]) for r in rows if r[1] is not None], counter
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from podsync.errors import Conflict, NotFound
+from podsync.errors import Conflict, NotFound, Unauthorized
 from podsync.model import User, UserOverview, UserSummary
 from podsync.store import Connection, integrity_errors
+from podsync.store.meta import ACCOUNT_GONE
 
 __all__ = ["User", "UserSummary"]
 
@@ -155,3 +156,24 @@ async def overview(conn: Connection) -> list[UserOverview]:
         )
         for n, e, a, c, d, t, seen, signed, changed in rows
     ]
+
+
+async def next_change_seqs(conn: Connection, user_id: int, count: int) -> int:
+    """Reserve the user's next `count` change numbers; return the first. Call inside a
+    write, after `meta.lock_user`: the user's writers then take numbers one at a time
+    and commit in that order (on PostgreSQL the UPDATE also holds the user's row to
+    COMMIT), so a change feed never sees number 11 while 10 is still to come. Other
+    users' writers take their own numbers and never wait for this one."""
+    row = await conn.fetch_one(
+        "UPDATE users SET change_seq = change_seq + ? WHERE id = ? RETURNING change_seq",
+        (count, user_id),
+    )
+    if row is None:
+        raise Unauthorized(ACCOUNT_GONE)
+    return int(row[0]) - count + 1
+
+
+async def change_seq(conn: Connection, user_id: int) -> int:
+    """The user's last change number (0 before the first, or for a user gone)."""
+    row = await conn.fetch_one("SELECT change_seq FROM users WHERE id = ?", (user_id,))
+    return 0 if row is None else int(row[0])

@@ -64,14 +64,13 @@ class UploadBounds:
         self,
         conn: Connection,
         user_id: int,
-        parsed: Sequence[tuple[EpisodeAction, bytes]],
+        parsed: Sequence[EpisodeAction],
         now: int,
-    ) -> tuple[list[tuple[EpisodeAction, bytes]], int]:
+    ) -> tuple[list[EpisodeAction], int]:
         """Inside the upload's write: create the devices the actions name while the
         bound allows, and return the actions to store with how many were skipped for
-        naming a device past it. LimitExceeded when storing them would pass the
-        action bound (the caller's transaction then writes nothing)."""
-        named = list(dict.fromkeys(a.device_id for a, _ in parsed if a.device_id is not None))
+        naming a device past it."""
+        named = list(dict.fromkeys(a.device_id for a in parsed if a.device_id is not None))
         refused: set[str] = set()
         if named:
             have = await devices.existing(conn, user_id, named)
@@ -81,7 +80,7 @@ class UploadBounds:
                 refused = set(missing[max(room, 0) :])
                 if room > 0:  # only the new ones: ensure never changes a device
                     await devices.ensure(conn, user_id, missing[:room], now)
-        kept = [(a, h) for a, h in parsed if a.device_id not in refused]
+        kept = [a for a in parsed if a.device_id not in refused]
         for device_id in sorted(refused):
             log.info(
                 "episode upload of user %d: actions of device %r skipped: %s",
@@ -89,20 +88,17 @@ class UploadBounds:
                 device_id,
                 device_limit_message(self.max_devices, self.max_devices),
             )
-        if kept:
-            await self._check_actions(conn, user_id, kept)
         return kept, len(parsed) - len(kept)
 
-    async def _check_actions(
-        self, conn: Connection, user_id: int, kept: Sequence[tuple[EpisodeAction, bytes]]
-    ) -> None:
+    async def check_actions(self, conn: Connection, user_id: int, new: int) -> None:
+        """LimitExceeded when `new` more actions would pass the action bound (the
+        caller's transaction then writes nothing)."""
+        if not new:
+            return
         count = await self._count(conn, user_id, fresh=False)
-        if count + len(kept) <= self.max_actions:
+        if count + new <= self.max_actions:
             return
         count = await self._count(conn, user_id, fresh=True)
-        # Actions stored before (a batch sent again) add nothing.
-        keys = [(a.episode_url, a.action, h) for a, h in kept]
-        new = len(kept) - await episode_history.known_actions(conn, user_id, keys)
         if count + new > self.max_actions:
             raise LimitExceeded(action_limit_message(count + new, self.max_actions))
 

@@ -7,9 +7,9 @@ would block every later one forever.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
+from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -24,13 +24,14 @@ from podsync.feeds import (
     is_plain_url,
     url_key,
 )
-from podsync.model import json_string as _string
 from podsync.services.gpodder import cursor
 from podsync.services.gpodder.bounds import UploadBounds
 from podsync.services.gpodder.devices import DEVICE_ID
-from podsync.storage.engine import Engine
-from podsync.store import episode_history, episodes, meta
-from podsync.store.episodes import EpisodeAction
+from podsync.services.gpodder.pulls import ActionPieces
+from podsync.storage.engine import Connection, Engine
+from podsync.store import episode_reads, episodes, meta
+from podsync.store.episode_reads import ActionRow
+from podsync.store.episodes import EpisodeAction, Feed
 
 log = logging.getLogger("podsync.gpodder")
 
@@ -147,28 +148,6 @@ def parse_item(item: Any, received_at: int, rewrites: dict[str, str]) -> Episode
     )
 
 
-def content_hash(a: EpisodeAction) -> bytes:
-    """What makes two uploads the same action (a batch sent again adds nothing): the
-    SHA-256 of `json.dumps` of the fields as a list, `[podcast_url, episode_url, action,
-    occurred_at, started, position, total, device_id, guid]`. Written out here, byte
-    for byte what json.dumps makes of them (the hashes already stored must still
-    match; a test compares the two), without building an encoder per call."""
-    text = (
-        f"[{_string(a.podcast_url)}, {_string(a.episode_url)}, {_string(a.action)}, "
-        f"{a.occurred_at}, {_number(a.started)}, {_number(a.position)}, {_number(a.total)}, "
-        f"{_text(a.device_id)}, {_text(a.guid)}]"
-    )
-    return hashlib.sha256(text.encode("ascii")).digest()
-
-
-def _number(value: int | None) -> str:
-    return "null" if value is None else str(value)
-
-
-def _text(value: str | None) -> str:
-    return "null" if value is None else _string(value)
-
-
 @dataclass(frozen=True)
 class Upload:
     stored: int  # items accepted (including ones already stored before)
@@ -185,10 +164,25 @@ class Imported:
     refused_device: int  # naming a new device past gpodder.max_devices_per_user
 
 
-@dataclass(frozen=True)
 class Pull:
-    views: list[bytes]  # each action's stored JSON (model.episode_action_view)
-    timestamp: int
+    """A pull's answer: its actions in pieces (`pieces.first` read already, the rest
+    read as they are written) and its `timestamp`, known once they are all read."""
+
+    def __init__(self, pieces: ActionPieces, high: int, page_size: int) -> None:
+        self.pieces = pieces
+        self.high = high
+        self.page_size = page_size
+
+    @property
+    def timestamp(self) -> int:
+        # A full page ends at its last row, so the next call resumes right after it.
+        full = self.pieces.count == self.page_size
+        return cursor.encode(self.pieces.after if full else self.high)
+
+
+# Users whose podcasts' rows (episode_feeds) an upload remembers: an upload names up
+# to a thousand, each a lookup otherwise. A row never goes away but with its user.
+FEEDS_REMEMBERED = 1000
 
 
 class EpisodeService:
@@ -196,13 +190,21 @@ class EpisodeService:
         self.db = db
         self.page_size = page_size
         self.bounds = bounds or UploadBounds(GpodderConfig())
+        self._feeds: OrderedDict[int, dict[str, Feed]] = OrderedDict()
+
+    def _known_feeds(self, user_id: int) -> dict[str, Feed]:
+        known = self._feeds.pop(user_id, None) or {}
+        self._feeds[user_id] = known  # the most recent last
+        while len(self._feeds) > FEEDS_REMEMBERED:
+            self._feeds.popitem(last=False)
+        return known
 
     async def upload(self, user_id: int, items: list[Any], device_id: str | None = None) -> Upload:
         """Store the usable items. `device_id`: the device every action is stored
         under, whatever its item says (the Nextcloud API: one device per app password)."""
         now = timestamps.now_us()
         rewrites: dict[str, str] = {}
-        parsed: list[tuple[EpisodeAction, bytes]] = []
+        parsed: list[EpisodeAction] = []
         skipped = 0
         for index, item in enumerate(items):
             try:
@@ -213,40 +215,41 @@ class EpisodeService:
                 continue
             if device_id is not None:
                 action.device_id = device_id
-            parsed.append((action, content_hash(action)))
+            parsed.append(action)
         async with self.db.write() as conn:
-            # On PostgreSQL seq is taken at INSERT but seen at COMMIT: one writer per
-            # user at a time keeps a user's seqs committing in order, so a puller's
-            # cursor never steps past a row still to commit (a no-op on SQLite).
+            # One writer per user at a time (on PostgreSQL too): a user's seqs are
+            # taken and committed in order, so a puller's cursor never steps past a
+            # row still to commit.
             await meta.lock_user(conn, user_id)
             before = await episodes.max_seq(conn, user_id)
-            parsed, refused = await self.bounds.admit(conn, user_id, parsed, now)
-            if parsed:
-                await episodes.insert_many(conn, user_id, parsed, now)
-            after = await episodes.max_seq(conn, user_id)
+            kept, refused = await self.bounds.admit(conn, user_id, parsed, now)
+            known = self._known_feeds(user_id)
+            batch = await episodes.resolve(conn, user_id, kept, known)
+            await self.bounds.check_actions(conn, user_id, len(batch.new))
+            stored = await episodes.store(conn, batch, now)
+        known.update(batch.feeds)  # committed
         return Upload(
-            stored=len(parsed),
+            stored=len(kept),
             skipped=skipped + refused,
             update_urls=[[old, new] for old, new in rewrites.items()],
             before=before,
-            after=after,
+            after=stored.last_seq or before,
         )
 
-    async def store_imported(
-        self, user_id: int, parsed: list[tuple[EpisodeAction, bytes]]
-    ) -> Imported:
-        """Store actions read from another server (already parsed, with their content
-        hashes) under the same rules as an upload, counting those stored before.
-        LimitExceeded when they would pass the action bound: nothing is written."""
+    async def store_imported(self, user_id: int, parsed: list[EpisodeAction]) -> Imported:
+        """Store actions read from another server (already parsed) under the same
+        rules as an upload, counting those stored before. LimitExceeded when they
+        would pass the action bound: nothing is written."""
         now = timestamps.now_us()
         async with self.db.write() as conn:
             await meta.lock_user(conn, user_id)
             kept, refused = await self.bounds.admit(conn, user_id, parsed, now)
-            keys = [(a.episode_url, a.action, h) for a, h in kept]
-            already = await episode_history.known_actions(conn, user_id, keys) if kept else 0
-            if kept:
-                await episodes.insert_many(conn, user_id, kept, now)
-        return Imported(added=len(kept) - already, already=already, refused_device=refused)
+            known = self._known_feeds(user_id)
+            batch = await episodes.resolve(conn, user_id, kept, known)
+            await self.bounds.check_actions(conn, user_id, len(batch.new))
+            await episodes.store(conn, batch, now)
+        known.update(batch.feeds)  # committed
+        return Imported(added=len(batch.new), already=batch.already, refused_device=refused)
 
     async def pull(
         self,
@@ -264,25 +267,32 @@ class EpisodeService:
         matches_nothing = (podcast is not None and url is None) or (
             device_id is not None and not DEVICE_ID.fullmatch(device_id)
         )
-        # An aggregated page ranks every action after the cursor (200,000 of them:
-        # a second of SQLite): off the event loop.
-        async with self.db.snapshot(threaded=aggregated) as conn:
+        # The range, the podcast and the first piece from one read transaction (a
+        # piece is a few ms of work, on the loop; pulls.py).
+        async with self.db.snapshot() as conn:
             high = await episodes.max_seq(conn, user_id)
             threshold = cursor.decode(since, high)
-            views, last_seq = (
-                ([], high)
-                if matches_nothing
-                else await episodes.page(
-                    conn,
+            feed = None
+            if podcast_key is not None and not matches_nothing:
+                feed = await episode_reads.feed_id(conn, user_id, podcast_key)
+                matches_nothing = feed is None
+
+            async def reader(c: Connection, after: int, count: int) -> list[ActionRow]:
+                return await episode_reads.page(
+                    c,
                     user_id,
-                    threshold,
-                    high,
-                    podcast_key,
-                    device_id,
-                    aggregated,
-                    self.page_size,
+                    window_after=threshold,
+                    after_seq=after,
+                    upto_seq=high,
+                    feed=feed,
+                    device_id=device_id,
+                    aggregated=aggregated,
+                    limit=count,
                 )
-            )
-        # A full page ends at its last row, so the next call resumes right after it.
-        last = last_seq if len(views) == self.page_size else high
-        return Pull(views, cursor.encode(last))
+
+            pieces = ActionPieces(self.db, user_id, reader, threshold, self.page_size)
+            if matches_nothing:
+                pieces.done = True
+            else:
+                await pieces.start(conn)
+        return Pull(pieces, high, self.page_size)

@@ -2,9 +2,9 @@
 
 An action that a later one of the same user, podcast, episode and action supersedes
 is kept `gpodder.episode_history_days` after its client time, then deleted; the
-latest of each is kept forever (it is what an aggregated pull answers). The table
-is walked in windows of seq, each read off the event loop and deleted in its own
-short write, so the pruning never holds the loop or the writer for long.
+latest of each is kept forever (it is what an aggregated pull answers). Each user's
+actions are walked in windows of WINDOW, each read off the event loop and deleted in
+its own short write, so the pruning never holds the loop or the writer for long.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from podsync import timestamps
 from podsync.storage.engine import Engine
 from podsync.store import episode_history
 
-WINDOW = 5000  # seqs looked at per step
+WINDOW = 5000  # actions looked at per step
 _US_PER_DAY = 86_400_000_000
 
 
@@ -22,12 +22,18 @@ async def prune_superseded(db: Engine, history_days: int, now: int | None = None
     now = timestamps.now_us() if now is None else now
     cutoff = now - history_days * _US_PER_DAY
     async with db.read() as conn:
-        high = await episode_history.highest_seq(conn)
+        users = await episode_history.user_ids(conn)
     removed = 0
-    for after in range(0, high, WINDOW):
-        async with db.read(threaded=True) as conn:
-            seqs = await episode_history.superseded_between(conn, after, after + WINDOW, cutoff)
-        if seqs:
-            async with db.write() as conn:
-                removed += await episode_history.delete(conn, seqs)
+    for user_id in users:
+        after = 0
+        while True:
+            async with db.read(threaded=True) as conn:
+                end = await episode_history.window_end(conn, user_id, after, WINDOW)
+                if end is None:
+                    break
+                seqs = await episode_history.superseded_between(conn, user_id, after, end, cutoff)
+            if seqs:
+                async with db.write() as conn:
+                    removed += await episode_history.delete(conn, user_id, seqs)
+            after = end
     return removed

@@ -26,10 +26,12 @@ from podsync.errors import InvalidInput
 from podsync.feeds import url_key
 from podsync.numbers import INT64_MAX, INT64_MIN, parse_int
 from podsync.services.gpodder import Gpodder
+from podsync.services.gpodder.pulls import ActionPieces
 from podsync.services.gpodder.subscriptions import device_client_id
 from podsync.services.served import ServedPositions
-from podsync.storage.engine import Engine
-from podsync.store import nextcloud_feed, subscription_stream
+from podsync.storage.engine import Connection, Engine
+from podsync.store import episode_reads, nextcloud_feed, subscription_stream
+from podsync.store.episode_reads import ActionRow
 
 # Seconds before `since` that a pull still answers: the second Kasts' + 1 skips, a
 # change committed by another process after a pull that was stamped before it, a
@@ -101,7 +103,7 @@ class SubscriptionChanges:
 
 @dataclass(frozen=True)
 class ActionChanges:
-    views: list[bytes]
+    pieces: ActionPieces  # `pieces.first` read already, the rest read as written
     timestamp: int
 
 
@@ -148,16 +150,28 @@ class NextcloudSync:
         last = await self.served.last(user_id, device_id, ACTIONS)
         cutoff, start = window(parse_since(since), last)
         now = int(time.time())
-        # A first sync reads the whole history (up to the action bound): off the loop.
-        async with self.db.snapshot(threaded=cutoff == 0) as conn:
-            if cutoff == 0:
-                views = await nextcloud_feed.all_actions(conn, user_id)
-            else:
-                views = await nextcloud_feed.actions_since(
-                    conn, user_id, cutoff * US, start * US, device_id if own else None
+        # Those received from `cutoff` on (the receipts name the first seq of each
+        # second); those before `start` only when another device sent them.
+        before_since: tuple[int | None, str | None] | None = None
+        after = 0
+        async with self.db.snapshot() as conn:  # a piece at a time (pulls.py)
+            if cutoff != 0:
+                from_seq, since_seq = await episode_reads.received_bounds(
+                    conn, user_id, cutoff, start
                 )
+                after = -1 if from_seq is None else from_seq - 1
+                before_since = (since_seq, device_id if own else None)
+
+            async def reader(c: Connection, after_seq: int, count: int) -> list[ActionRow]:
+                return await episode_reads.received_page(c, user_id, after_seq, count, before_since)
+
+            pieces = ActionPieces(self.db, user_id, reader, after, None)
+            if after < 0:
+                pieces.done = True
+            else:
+                await pieces.start(conn)
         self.served.remember(user_id, device_id, ACTIONS, now, last)
-        return ActionChanges(views, now)
+        return ActionChanges(pieces, now)
 
     async def upload_actions(self, user_id: int, device_id: str, items: list[Any]) -> int:
         """Every action stored under `device_id` (an upload past the bound: 400)."""

@@ -24,7 +24,6 @@ from podsync.model import User
 from podsync.services.gpodder.episodes import (
     EpisodeService,
     SkipItem,
-    content_hash,
     parse_client_time,
     parse_item,
 )
@@ -46,7 +45,7 @@ NO_TIME = "no usable time (missing, malformed, or more than a day ahead)"
 DEVICE_LIMIT = "names a new device past the device limit (gpodder.max_devices_per_user)"
 _NUMBER = re.compile(r"-?\d+")
 
-Parsed = tuple[EpisodeAction, bytes]
+Parsed = EpisodeAction
 
 
 @dataclass
@@ -93,7 +92,7 @@ def parse_page(
         seen.kept.add(marker)
         if action.device_id is not None and len(seen.devices) < seen.max_devices:
             seen.devices.setdefault(action.device_id, None)
-        parsed.append((action, content_hash(action)))
+        parsed.append(action)
     return parsed, skipped, fresh
 
 

@@ -7,6 +7,8 @@ from collections.abc import Awaitable, Callable
 
 import asyncpg
 
+from podsync.storage.migrations.postgres_per_user import per_user_numbers
+
 # A step is a DDL script (statements separated by ";" at line ends) or an async
 # function on the asyncpg connection, run in the step's transaction.
 Step = str | Callable[[asyncpg.Connection], Awaitable[None]]
@@ -72,4 +74,7 @@ STEPS_0_3: tuple[Step, ...] = (
     );
     CREATE INDEX served_positions_written ON served_positions(written_at);
     """,
+    # 20: numbers per user, episode actions kept once per episode (as SQLite's step
+    # 20; postgres_per_user.py).
+    per_user_numbers,
 )

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import sqlite3
 
-from podsync.storage.migrations import check_version
 from podsync.storage.migrations.sqlite_backfills import episode_views, stored_views
-from podsync.storage.migrations.sqlite_steps_0_3 import STEPS_0_3, Step
+from podsync.storage.migrations.sqlite_runner import Step, run
+from podsync.storage.migrations.sqlite_steps_0_3 import STEPS_0_3
 
 MIGRATIONS: tuple[Step, ...] = (
     # 1: accounts, tokens, subscriptions, the action log.
@@ -322,40 +322,4 @@ MIGRATIONS: tuple[Step, ...] = (
 
 def migrate(raw: sqlite3.Connection) -> int:
     """Run the migrations this database lacks; return the resulting version."""
-    current = int(raw.execute("PRAGMA user_version").fetchone()[0])
-    check_version(current, len(MIGRATIONS))
-    for version in range(current + 1, len(MIGRATIONS) + 1):
-        step = MIGRATIONS[version - 1]
-        raw.execute("BEGIN IMMEDIATE")
-        try:
-            # Re-check under the write lock: another process may have migrated.
-            if int(raw.execute("PRAGMA user_version").fetchone()[0]) >= version:
-                raw.execute("ROLLBACK")
-                continue
-            if isinstance(step, str):
-                for statement in _statements(step):
-                    raw.execute(statement)
-            else:
-                step(raw)
-            raw.execute(f"PRAGMA user_version = {version}")
-            raw.execute("COMMIT")
-        except BaseException:
-            if raw.in_transaction:
-                raw.execute("ROLLBACK")
-            raise
-    return len(MIGRATIONS)
-
-
-def _statements(script: str) -> list[str]:
-    """Split a migration script into complete statements (sqlite3.complete_statement)."""
-    statements: list[str] = []
-    buffer = ""
-    for line in script.splitlines(keepends=True):
-        buffer += line
-        if sqlite3.complete_statement(buffer):
-            if buffer.strip():
-                statements.append(buffer.strip())
-            buffer = ""
-    if buffer.strip():
-        statements.append(buffer.strip())
-    return statements
+    return run(raw, MIGRATIONS)

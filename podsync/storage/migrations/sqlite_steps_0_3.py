@@ -3,12 +3,8 @@ the earlier ones."""
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Callable
-
-# A step is an SQL script, or a function for what SQL cannot compute (it runs inside
-# the step's transaction).
-Step = str | Callable[[sqlite3.Connection], None]
+from podsync.storage.migrations.sqlite_per_user import per_user_numbers
+from podsync.storage.migrations.sqlite_runner import Step
 
 STEPS_0_3: tuple[Step, ...] = (
     # 16: a failed login is kept once per wrong password (contract rev. 5), so that a
@@ -85,4 +81,7 @@ STEPS_0_3: tuple[Step, ...] = (
     ) STRICT, WITHOUT ROWID;
     CREATE INDEX served_positions_written ON served_positions(written_at);
     """,
+    # 20: change numbers and episode action numbers per user; episode actions kept
+    # once per episode (sqlite_per_user.py says how and why).
+    per_user_numbers,
 )

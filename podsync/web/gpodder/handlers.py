@@ -16,6 +16,7 @@ from podsync.services.gpodder.cursor import post_cursor, session_key
 from podsync.web.gpodder.http import COOKIE
 from podsync.web.http import json_bytes, json_ok, read_body
 from podsync.web.keys import GPODDER, GPODDER_SESSION, USER
+from podsync.web.streaming import StreamedJson
 
 EPISODES = "episodes"
 TRUE = frozenset({"true", "1", "yes"})
@@ -70,7 +71,7 @@ def _session_key(request: web.Request, stream: str) -> list[str]:
     return [session_key(request[GPODDER_SESSION], stream)]
 
 
-async def get_episodes(request: web.Request) -> web.Response:
+async def get_episodes(request: web.Request) -> web.StreamResponse:
     query = request.query
     gp = request.app[GPODDER]
     aggregated = query.get("aggregated", "").strip().lower() in TRUE
@@ -81,11 +82,17 @@ async def get_episodes(request: web.Request) -> web.Response:
         query.get("device") or None,
         aggregated,
     )
-    await gp.cursors.served(request[USER].id, _session_key(request, EPISODES), pull.timestamp)
-    # The stored views joined as they are: the bytes json_ok would have made of the
-    # same actions, without decoding and encoding each of them per request.
-    body = b'{"actions":[' + b",".join(pull.views) + b'],"timestamp":%d}' % pull.timestamp
-    return json_bytes(body)
+    user_id, keys = request[USER].id, _session_key(request, EPISODES)
+    pieces = pull.pieces
+    if pieces.done:  # one piece: the whole answer at once
+        await gp.cursors.served(user_id, keys, pull.timestamp)
+        return json_bytes(b'{"actions":[' + pieces.first + b'],"timestamp":%d}' % pull.timestamp)
+
+    async def tail() -> bytes:  # the cursor, stored before it leaves
+        await gp.cursors.served(user_id, keys, pull.timestamp)
+        return b'],"timestamp":%d}' % pull.timestamp
+
+    return StreamedJson(b'{"actions":[' + pieces.first, pieces.rest(), tail)
 
 
 async def post_episodes(request: web.Request) -> web.Response:

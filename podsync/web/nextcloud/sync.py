@@ -10,6 +10,7 @@ from podsync.errors import InvalidInput
 from podsync.web.http import json_bytes, json_ok, read_body
 from podsync.web.keys import GPODDER, NEXTCLOUD
 from podsync.web.nextcloud.http import NC_DEVICE, NC_DEVICE_CAPTION, NC_OWN_DEVICE, NC_USER
+from podsync.web.streaming import StreamedJson
 
 
 async def _device(request: web.Request) -> str:
@@ -42,14 +43,21 @@ async def post_subscriptions(request: web.Request) -> web.Response:
     return json_ok({"timestamp": timestamp})
 
 
-async def get_actions(request: web.Request) -> web.Response:
+async def get_actions(request: web.Request) -> web.StreamResponse:
     changes = await request.app[NEXTCLOUD].pull_actions(
         request[NC_USER].id, request[NC_DEVICE], request[NC_OWN_DEVICE], request.query.get("since")
     )
-    # The stored views joined as they are (the gpodder layer's shape: ISO time without
-    # zone, play fields only on plays).
-    body = b'{"actions":[' + b",".join(changes.views) + b'],"timestamp":%d}' % changes.timestamp
-    return json_bytes(body)
+    # The gpodder layer's shape (ISO time without zone, play fields only on plays);
+    # a long history is written as it is read.
+    pieces = changes.pieces
+    tail = b'],"timestamp":%d}' % changes.timestamp
+    if pieces.done:
+        return json_bytes(b'{"actions":[' + pieces.first + tail)
+
+    async def last() -> bytes:
+        return tail
+
+    return StreamedJson(b'{"actions":[' + pieces.first, pieces.rest(), last)
 
 
 async def post_actions(request: web.Request) -> web.Response:
