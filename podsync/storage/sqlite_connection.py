@@ -20,6 +20,8 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from podsync.sorting import SQL_FUNCTION, sort_key
+
 T = TypeVar("T")
 log = logging.getLogger("podsync.db")
 
@@ -152,6 +154,8 @@ def connect(path: str, durability: str, *, create: bool = True) -> sqlite3.Conne
         raw.execute("PRAGMA temp_store = MEMORY")
         # Whenever the log is recycled from its start, the file is cut back to this.
         raw.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT}")
+        # A-Z as people read it (podsync/sorting.py); PostgreSQL has it in SQL.
+        raw.create_function(SQL_FUNCTION, 1, sort_key, deterministic=True)
     except BaseException:
         raw.close()
         raise

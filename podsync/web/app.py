@@ -121,7 +121,13 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
             from podsync.services.feeds.http import FeedClient
 
             client = FeedClient(config.feeds.allow_private)
-            fetcher = FeedFetcher(db, client, config.feeds.refresh_hours)
+            fetcher = FeedFetcher(
+                db,
+                client,
+                config.feeds.refresh_hours,
+                artwork_max_bytes=config.feeds.artwork_max_kib << 10,
+                artwork_store_bytes=config.feeds.artwork_store_mib << 20,
+            )
             await fetcher.open()
             app[FEED_FETCHER] = fetcher
             fetching = asyncio.create_task(fetcher.run_forever())

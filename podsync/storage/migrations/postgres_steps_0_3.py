@@ -11,6 +11,67 @@ import asyncpg
 # function on the asyncpg connection, run in the step's transaction.
 Step = str | Callable[[asyncpg.Connection], Awaitable[None]]
 
+_TABLES_18 = """
+CREATE TABLE artwork (
+    id           BIGSERIAL PRIMARY KEY,
+    hash         TEXT NOT NULL UNIQUE,
+    content_type TEXT NOT NULL,
+    size         BIGINT NOT NULL,
+    stored_at    BIGINT NOT NULL,
+    bytes        BYTEA NOT NULL
+);
+CREATE INDEX artwork_size ON artwork(size);
+ALTER TABLE feed_info ADD COLUMN artwork_hash TEXT;
+ALTER TABLE feed_info ADD COLUMN artwork_source TEXT;
+ALTER TABLE feed_info ADD COLUMN artwork_etag TEXT;
+ALTER TABLE feed_info ADD COLUMN artwork_last_modified TEXT;
+ALTER TABLE feed_info ADD COLUMN artwork_error TEXT;
+ALTER TABLE feed_info ADD COLUMN artwork_checked_at BIGINT;
+CREATE INDEX feed_info_artwork ON feed_info(artwork_hash) WHERE artwork_hash IS NOT NULL;
+UPDATE feed_info SET etag = NULL, last_modified = NULL;
+
+ALTER TABLE users ADD COLUMN time_zone TEXT;
+
+CREATE TABLE sync_refusals (
+    user_id    BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    kind       TEXT NOT NULL CHECK (kind IN ('device', 'app_password')),
+    subject    TEXT NOT NULL,
+    refused_at BIGINT NOT NULL,
+    address    TEXT NOT NULL,
+    client     TEXT NOT NULL,
+    reason     TEXT NOT NULL CHECK (reason IN ('password', 'locked_out', 'revoked', 'disabled')),
+    PRIMARY KEY (user_id, kind, subject)
+);
+CREATE TABLE revoked_app_passwords (
+    hash        BYTEA PRIMARY KEY,
+    user_id     BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    password_id BIGINT NOT NULL,
+    name        TEXT NOT NULL,
+    revoked_at  BIGINT NOT NULL
+);
+CREATE INDEX revoked_app_passwords_user ON revoked_app_passwords(user_id, revoked_at);
+"""
+# podsync/sorting.py's sort_key in SQL: decompose, drop the combining marks,
+# lower-case, drop a leading article. normalize() needs a UTF8 database; on another
+# encoding (which holds no accented letters to decompose) the marks step is all.
+_SORT_KEY = r"""
+CREATE FUNCTION podsync_sort_key(title text) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+SELECT regexp_replace(
+    lower(regexp_replace({decomposed}, '[\u0300-\u036f]', '', 'g')),
+    '^(the|an|a)\s+(?=\S)', '')
+$$;
+"""
+
+
+async def _step_18(conn: asyncpg.Connection) -> None:
+    """The web UI's third release (as SQLite's step 18), and the sort key function."""
+    await conn.execute(_TABLES_18)
+    utf8 = await conn.fetchval("SHOW server_encoding") == "UTF8"
+    decomposed = "normalize(title, NFD)" if utf8 else "title"
+    await conn.execute(_SORT_KEY.format(decomposed=decomposed))
+
+
 STEPS_0_3: tuple[Step, ...] = (
     # 16: a failed login kept once per wrong password, by a keyed hash of it; Login
     # Flows by user (as SQLite's step 16).
@@ -38,4 +99,5 @@ STEPS_0_3: tuple[Step, ...] = (
     CREATE INDEX feed_checks_user ON feed_checks(user_id, checked_at);
     CREATE INDEX feed_checks_age ON feed_checks(checked_at);
     """,
+    _step_18,
 )

@@ -7,10 +7,9 @@ from aiohttp import web
 
 from podsync.errors import InvalidInput, NotFound
 from podsync.services.browsing import plain_reason
-from podsync.web.keys import CONFIG
 from podsync.web.ui.guard import form_text
 from podsync.web.ui.keys import BROWSE, SIGNED_IN
-from podsync.web.ui.render import Moment, notice, render, zone
+from podsync.web.ui.render import Moment, notice, render, user_zone
 
 
 async def devices(request: web.Request) -> web.Response:
@@ -24,7 +23,7 @@ async def _devices_page(
     status: int = 200,
 ) -> web.Response:
     user = request[SIGNED_IN].user
-    tz = zone(request.app[CONFIG].ui.time_zone)
+    tz = user_zone(request)
     device_list, subscribed = await request.app[BROWSE].devices(user)
     return render(
         request,

@@ -15,7 +15,8 @@ from podsync.numbers import parse_int
 from podsync.services.feed_info import EpisodeRef
 from podsync.services.listening import PodcastEpisode, finished
 from podsync.store.listening import HistoryFilter, HistoryKey, HistoryRow
-from podsync.web.keys import CONFIG, FEED_INFO
+from podsync.web.keys import FEED_INFO
+from podsync.web.ui.artwork import artwork_path
 from podsync.web.ui.keys import BROWSE, LISTENING, SIGNED_IN
 from podsync.web.ui.render import (
     Moment,
@@ -26,7 +27,8 @@ from podsync.web.ui.render import (
     page_number,
     render,
     shown_url,
-    zone,
+    user_zone,
+    zone_name,
 )
 
 ACTION_LABELS = {
@@ -127,7 +129,7 @@ def _key_text(key: HistoryKey) -> str:
 async def history(request: web.Request) -> web.Response:
     user = request[SIGNED_IN].user
     service = request.app[LISTENING]
-    tz = zone(request.app[CONFIG].ui.time_zone)
+    tz = user_zone(request)
     podcast = request.query.get("podcast", "")[:4096]
     device = request.query.get("device", "")[:64]
     action = request.query.get("action", "")
@@ -172,11 +174,6 @@ async def history(request: web.Request) -> web.Response:
         prev_href=href(after=_key_text(page.newer_than)) if page.newer_than else None,
         next_href=href(before=_key_text(page.older_than)) if page.older_than else None,
     )
-
-
-def zone_name(tz: object) -> str:
-    key = getattr(tz, "key", None)
-    return str(key) if key else "UTC"
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,7 +234,7 @@ async def podcast(request: web.Request) -> web.Response:
     episodes newest first (the feed's, then those it no longer lists) with this
     person's latest state of each, a page at a time."""
     user = request[SIGNED_IN].user
-    tz = zone(request.app[CONFIG].ui.time_zone)
+    tz = user_zone(request)
     entity = await request.app[BROWSE].subscription(user, request.match_info["sync_id"])
     feed_info = request.app[FEED_INFO]
     info = (await feed_info.for_feeds([entity.feed_url])).get(entity.feed_url)
@@ -260,7 +257,7 @@ async def podcast(request: web.Request) -> web.Response:
         s=entity,
         subscribed=entity.unsubscribed_at is None,
         since=Moment(entity.unsubscribed_at or entity.subscribed_at, tz),
-        artwork=shown_url(info.artwork_url if info else None, images=True),
+        artwork=artwork_path(info.artwork_hash if info else None),
         link=shown_url(info.link if info else None),
         fetching=feed_info.enabled,
         fetched_at=Moment(info.fetched_at, tz) if info and info.fetched_at else None,

@@ -13,6 +13,7 @@ from podsync.errors import InvalidInput, TooManyRequests
 from podsync.store.browse import SUBSCRIPTION_ORDERS
 from podsync.web.home import is_loopback, server_address
 from podsync.web.keys import CONFIG, FEED_INFO
+from podsync.web.ui.artwork import artwork_path
 from podsync.web.ui.guard import form_text
 from podsync.web.ui.keys import BROWSE, LISTENING, SIGNED_IN
 from podsync.web.ui.listening import history_items
@@ -23,8 +24,7 @@ from podsync.web.ui.render import (
     notice,
     page_number,
     render,
-    shown_url,
-    zone,
+    user_zone,
 )
 
 PAGE_SIZE = 50
@@ -47,7 +47,7 @@ class SubscriptionItem:
 
 async def overview(request: web.Request) -> web.Response:
     signed_in = request[SIGNED_IN]
-    tz = zone(request.app[CONFIG].ui.time_zone)
+    tz = user_zone(request)
     summary = await request.app[BROWSE].overview(signed_in.user)
     listening = await request.app[LISTENING].continue_listening(signed_in.user)
     captions = {d.device_id: d.caption for d in summary.devices}
@@ -84,7 +84,7 @@ async def _subscriptions_page(
     status: int = 200,
 ) -> web.Response:
     user = request[SIGNED_IN].user
-    tz = zone(request.app[CONFIG].ui.time_zone)
+    tz = user_zone(request)
     q = request.query.get("q", "").strip()[:MAX_SEARCH]
     show_all = request.query.get("all") == "1"
     order = request.query.get("sort", "title")
@@ -124,7 +124,7 @@ async def _subscriptions_page(
                 feed_url=s.feed_url,
                 title=title,
                 initial=title[:1],
-                artwork=shown_url(info.artwork_url if info else None, images=True),
+                artwork=artwork_path(info.artwork_hash if info else None),
                 subscribed=s.unsubscribed_at is None,
                 since=Moment(s.unsubscribed_at or s.subscribed_at, tz),
                 fetched=bool(info and info.fetched_at),

@@ -11,16 +11,18 @@ from urllib.parse import unquote, urlsplit
 
 from aiohttp import web
 
-from podsync import __version__
+from podsync import __version__, zones
 from podsync.numbers import parse_int
+from podsync.web.keys import CONFIG
 from podsync.web.ui.keys import SIGNED_IN
 
 if TYPE_CHECKING:
     import jinja2
 
-# Nothing from other origins but images (podcast artwork), no script at all.
+# Nothing from other origins at all: podsync serves the artwork itself
+# (web/ui/artwork.py). No script.
 CSP = (
-    "default-src 'none'; style-src 'self'; img-src 'self' https: data:; "
+    "default-src 'none'; style-src 'self'; img-src 'self' data:; "
     "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 )
 PAGE_HEADERS = {
@@ -33,6 +35,7 @@ PAGE_HEADERS = {
     "Cache-Control": "no-store",
 }
 STATIC_CSS = "ui.css"
+FAVICON_FILE = "favicon.ico"
 NAV = (
     ("/ui/", "Overview"),
     ("/ui/subscriptions", "Subscriptions"),
@@ -68,8 +71,12 @@ def _package_dir() -> Path:
     return Path(__file__).resolve().parent
 
 
+def static_file(name: str) -> bytes:
+    return (_package_dir() / "static" / name).read_bytes()
+
+
 def stylesheet() -> bytes:
-    return (_package_dir() / "static" / STATIC_CSS).read_bytes()
+    return static_file(STATIC_CSS)
 
 
 def render(
@@ -96,6 +103,7 @@ def render(
                 "nav": nav,
                 "current": current,
                 "version": __version__,
+                "zone_label": zone_name(user_zone(request)) if user is not None else "",
                 "static_css": f"/ui/static/{STATIC_CSS}?v={__version__}",
                 "notice": context.pop("notice", None),
                 "errors": context.pop("errors", {}),
@@ -109,25 +117,43 @@ def render(
 
 
 def zone(name: str) -> tzinfo:
-    if name.upper() == "UTC":
-        return UTC
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError  # on the first page, as Jinja2
+    """The zone of this name (UTC when there is none such: the configured one was
+    checked at start, a person's when they chose it)."""
+    return zones.zone(name) or UTC
 
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        return UTC
+
+def user_zone(request: web.Request) -> tzinfo:
+    """The zone the signed-in person reads times in: their own (Account page), else
+    the server's `ui.time_zone`."""
+    signed_in = request.get(SIGNED_IN)
+    own = signed_in.user.time_zone if signed_in is not None else None
+    return zone(own or request.app[CONFIG].ui.time_zone)
+
+
+def zone_name(tz: tzinfo) -> str:
+    key = getattr(tz, "key", None)
+    return str(key) if key else "UTC"
+
+
+_DAYS = {0: "today", -1: "yesterday", 1: "tomorrow"}
 
 
 class Moment:
-    """A time as a page shows it: machine-readable and in the configured zone."""
+    """A time as a page shows it, in the reader's zone: "today 19:49", "yesterday
+    08:10", "tomorrow 07:00", else "2026-11-05 08:00"; `full` (a tooltip) always has
+    the date and the zone, `iso` is for machines."""
 
-    __slots__ = ("iso", "text")
+    __slots__ = ("full", "iso", "text")
 
-    def __init__(self, us: int, tz: tzinfo) -> None:
+    def __init__(self, us: int, tz: tzinfo, now_us: int | None = None) -> None:
         at = datetime.fromtimestamp(us / 1_000_000, tz)
+        today = (
+            datetime.now(tz) if now_us is None else datetime.fromtimestamp(now_us / 1e6, tz)
+        ).date()
         self.iso = at.isoformat(timespec="seconds")
-        self.text = f"{at:%Y-%m-%d %H:%M} {at.tzname()}"
+        self.full = f"{at:%Y-%m-%d %H:%M} {at.tzname()}"
+        day = _DAYS.get((at.date() - today).days)
+        self.text = f"{day} {at:%H:%M}" if day else f"{at:%Y-%m-%d %H:%M}"
 
 
 def host_and_path(url: str) -> str:
@@ -187,10 +213,9 @@ def notice(request: web.Request) -> str | None:
     return NOTICES.get(request.query.get("done", ""))
 
 
-def shown_url(url: str | None, images: bool = False) -> str | None:
-    """A URL a page may link to or load: https (the CSP allows images from https: only),
-    or http for a plain link."""
+def shown_url(url: str | None) -> str | None:
+    """A URL a page may link to: http or https only."""
     if not url:
         return None
     scheme = url.split(":", 1)[0].lower()
-    return url if scheme == "https" or (scheme == "http" and not images) else None
+    return url if scheme in ("https", "http") else None
