@@ -301,7 +301,7 @@ def test_history_with_progress_and_filters(server: str, context: Any) -> None:
     assert items.count() == 5
     newest = items.nth(0).inner_text()
     assert "ep1.mp3" in newest and "Downloaded" in newest and "Alice's phone" in newest
-    assert "2026-11-05 08:00 UTC" in newest
+    assert "2026-11-05 08:00" in newest
     played = items.nth(1).inner_text()
     assert "episode-4.mp3" in played and "40:00 of 50:00 (80%)" in played
     assert items.nth(1).locator("progress").get_attribute("value") == "2400"

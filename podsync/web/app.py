@@ -26,6 +26,7 @@ from podsync.services.nextcloud.login_flows import LoginFlows
 from podsync.services.nextcloud.sync import NextcloudSync
 from podsync.services.passwords import PasswordService
 from podsync.services.sync import SyncService
+from podsync.services.sync_health import SyncHealth
 from podsync.storage.engine import Engine, create_engine, open_when_up
 from podsync.web.cors import cors_middleware
 from podsync.web.keys import (
@@ -41,6 +42,7 @@ from podsync.web.keys import (
     LOGIN_FLOWS,
     NEXTCLOUD,
     SYNC,
+    SYNC_HEALTH,
 )
 from podsync.web.metrics import METRICS, metrics_middleware
 from podsync.web.middleware import request_middleware, set_server_header
@@ -107,6 +109,7 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
             db, app[AUTH], app[SYNC], secret, config.gpodder, app[BASIC_AUTH]
         )
         app[NEXTCLOUD] = NextcloudSync(db, app[GPODDER])
+        app[SYNC_HEALTH] = SyncHealth(db)
         app[LOGIN_FLOWS] = LoginFlows(db)
         app[FEED_INFO] = FeedInfoService(db, config.feeds.fetch_metadata)
         app[FEED_FETCHER] = None

@@ -14,6 +14,7 @@ from podsync.feeds import url_key
 from podsync.numbers import parse_int
 from podsync.services.feed_info import EpisodeRef
 from podsync.services.listening import PodcastEpisode, finished
+from podsync.sorting import sort_key
 from podsync.store.listening import HistoryFilter, HistoryKey, HistoryRow
 from podsync.web.keys import FEED_INFO
 from podsync.web.ui.artwork import artwork_path
@@ -74,9 +75,12 @@ async def history_items(
     captions: dict[str, str],
     tz: tzinfo,
     podcast_titles: dict[str, str] | None = None,
+    as_log: bool = False,
 ) -> list[HistoryItem]:
     """Rows as a page shows them: titles the fetcher learned (episode, podcast), else
-    the file name and the feed's host and path."""
+    the file name and the feed's host and path. `as_log` (the history): each play is
+    what it was when it happened, "Played to 36%" or "Finished", not a state: an
+    earlier part of an episode finished since is not "In progress"."""
     feed_info = request.app[FEED_INFO]
     refs = [EpisodeRef(a.podcast_url, a.episode_url, a.guid) for a in rows]
     episode_titles = await feed_info.episode_titles(refs)
@@ -87,7 +91,10 @@ async def history_items(
         progress = progress_of(a)
         label = ACTION_LABELS.get(a.action, a.action)
         if progress is not None:
-            label = "Finished" if finished(a.position, a.total) else "In progress"
+            if finished(a.position, a.total):
+                label = "Finished"
+            else:
+                label = f"Played to {progress}%" if as_log else "In progress"
         items.append(
             HistoryItem(
                 episode=episode_titles.get(ref) or file_name(a.episode_url),
@@ -144,7 +151,7 @@ async def history(request: web.Request) -> web.Response:
     podcast_titles = await request.app[FEED_INFO].titles(
         {a.podcast_url for a in page.rows} | {url for _, url, _ in podcasts}
     )
-    rows = await history_items(request, page.rows, captions, tz, podcast_titles)
+    rows = await history_items(request, page.rows, captions, tz, podcast_titles, as_log=True)
     base = {k: v for k, v in (("podcast", podcast), ("device", device), ("action", action)) if v}
 
     def href(**extra: str) -> str:
@@ -156,7 +163,7 @@ async def history(request: web.Request) -> web.Response:
             (key, title or podcast_titles.get(url) or host_and_path(url))
             for key, url, title in podcasts
         ),
-        key=lambda option: option[1].lower(),
+        key=lambda option: sort_key(option[1]) or "",
     )
     return render(
         request,

@@ -185,6 +185,8 @@ def duration(seconds: int) -> str:
 
 NOTICES = {
     "subscribed": "Subscribed. Your apps get it at their next sync.",
+    "unreachable": "Subscribed, but the feed could not be reached just now (why: below). "
+    "podsync tries again later; your apps get it at their next sync all the same.",
     "already": "You were already subscribed to that feed.",
     "unsubscribed": "Unsubscribed. Your apps drop it at their next sync.",
     "resubscribed": "Subscribed again. Your apps get it at their next sync.",
