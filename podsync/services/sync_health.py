@@ -61,6 +61,9 @@ class _Recently:
         self._clock = clock
         self._seen: OrderedDict[Hashable, float] = OrderedDict()
 
+    def forget(self, key: Hashable) -> None:
+        self._seen.pop(key, None)
+
     def first(self, key: Hashable) -> bool:
         """True (and remember it) unless `key` came within EVERY_S."""
         now = self._clock()
@@ -144,6 +147,8 @@ class SyncHealth:
             for kind, subject in subjects:
                 refusal = Refusal(kind, subject, now, caller.address, client, reason)
                 await store.refused(conn, user.id, refusal)
+        if device_id is not None:  # its next good sync is written, whenever it comes
+            self._synced.forget((user.id, device_id))
 
     async def of(self, user: User) -> Health:
         async with self.db.read() as conn:

@@ -40,10 +40,14 @@ class Revoked:
 async def touch_device(
     conn: Connection, user_id: int, device_id: str, now: int, before: int
 ) -> None:
-    """A good sync of the device at `now`, unless one at or after `before` is kept."""
+    """A good sync of the device at `now`, unless one at or after `before` is kept
+    and no refusal came after it."""
     await conn.execute(
         "UPDATE gpodder_devices SET last_seen_at = ? "
-        "WHERE user_id = ? AND device_id = ? AND last_seen_at < ?",
+        "WHERE user_id = ? AND device_id = ? AND (last_seen_at < ? OR EXISTS ("
+        "SELECT 1 FROM sync_refusals r WHERE r.user_id = gpodder_devices.user_id "
+        "AND r.kind = 'device' AND r.subject = gpodder_devices.device_id "
+        "AND r.refused_at >= gpodder_devices.last_seen_at))",
         (now, user_id, device_id, before),
     )
 
