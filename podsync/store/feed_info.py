@@ -33,6 +33,7 @@ class FeedInfo:
     failures: int  # fetches failed in a row (the backoff's exponent)
     next_try_at: int  # when the fetcher will try again
     artwork_hash: str | None = None  # the image podsync keeps of it (store/artwork.py)
+    artwork_error: str | None = None  # why the last try at the image failed
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +46,7 @@ class EpisodeTitle:
 
 _INFO = (
     "url_key, feed_url, title, link, artwork_url, fetched_at, checked_at, last_error, "
-    "failures, next_try_at, artwork_hash"
+    "failures, next_try_at, artwork_hash, artwork_error"
 )
 
 
