@@ -32,7 +32,7 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
-        for name in REQUEST_FIELDS:
+        for name in (*REQUEST_FIELDS, "worker"):
             value = record.__dict__.get(name)
             if value is not None:
                 line[name] = value
@@ -75,6 +75,28 @@ class PoolFloorFilter(logging.Filter):
             record.exc_info = None
             record.exc_text = None
         return True
+
+
+class WorkerFilter(logging.Filter):
+    """Marks each record with the worker that logged it (`server.workers`): a JSON
+    line carries it as `worker`; the text format stays as it is (the fail2ban filter
+    in docs/operations.md matches its shape)."""
+
+    def __init__(self, index: int) -> None:
+        super().__init__()
+        self.index = index
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.worker = self.index
+        return True
+
+
+def mark_worker(index: int) -> None:
+    """In a worker process: every line it logs from now on names it."""
+    for handler in logging.getLogger().handlers:
+        for old in [f for f in handler.filters if isinstance(f, WorkerFilter)]:
+            handler.removeFilter(old)
+        handler.addFilter(WorkerFilter(index))
 
 
 def configure_logging(level: str, fmt: str = "text", **kwargs: Any) -> None:

@@ -4,7 +4,7 @@ beside "economy", "a16z" under A: only "A" followed by a space is an article).
 
 Both engines sort by the same key: SQLite calls `sort_key` as the SQL function
 `podsync_sort_key` (registered on every connection), PostgreSQL has a function of
-that name written in SQL (schema step 18) that does the same steps: decompose
+that name written in SQL (schema step 20) that does the same steps: decompose
 (NFD), drop the combining marks, lower-case, drop the article. The keys are then
 compared code point by code point on both (PostgreSQL with `COLLATE "C"`)."""
 

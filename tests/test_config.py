@@ -92,6 +92,7 @@ def test_environment_overrides_the_file(tmp_path: Path) -> None:
         "PODSYNC_AUTH_SECRET_KEY": "a secret from the environment",
         "PODSYNC_DATABASE_DURABILITY": "normal",
         "PODSYNC_SYNC_PAGE_SIZE_MAX": "1000",
+        "PODSYNC_SERVER_WORKERS": "2",
         "HOME": "/root",
         "PODSYNCX": "not ours",
     }
@@ -105,6 +106,7 @@ def test_environment_overrides_the_file(tmp_path: Path) -> None:
     assert config.auth.secret_key == "a secret from the environment"
     assert config.database.durability == "normal"
     assert config.sync.page_size_max == 1000
+    assert config.server.workers == 2
     assert "a secret from the environment" not in repr(config)
 
 
@@ -243,6 +245,8 @@ def test_bad_environment_value_is_an_error_naming_the_key(var: str, raw: str, ke
         ("sync", {"action_id_retention_days": 0}, "sync.action_id_retention_days"),
         ("log", {"level": "verbose"}, "log.level"),
         ("server", {"shutdown_timeout": -1}, "server.shutdown_timeout"),
+        ("server", {"workers": 0}, "server.workers"),
+        ("server", {"workers": 65}, "server.workers"),
         ("server", {"cors_origins": ("app.example.org",)}, "server.cors_origins"),
         ("server", {"cors_origins": ("https://app.example.org/x",)}, "server.cors_origins"),
         ("server", {"cors_origins": ("https://[::1",)}, "server.cors_origins"),

@@ -42,6 +42,10 @@ def test_the_unit_runs_the_installed_binary_with_the_expected_config_unprivilege
     for key, value in {
         "Type": "exec",
         "KillSignal": "SIGTERM",
+        # The main process stops its workers (server.workers) and each finishes its
+        # requests; a reload reaches the main process, which reloads them all.
+        "KillMode": "mixed",
+        "ExecReload": "/bin/kill -HUP $MAINPID",
         "Restart": "on-failure",
         "NoNewPrivileges": "yes",
         "ProtectSystem": "strict",

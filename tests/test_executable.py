@@ -9,10 +9,12 @@ tests/test_arm64.py.)
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -213,4 +215,46 @@ def test_the_binary_alone_serves_syncs_exports_and_stops_on_sigterm(
     assert code == 0, "".join(server.log)
     server.wait_for(re.compile(r"\bstopped\b"), timeout=5)
     # The bootloader removed the bundle it unpacked.
+    assert list(Path(env["TMPDIR"]).iterdir()) == []
+
+
+SERVING = re.compile(r"worker (\d) of 2 serving \(pid (\d+)\)")
+
+
+def test_the_binary_runs_workers_that_serve_reload_and_stop_together(
+    installed: tuple[Path, dict[str, str]],
+) -> None:
+    """`serve --workers 2` from the one-file binary: the frozen interpreter forks its
+    workers (no multiprocessing, no re-exec), both serve, one killed is replaced,
+    SIGHUP replaces both, SIGTERM ends every process and the unpacked bundle goes."""
+    binary, env = installed
+    env = {**env, "PODSYNC_LOG_FORMAT": "json", "PODSYNC_LOG_ACCESS_LOG": "true"}
+    server = Server([str(binary), "serve", "--workers", "2"], env, binary.parent)
+    pids: dict[str, str] = {}
+    try:
+        for _ in range(2):
+            found = server.wait_for(SERVING)
+            pids[found.group(1)] = found.group(2)
+        base = server.wait_for(LISTENING).group(1)
+        for _ in range(60):  # a connection each: the kernel gives it to either worker
+            assert call("GET", f"{base}/healthz")[0] == 200
+        os.kill(int(pids["1"]), signal.SIGKILL)
+        server.wait_for(re.compile(rf"worker 1 \(pid {pids['1']}\) was killed by signal 9"))
+        replaced = server.wait_for(SERVING)
+        assert replaced.group(1) == "1" and replaced.group(2) != pids["1"]
+        server.proc.send_signal(signal.SIGHUP)
+        server.wait_for(re.compile("reloaded the configuration"))
+        assert call("GET", f"{base}/healthz")[0] == 200
+    finally:
+        code = server.stop()
+    assert code == 0, "".join(server.log)
+    server.wait_for(re.compile(r"\bstopped\b"), timeout=5)
+    answered = {
+        json.loads(line).get("worker")
+        for line in server.log
+        if line.startswith("{") and '"path": "/healthz"' in line
+    }
+    assert answered >= {0, 1}  # both workers served
+    for pid in pids.values():
+        assert not Path(f"/proc/{pid}").exists()
     assert list(Path(env["TMPDIR"]).iterdir()) == []

@@ -154,11 +154,19 @@ def test_a_remote_that_drops_the_connection_half_way_is_completed_by_a_second_ru
         assert "Episode actions: 20 added, 0 already there, 0 skipped." in first.output
         assert len(stored_actions(config.database.path, "alice")) == 20
         remote.fail_at = None
+        remote.calls.clear()
         second = import_from(config, remote.base)
+        third = import_from(config, remote.base)
     assert second.exit_code == 0, second.output
-    assert "Episode actions: 20 added, 20 already there, 0 skipped." in second.output
+    # It goes on from the page that failed: what was read is not read again.
+    assert "Episode actions read from where the import of " in second.output
+    assert next(c for c in remote.calls if c.startswith("episodes")) == "episodes since=20"
+    assert "Episode actions: 20 added, 0 already there, 0 skipped." in second.output
     assert stored_actions(config.database.path, "alice") == expected_rows()
     assert stored(config) == {(url, None, True) for url in FEEDS[:2]}
+    # Once complete, the next import reads everything again (and adds nothing).
+    assert third.exit_code == 0, third.output
+    assert "Episode actions: 0 added, 40 already there, 0 skipped." in third.output
 
 
 def test_a_nextcloud_gpodder_sync_account_is_detected_and_arrives_whole(

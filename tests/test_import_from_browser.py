@@ -1,6 +1,7 @@
 """The "Import from another server" form in a real headless Chromium against a real
-`podsync serve`: a wrong password shown at its field, an import whose report
-survives a reload without importing again, axe-core on the page with the report."""
+`podsync serve`: a wrong password shown at its field, an import that runs on the
+server and whose report survives a reload without importing again, axe-core on the
+page with the report and on the page of an import still running."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 
 from podsync.config import Config
 from tests.conftest import MakeConfig, ServeProcess
+from tests.hostile_remotes import Trickle
 from tests.remote_peers import REMOTE_PASSWORD, FlakyGpodder, stored_actions
 from tests.test_webui_browser import sign_in
 from tests.ui_browser import (
@@ -62,7 +64,12 @@ def test_import_from_another_server_in_a_browser(
             assert page.get_by_label("Password on that server").input_value() == ""
             assert stored_actions(config.database.path, "alice") == set()
             fill(page, remote.base, REMOTE_PASSWORD)
-            page.wait_for_url(f"{server}/ui/transfer?imported=*")
+            page.wait_for_url(f"{server}/ui/transfer?import=*")
+            for _ in range(100):  # the import runs on the server; reload to follow it
+                if "Import report" in page.locator(".report").inner_text():
+                    break
+                page.wait_for_timeout(100)
+                page.reload()
             report = page.locator(".report").inner_text()
             assert "Episode actions: 40 added, 0 already there, 0 skipped." in report
             calls = len(remote.calls)
@@ -73,5 +80,34 @@ def test_import_from_another_server_in_a_browser(
         found = check_accessibility(page, axe_source())
         assert found == [], violations_text(found)
         screenshot(page, "transfer-import-from-report")
+    finally:
+        context.close()
+
+
+def test_an_import_running_on_the_server_is_shown_and_cancelled_in_a_browser(
+    server: str,
+    config: Config,
+    browser: Any,  # noqa: F811
+) -> None:
+    context = browser.new_context(viewport=DESKTOP)
+    try:
+        page = context.new_page()
+        sign_in(page, server)
+        page.goto(server + "/ui/transfer")
+        with Trickle() as remote:
+            fill(page, remote.base, REMOTE_PASSWORD)
+            page.wait_for_url(f"{server}/ui/transfer?import=*")
+            assert page.get_by_role("heading", name="Import running").is_visible()
+            found = check_accessibility(page, axe_source())
+            assert found == [], violations_text(found)
+            screenshot(page, "transfer-import-from-running")
+            page.get_by_role("button", name="Cancel the import").click()
+            for _ in range(100):
+                if "Import stopped half way" in page.locator(".report").inner_text():
+                    break
+                page.wait_for_timeout(100)
+                page.get_by_role("link", name="Show progress").click()
+            report = page.locator(".report").inner_text()
+        assert "cancelled on the Import and export page" in report
     finally:
         context.close()

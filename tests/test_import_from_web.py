@@ -1,15 +1,14 @@
 """The Import and export page's "Import from another server" form, over HTTP on the
-real app: the import runs, the answer is a redirect to a GET that shows the report
-(reloading it imports nothing), a wrong password changes nothing, and the page
-connects only to public addresses unless [feeds] allow_private says otherwise."""
+real app: the import runs as a job, the answer is a redirect to a GET that shows its
+progress and then its report (reloading it imports nothing), a wrong password
+changes nothing, and the page connects only to public addresses unless the user is
+an admin or [feeds] allow_private says otherwise."""
 
 from __future__ import annotations
 
-import http.cookiejar
+import asyncio
+import re
 import time
-import urllib.parse
-import urllib.request
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -20,9 +19,10 @@ from podsync.config import Config
 from podsync.web.app import create_app
 from tests.cli_support import dump, stored
 from tests.conftest import PASSWORD, MakeConfig, with_accounts
+from tests.import_support import Browser
 from tests.remote_peers import FEEDS, REMOTE_PASSWORD, FlakyGpodder, stored_actions
 from tests.test_loop_stalls import assert_not_stalled, bob_ticking
-from tests.test_webui_http import CSRF, sign_in
+from tests.test_webui_http import sign_in
 
 
 async def _client(aiohttp_client: Any, config: Config) -> TestClient[Any, Any]:
@@ -50,6 +50,22 @@ async def _post(
     )
 
 
+RUNNING = re.compile(r"Import (running|stopping)")
+
+
+async def finished(ui: TestClient[Any, Any], location: str, within_s: float = 60) -> str:
+    """The page at `location` once the import it shows has ended."""
+    deadline = time.monotonic() + within_s
+    while True:
+        page = await ui.get(location)
+        assert page.status == 200
+        text = await page.text()
+        if not RUNNING.search(text):
+            return text
+        assert time.monotonic() < deadline, "the import did not end"
+        await asyncio.sleep(0.1)
+
+
 async def test_the_form_imports_and_redirects_to_its_report(
     aiohttp_client: Any, private_config: Config
 ) -> None:
@@ -59,7 +75,8 @@ async def test_the_form_imports_and_redirects_to_its_report(
         response = await _post(ui, csrf, remote.base)
         assert response.status == 303, await response.text()
         location = response.headers["Location"]
-        assert location.startswith("/ui/transfer?imported=")
+        assert location.startswith("/ui/transfer?import=")
+        await finished(ui, location)
         calls = len(remote.calls)
         for _ in range(2):  # a reload shows the report again and imports nothing
             page = await ui.get(location)
@@ -70,7 +87,7 @@ async def test_the_form_imports_and_redirects_to_its_report(
             assert "Episode actions: 40 added, 0 already there, 0 skipped." in text
         assert len(remote.calls) == calls
         again = await _post(ui, csrf, remote.base)
-        text = await (await ui.get(again.headers["Location"])).text()
+        text = await finished(ui, again.headers["Location"])
         assert "Episode actions: 0 added, 40 already there, 0 skipped." in text
         assert "Nothing new: everything was already here." in text
     assert stored(private_config) == {(url, None, True) for url in FEEDS[:2]}
@@ -92,15 +109,22 @@ async def test_a_stop_half_way_is_shown_and_a_second_import_completes(
     csrf = await sign_in(ui)
     with FlakyGpodder(count=40, page=10, fail_at=20) as remote:
         response = await _post(ui, csrf, remote.base)
-        text = await (await ui.get(response.headers["Location"])).text()
+        text = await finished(ui, response.headers["Location"])
         assert "Import stopped half way" in text
         assert "the answer was cut off" in text
         assert len(stored_actions(private_config.database.path, "alice")) == 20
         remote.fail_at = None
         response = await _post(ui, csrf, remote.base)
-        text = await (await ui.get(response.headers["Location"])).text()
-    assert "Episode actions: 20 added, 20 already there, 0 skipped." in text
+        text = await finished(ui, response.headers["Location"])
+    assert "Episode actions read from where the import of " in text
+    assert "Episode actions: 20 added, 0 already there, 0 skipped." in text
     assert len(stored_actions(private_config.database.path, "alice")) == 40
+
+
+def _accounts(config: Config) -> list[str]:
+    """Every row of the database but the import form's record of refused passwords
+    (kept for its throttle, as failed logins are)."""
+    return [line for line in dump(config) if '"remote_imports"' not in line]
 
 
 async def test_a_wrong_password_gives_the_form_back_and_changes_nothing(
@@ -117,12 +141,14 @@ async def test_a_wrong_password_gives_the_form_back_and_changes_nothing(
     assert "Nothing was changed." in text
     assert f'value="{remote.base}"' in text  # the form keeps what was typed...
     assert "wrong-password-1" not in text  # ...but never the password
-    assert dump(private_config) == before
+    assert _accounts(private_config) == before
 
 
-async def test_the_page_reaches_only_public_addresses_by_default(
+async def test_the_page_refuses_a_private_address_and_says_who_can_import_from_it(
     aiohttp_client: Any, config: Config
 ) -> None:
+    """A LAN server is the usual case: alice is told to ask an admin (or to use the
+    command on the server), never to check the address."""
     ui = await _client(aiohttp_client, config)
     csrf = await sign_in(ui)
     before = dump(config)
@@ -130,10 +156,33 @@ async def test_the_page_reaches_only_public_addresses_by_default(
         response = await _post(ui, csrf, remote.base)
         text = await response.text()
         assert remote.calls == []
-    assert response.status == 502
-    assert "Nothing could be read" in text
+    assert response.status == 403
     assert "127.0.0.1 is not a public address" in text
+    assert "only an admin of this podsync may import from such an address here" in text
+    assert "Ask an admin to run the import for you" in text
+    assert "podsync user import-from" in text
+    assert "Check the address" not in text
+    assert "As an admin, you may import" not in text
     assert dump(config) == before
+
+
+async def test_an_admin_imports_from_a_private_address_and_the_form_says_so(
+    aiohttp_client: Any, config: Config
+) -> None:
+    async def seed(accounts: Any) -> None:
+        await accounts.add_user("root", PASSWORD, admin=True)
+
+    await with_accounts(config, seed)
+    ui = await _client(aiohttp_client, config)
+    csrf = await sign_in(ui, "root")
+    form = await (await ui.get("/ui/transfer")).text()
+    assert "As an admin, you may import from a server on this machine or on your own" in form
+    with FlakyGpodder(count=10, page=10, fail_at=None) as remote:
+        response = await _post(ui, csrf, remote.base)
+        assert response.status == 303, await response.text()
+        text = await finished(ui, response.headers["Location"])
+    assert "Episode actions: 10 added, 0 already there, 0 skipped." in text
+    assert len(stored_actions(config.database.path, "root")) == 10
 
 
 def _many_actions(count: int) -> list[dict[str, Any]]:
@@ -152,46 +201,19 @@ def _many_actions(count: int) -> list[dict[str, Any]]:
     ]
 
 
-class _Browser:
-    """A form-posting HTTP client with a cookie jar, as a browser signs in."""
-
-    def __init__(self, base: str) -> None:
-        self.base = base
-        self.opener = urllib.request.build_opener(
-            urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar())
-        )
-
-    def get(self, path: str) -> str:
-        with self.opener.open(self.base + path, timeout=120) as resp:
-            text: str = resp.read().decode()
-            return text
-
-    def post(self, path: str, form: dict[str, str]) -> str:
-        data = urllib.parse.urlencode(form).encode()
-        req = urllib.request.Request(  # noqa: S310 - loopback
-            self.base + path, data=data, headers={"Origin": self.base}
-        )
-        with self.opener.open(req, timeout=600) as resp:
-            text: str = resp.read().decode()
-            return text
-
-
 @pytest.mark.slow
 def test_a_big_import_from_the_page_does_not_stall_other_users(
     make_config: MakeConfig, seeded_users: tuple[str, ...], serve_process: Any
 ) -> None:
     base = serve_process(make_config(feeds={"allow_private": True})).url
-    page = _Browser(base)
-    page.post("/ui/login", {"username": "alice", "password": PASSWORD})
-    found = CSRF.search(page.get("/ui/transfer"))
-    assert found is not None
+    alice = Browser(base)
     count = 50_000  # one answer, as oPodSync and Nextcloud send them
-    with FlakyGpodder(page=count, fail_at=None, items=_many_actions(count)) as remote:
-        form = {"csrf": found.group(1), "url": remote.base, "username": "remote"}
-        form.update(password=REMOTE_PASSWORD, api="gpodder")
-        with bob_ticking(base) as ticker, ThreadPoolExecutor(1) as pool:
-            started = time.perf_counter()
-            text = pool.submit(page.post, "/ui/import-from", form).result()
-            took = time.perf_counter() - started
-    assert f"Episode actions: {count} added, 0 already there, 0 skipped." in text
+    remote = FlakyGpodder(page=count, fail_at=None, items=_many_actions(count))
+    with remote, bob_ticking(base) as ticker:
+        started = time.perf_counter()
+        status, location = alice.start_import(remote.base)
+        assert status == 303, location
+        text = alice.finished(location, within_s=600)
+        took = time.perf_counter() - started
+    assert f"Episode actions: {count:,} added, 0 already there, 0 skipped." in text
     assert_not_stalled(ticker, f"an import of {count} actions from the web UI ({took:.1f} s)")

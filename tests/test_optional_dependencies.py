@@ -14,6 +14,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -173,6 +174,23 @@ def test_jinja2_argon2_and_the_opml_parser_load_only_when_used(tmp_path: Path) -
     finally:
         assert stop(proc) == 0
     assert imported(log.read_text()) & {"feedparser", "sgmllib"} == set()
+
+
+def test_the_feed_parser_loads_with_the_first_feed_to_read(tmp_path: Path) -> None:
+    """Idle memory with the feed fetcher on (the default): the fetcher runs, but the
+    feed parser and its XML and HTML parsers load only when there is a feed to read."""
+    env = {**env_for(tmp_path), "PODSYNC_FEEDS_FETCH_METADATA": "true"}
+    importtime = [sys.executable, "-X", "importtime", "-m", "podsync"]
+    log = tmp_path / "serve.log"
+    proc, base = start([*importtime, "serve", "--port", "0"], env, log)
+    try:
+        assert call(base + "/healthz")[0] == 200
+        time.sleep(1)  # the fetcher's first pass: nothing due
+        seen = imported(log.read_text())
+    finally:
+        assert stop(proc) == 0
+    assert "fetching subscribed feeds" in log.read_text()
+    assert seen & {"feedparser", "sgmllib", "xml"} == set()
 
 
 def test_without_the_extras_a_sqlite_server_and_the_cli_work(tmp_path: Path) -> None:

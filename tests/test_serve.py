@@ -136,7 +136,9 @@ def test_serve_refuses_a_newer_schema(config: Config, tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
-@pytest.mark.parametrize("args", [["--port", "70000"], ["--port", "x"], ["--nope"]])
+@pytest.mark.parametrize(
+    "args", [["--port", "70000"], ["--port", "x"], ["--nope"], ["--workers", "0"]]
+)
 def test_serve_usage_errors_exit_2(config: Config, args: list[str]) -> None:
     result = run_cli(config, "serve", *args)
     assert result.exit_code == 2

@@ -1,4 +1,4 @@
-"""The web UI's third release on both engines, through the real app: schema step 18
+"""The web UI's third release on both engines, through the real app: schema step 20
 on a database of the release before; A-Z as people read it (case, accents and a
 leading "The"/"A" do not count) on every page of a long list; a time zone per
 person, refused with the problem named when the zone database does not know it,
@@ -63,7 +63,7 @@ async def page_text(ui: Client, path: str) -> str:
         return await answer.text()
 
 
-async def test_step_18_on_a_database_of_the_release_before(
+async def test_step_20_on_a_database_of_the_release_before(
     aiohttp_client: Any, config: Config, db_engine: str
 ) -> None:
     async with database_at(config, db_engine, RELEASE_BEFORE) as db:

@@ -6,8 +6,12 @@ The group and `serve` live here; each command group has its own module.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from typing import Any
+import socket
+import sys
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 import click
 from click.core import ParameterSource
@@ -21,10 +25,14 @@ from podsync.cli.base import (
     make_default_directory,
     pass_context,
 )
-from podsync.config import ConfigError
+from podsync.config import Config, ConfigError, load_config_and_origin
+from podsync.config.validation import MAX_WORKERS
 from podsync.errors import PodsyncError
 from podsync.storage.engine import database_errors, describe
 from podsync.storage.errors import SchemaTooNew
+
+if TYPE_CHECKING:  # the server's modules load only when `serve` runs
+    from podsync.web.process import Worker
 
 log = logging.getLogger("podsync")
 
@@ -57,43 +65,96 @@ def cli(ctx: click.Context, config_path: str | None) -> None:
 @cli.command()
 @click.option("--host", help="Address to listen on (default: server.host).")
 @click.option("--port", type=click.IntRange(0, 65535), help="Port (default: server.port).")
+@click.option(
+    "--workers",
+    type=click.IntRange(1, MAX_WORKERS),
+    help="Processes serving the address and database (default: server.workers).",
+)
 @pass_context
-def serve(ctx: Context, host: str | None, port: int | None) -> None:
+def serve(ctx: Context, host: str | None, port: int | None, workers: int | None) -> None:
     """Run the sync server until SIGINT or SIGTERM.
+
+    SIGHUP reads the configuration again and starts over with it, one worker at a
+    time; the address stays (a new one takes a restart).
 
     \b
     Example:
       podsync --config /etc/podsync/podsync.toml serve --port 8080
+      podsync serve --workers 2      # two processes: both cores of a small machine
     """
     from podsync.logs import configure_logging
+    from podsync.web.server import listen
     from podsync.web.server import serve as run_server
+    from podsync.web.workers import supervise
 
     ctx.log_warnings = True
-    config = ctx.config
     overrides: dict[str, Any] = {}
     if host is not None:
         overrides["host"] = host
     if port is not None:
         overrides["port"] = port
-    if overrides:
-        try:
-            config = config.replace("server", **overrides)
-        except ConfigError as exc:
-            raise click.ClickException(str(exc)) from None
+    if workers is not None:
+        overrides["workers"] = workers
+    config = _with_overrides(ctx.config, overrides)
     configure_logging(config.log.level, config.log.format)
     for warning in ctx.origin.warnings:
         log.warning("%s", warning)
     for note in ctx.origin.notes:
         log.warning("%s", note)
-    try:
+
+    def read_again() -> Config:
+        """SIGHUP: the file and the environment again, with this command line's options."""
+        again = _with_overrides(load_config_and_origin(ctx.config_path)[0], overrides)
+        configure_logging(again.log.level, again.log.format, force=True)
+        return again
+
+    with _server_errors(config):
         new_database = not database_exists(config)
         if new_database:
             make_default_directory(config)
-        asyncio.run(run_server(config, new_database, ctx.origin.file))
+        sockets = listen(config.server.host, config.server.port)
+    if config.server.workers == 1:
+        with _server_errors(config):
+            asyncio.run(run_server(config, new_database, ctx.origin.file, sockets, read_again))
+        return
+    with _server_errors(config):  # the parent's own faults (its private directory)
+        status = supervise(config, sockets, _worker_main, read_again, new_database, ctx.origin.file)
+    if status:
+        sys.exit(status)
+
+
+def _with_overrides(config: Config, overrides: dict[str, Any]) -> Config:
+    if not overrides:
+        return config
+    try:
+        return config.replace("server", **overrides)
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+@contextlib.contextmanager
+def _server_errors(config: Config) -> Iterator[None]:
+    """What stops a server, as one `Error:` line."""
+    try:
+        yield
     except (OSError, SchemaTooNew, PodsyncError) as exc:
         raise click.ClickException(str(exc)) from None
     except database_errors() as exc:
         raise click.ClickException(f"database {describe(config.database)}: {exc}") from None
+
+
+def _worker_main(config: Config, sockets: list[socket.socket], worker: Worker) -> int:
+    """One worker, in the process the supervisor forked: its exit status, with the
+    `Error:` line a single server would print."""
+    from podsync.web.server import serve_worker
+
+    try:
+        with _server_errors(config):
+            asyncio.run(serve_worker(config, sockets, worker))
+    except click.ClickException as exc:
+        exc.show()
+        return 1
+    return 0
 
 
 @cli.command()

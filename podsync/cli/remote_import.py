@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import click
 
@@ -12,12 +16,10 @@ from podsync.config.envvars import IMPORT_PASSWORD_ENV
 from podsync.services.gpodder.bounds import UploadBounds
 from podsync.services.gpodder.episodes import EpisodeService
 from podsync.services.opml_io import OpmlService
-from podsync.services.remote_import import (
-    RemoteAccount,
-    RemoteImportReport,
-    RemoteImportService,
-)
+from podsync.services.remote_import import RemoteAccount, RemoteImportService
+from podsync.services.remote_import.bounds import ImportBounds
 from podsync.services.remote_import.client import APIS, base_url
+from podsync.services.remote_import.jobs import ImportJob, ImportJobs
 from podsync.services.sync import SyncService
 from podsync.storage.engine import Engine
 
@@ -72,19 +74,49 @@ def import_from(
     def say(text: str) -> None:
         click.echo(text, err=True)
 
-    async def run(db: Engine) -> RemoteImportReport:
+    async def run(db: Engine) -> ImportJob:
         opml = OpmlService(db, SyncService(db, config.sync))
         episodes = EpisodeService(
             db, config.gpodder.episode_page_size, UploadBounds(config.gpodder)
         )
+        importer = RemoteImportService(opml, episodes, ImportBounds.for_config(config))
+        jobs = ImportJobs(db, importer, config.auth)
         user = await opml.require_user(name)
-        return await RemoteImportService(opml, episodes).import_from(user, account, progress=say)
+        with _stopped_by_signals(jobs):
+            return await jobs.run_here(user, account, allow_private=True, say=say)
 
-    report = run_with_db(config, run)
-    for line in report.lines():
+    try:
+        job = run_with_db(config, run)
+    except asyncio.CancelledError:
+        raise click.ClickException("stopped before the import began; nothing was changed") from None
+    assert job.report is not None
+    for line in job.report.lines():
         click.echo(line)
-    if not report.complete:
+    if not job.report.complete:
         sys.exit(1)
+
+
+@contextmanager
+def _stopped_by_signals(jobs: ImportJobs) -> Iterator[None]:
+    """SIGTERM and SIGINT stop the import, which then writes and prints its report;
+    before it began (the sign-in), they end the command at once."""
+    loop = asyncio.get_running_loop()
+    main = asyncio.current_task()
+
+    def stop(said: str) -> None:
+        if jobs.running_here():
+            jobs.stop_all(said)
+        elif main is not None:
+            main.cancel(said)
+
+    signals = ((signal.SIGTERM, "stopped by SIGTERM"), (signal.SIGINT, "stopped by Ctrl-C"))
+    for sig, said in signals:
+        loop.add_signal_handler(sig, stop, said)
+    try:
+        yield
+    finally:
+        for sig, _said in signals:
+            loop.remove_signal_handler(sig)
 
 
 def _remote_password(from_stdin: bool, remote_user: str) -> str:

@@ -23,6 +23,9 @@ from podsync.zones import known_zone
 LOG_LEVELS = ("debug", "info", "warning", "error")
 DURABILITIES = ("full", "normal")
 LOG_FORMATS = ("text", "json")
+# Each worker is a whole server (its memory, its database connections): far past the
+# cores of any machine podsync is meant for, more only costs.
+MAX_WORKERS = 64
 
 
 class ConfigError(Exception):
@@ -98,6 +101,10 @@ def validate(config: C) -> C:
     _require(
         s.shutdown_timeout >= 0,
         f"server.shutdown_timeout must be >= 0, not {s.shutdown_timeout}",
+    )
+    _require(
+        1 <= s.workers <= MAX_WORKERS,
+        f"server.workers must be between 1 and {MAX_WORKERS}, not {s.workers}",
     )
     for origin in s.cors_origins:
         parts = _split(origin)

@@ -109,10 +109,14 @@ class AuthService:
         config: AuthConfig,
         secret_key: str,
         passwords: PasswordService,
+        max_pending: int | None = None,
     ) -> None:
+        """`max_pending`: logins waiting for their verification at once, past which
+        one is refused (default `auth.max_pending_logins`; a worker's share of it)."""
         self.db = db
         self.config = config
         self.passwords = passwords
+        self.max_pending = config.max_pending_logins if max_pending is None else max_pending
         self._serializer = URLSafeTimedSerializer(secret_key, salt=ACCESS_SALT)
         # token -> (user id, generation, wall-clock second it stops being valid)
         self._verified: dict[str, tuple[int, int, int]] = {}
@@ -179,7 +183,7 @@ class AuthService:
         await self.throttle_check(username, caller.address)
         # Each verification costs ~0.1 s of a hash thread: past this many waiting,
         # a flood would only queue up and starve every other login. Refuse at once.
-        if self._pending >= self.config.max_pending_logins:
+        if self._pending >= self.max_pending:
             raise Unavailable(PENDING_LOGINS, retry_after=1)
         self._pending += 1
         try:

@@ -71,8 +71,10 @@ class Engine(Protocol):
     def write(self) -> AbstractAsyncContextManager[Connection]: ...
 
 
-def create_engine(config: DatabaseConfig) -> Engine:
-    """The engine `config` names: PostgreSQL when `url` is set, else the SQLite file."""
+def create_engine(config: DatabaseConfig, checkpoints: str = "own", write_turn: str = "") -> Engine:
+    """The engine `config` names: PostgreSQL when `url` is set, else the SQLite file
+    (`checkpoints`: who checkpoints its log, `sqlite_checkpoint.Checkpointer`;
+    `write_turn`: the lock file of the workers beside it, `sqlite_write_turn`)."""
     if config.url:
         try:
             from podsync.storage.postgres import PostgresDatabase
@@ -86,7 +88,7 @@ def create_engine(config: DatabaseConfig) -> Engine:
         return PostgresDatabase(config.url)
     from podsync.storage.sqlite import Database
 
-    return Database(config.path, config.durability)
+    return Database(config.path, config.durability, checkpoints, write_turn)
 
 
 def describe(config: DatabaseConfig) -> str:

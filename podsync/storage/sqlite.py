@@ -43,6 +43,7 @@ from podsync.storage.sqlite_connection import (
     owner_only,
     through,
 )
+from podsync.storage.sqlite_write_turn import WriteTurn
 
 T = TypeVar("T")
 log = logging.getLogger("podsync.db")
@@ -55,9 +56,21 @@ MAX_GROUP = 32
 class Database:
     """One SQLite database file: a writer connection and reader connections."""
 
-    def __init__(self, path: str, durability: str = "full") -> None:
+    def __init__(
+        self,
+        path: str,
+        durability: str = "full",
+        checkpoints: str = "own",
+        write_turn: str = "",
+    ) -> None:
+        """`checkpoints`: who checkpoints the log (`sqlite_checkpoint.Checkpointer`'s
+        modes): "own" for a process alone on the file, "watch" for the leader of
+        several workers, "none" for the others. `write_turn`: the lock file the
+        workers of one server take turns on (`sqlite_write_turn`); "" alone."""
         self.path = path
         self.durability = durability
+        self.checkpoints = checkpoints
+        self._turn = WriteTurn(write_turn) if write_turn else None
         self._writer: sqlite3.Connection | None = None
         self._idle_readers: list[sqlite3.Connection] = []
         self._all_readers: list[sqlite3.Connection] = []
@@ -80,11 +93,14 @@ class Database:
             raise FileNotFoundError(f"directory {parent} does not exist")
         owner_only(self.path)
         self._committer = ThreadPoolExecutor(1, thread_name_prefix="podsync-commit")
-        self._checkpointer = Checkpointer(self.path, self.durability)
+        self._checkpointer = Checkpointer(self.path, self.durability, mode=self.checkpoints)
         try:
+            if self._turn is not None:
+                self._turn.open()
             # Opening may wait for another process's lock (a migration): off the loop.
             self._writer = await self._in_commit_thread(self._open_writer)
             self._idle_readers.append(self._new_reader())
+            self._checkpointer.watch()
         except BaseException:
             await self.close()
             raise
@@ -131,6 +147,8 @@ class Database:
         if self._checkpointer is not None:
             self._checkpointer.close()  # lets a running checkpoint finish
             self._checkpointer = None
+        if self._turn is not None:
+            self._turn.close()
 
     async def __aenter__(self) -> Database:
         await self.open()
@@ -240,7 +258,19 @@ class Database:
         """Open the group transaction: BEGIN IMMEDIATE on the loop when the lock is free
         (almost always); when another process holds it, wait for it on the commit
         thread instead. The group is marked open in the same step, so a cancellation
-        cannot leave a transaction that no writer will commit."""
+        cannot leave a transaction that no writer will commit. With other workers, this
+        worker's turn comes first (`sqlite_write_turn`); `_commit` gives it back."""
+        turn = self._turn
+        if turn is not None and not turn.try_take():
+            await self._in_commit_thread(turn.take)
+        try:
+            await self._begin_transaction(raw)
+        except BaseException:
+            if turn is not None:
+                turn.give()
+            raise
+
+    async def _begin_transaction(self, raw: sqlite3.Connection) -> None:
         try:
             raw.execute("BEGIN IMMEDIATE")
             self._group = []
@@ -262,7 +292,15 @@ class Database:
         self._ended_by = None
 
     async def _commit(self, raw: sqlite3.Connection, group: list[asyncio.Future[None]]) -> None:
-        """COMMIT the group transaction and answer each of its writers (never raises)."""
+        """COMMIT the group transaction and answer each of its writers (never raises),
+        then give the write turn back."""
+        try:
+            await self._end_group(raw, group)
+        finally:
+            if self._turn is not None:
+                self._turn.give()
+
+    async def _end_group(self, raw: sqlite3.Connection, group: list[asyncio.Future[None]]) -> None:
         try:
             if not raw.in_transaction:
                 # SQLite rolls a whole transaction back on some errors (disk full, I/O).

@@ -24,6 +24,12 @@ appended meanwhile, and the next write starts the log over from its beginning.
 starts over back to CHECKPOINT_WAL_BYTES, so the file's size is the log's length
 past that (what `committed` reads: a stat, never an open of the file, which would
 drop SQLite's POSIX locks in this process).
+
+Several worker processes on one file (`server.workers`) checkpoint once, not once
+each: the leader's checkpointer ("watch") also sees the others' commits, in the log
+file's size and modification time, looked at every WATCH_S; the other workers'
+("none") make no checkpoint of their own, but their writer still restarts a log
+past RESTART_WAL_BYTES after its COMMIT, as above.
 """
 
 from __future__ import annotations
@@ -47,15 +53,34 @@ IDLE_SECONDS = 10.0
 # A TRUNCATE checkpoint waits this long for readers of old snapshots, then gives up
 # until the next quiet spell (it holds the write lock meanwhile: keep it short).
 TRUNCATE_BUSY_MS = 1000
+# How often the leader of several workers looks at the log for the others' commits.
+WATCH_S = 1.0
+MODES = ("own", "watch", "none")
 
 
 class Checkpointer:
-    """The checkpoints of one database file; `committed()` after every COMMIT."""
+    """The checkpoints of one database file; `committed()` after every COMMIT.
 
-    def __init__(self, path: str, durability: str, idle_seconds: float = IDLE_SECONDS) -> None:
+    `mode`: "own" (this process alone writes the file), "watch" (the leader of several
+    workers: other processes' commits count too) or "none" (another process makes
+    the checkpoints)."""
+
+    def __init__(
+        self,
+        path: str,
+        durability: str,
+        idle_seconds: float = IDLE_SECONDS,
+        mode: str = "own",
+        watch_s: float = WATCH_S,
+    ) -> None:
+        assert mode in MODES, mode
         self.path = path
         self.durability = durability
         self.idle_seconds = idle_seconds
+        self.mode = mode
+        self.watch_s = watch_s
+        self._watch_timer: asyncio.TimerHandle | None = None
+        self._seen = (0, 0)  # the log's (size, modification time) at the last look
         self._wal_path = path + "-wal"
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="podsync-checkpoint")
         self._running: asyncio.Future[bool] | None = None
@@ -71,10 +96,9 @@ class Checkpointer:
         """Note a COMMIT: a PASSIVE checkpoint when the log is due one, and the quiet
         timer (one per quiet spell, not one per COMMIT). True when the log is past
         RESTART_WAL_BYTES: the writer should call `restart` before its next write."""
-        loop = asyncio.get_running_loop()
-        self._last_commit = loop.time()
-        if self._idle_timer is None:
-            self._idle_timer = loop.call_later(self.idle_seconds, self._when_quiet)
+        if self.mode == "none":
+            return self._wal_size() >= self._restart_at
+        self._note_commit()
         if self._busy():
             return False
         size = self._wal_size()
@@ -83,6 +107,32 @@ class Checkpointer:
         if size > CHECKPOINT_WAL_BYTES:
             self._start("PASSIVE")
         return False
+
+    def _note_commit(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._last_commit = loop.time()
+        if self._idle_timer is None:
+            self._idle_timer = loop.call_later(self.idle_seconds, self._when_quiet)
+
+    def watch(self) -> None:
+        """("watch" mode, on the event loop) Look at the log every `watch_s` for the
+        commits of other processes: a PASSIVE checkpoint once it passes
+        CHECKPOINT_WAL_BYTES, a TRUNCATE once it has been still for `idle_seconds`."""
+        if self.mode == "watch" and self._watch_timer is None and not self._closed:
+            self._seen = self._wal_state()
+            self._watch_timer = asyncio.get_running_loop().call_later(self.watch_s, self._look)
+
+    def _look(self) -> None:
+        self._watch_timer = None
+        if self._closed:
+            return
+        state = self._wal_state()
+        if state != self._seen:  # written since the last look (by any process)
+            self._seen = state
+            self._note_commit()
+            if not self._busy() and state[0] > CHECKPOINT_WAL_BYTES:
+                self._start("PASSIVE")
+        self._watch_timer = asyncio.get_running_loop().call_later(self.watch_s, self._look)
 
     def restart(self, writer: sqlite3.Connection) -> None:
         """On the commit thread, with the writer's connection, under its write lock:
@@ -135,6 +185,13 @@ class Checkpointer:
         except OSError:
             return 0
 
+    def _wal_state(self) -> tuple[int, int]:
+        try:
+            found = os.stat(self._wal_path)
+        except OSError:
+            return 0, 0
+        return found.st_size, found.st_mtime_ns
+
     def _run(self, mode: str) -> bool:
         """One checkpoint on the checkpoint thread; whether it went through completely.
         The thread keeps its connection (opening one per checkpoint cost about a tenth
@@ -161,5 +218,8 @@ class Checkpointer:
         if self._idle_timer is not None:
             self._idle_timer.cancel()
             self._idle_timer = None
+        if self._watch_timer is not None:
+            self._watch_timer.cancel()
+            self._watch_timer = None
         self._thread.shutdown(wait=True)
         self._close_connection()

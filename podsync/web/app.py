@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import AsyncIterator
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
@@ -25,6 +26,7 @@ from podsync.services.listing import ListingService
 from podsync.services.nextcloud.login_flows import LoginFlows
 from podsync.services.nextcloud.sync import NextcloudSync
 from podsync.services.passwords import PasswordService
+from podsync.services.served import ServedPositions
 from podsync.services.sync import SyncService
 from podsync.services.sync_health import SyncHealth
 from podsync.storage.engine import Engine, create_engine, open_when_up
@@ -43,9 +45,11 @@ from podsync.web.keys import (
     NEXTCLOUD,
     SYNC,
     SYNC_HEALTH,
+    WORKER,
 )
 from podsync.web.metrics import METRICS, metrics_middleware
 from podsync.web.middleware import request_middleware, set_server_header
+from podsync.web.process import ALONE, Worker
 from podsync.web.routes import setup_routes
 
 if TYPE_CHECKING:  # imported only when fetching is on (it brings feedparser and a client)
@@ -53,14 +57,21 @@ if TYPE_CHECKING:  # imported only when fetching is on (it brings feedparser and
 
 log = logging.getLogger("podsync")
 PRUNE_INTERVAL_S = 3600
+WRITE_TURN_FILE = "write.lock"  # in the workers' shared directory
+METRICS_PUBLISH_S = 1.0
 
 
 async def _prune_periodically(
-    sync: SyncService, gpodder: Gpodder, flows: LoginFlows, db: Engine, config: Config
+    sync: SyncService,
+    gpodder: Gpodder,
+    flows: LoginFlows,
+    served: ServedPositions,
+    db: Engine,
+    config: Config,
 ) -> None:
     """Forget what is past its retention, now and every hour: action ids, the
-    revocations of gpodder sessions whose cookies have all expired, and superseded
-    episode actions past gpodder.episode_history_days."""
+    revocations of gpodder sessions whose cookies have all expired, served positions
+    of readers gone, and superseded episode actions past gpodder.episode_history_days."""
     while True:
         try:
             removed = await sync.prune_action_log()
@@ -70,12 +81,30 @@ async def _prune_periodically(
             if ended:
                 log.info("forgot %d ended gpodder sessions past their cookies' lifetime", ended)
             await flows.prune()  # Login Flow v2 requests past their lifetime
+            await served.prune(config.gpodder.session_lifetime * 1_000_000)
             pruned = await prune_superseded(db, config.gpodder.episode_history_days)
             if pruned:
                 log.info("pruned %d superseded episode actions past their history", pruned)
         except Exception:
             log.exception("pruning past their retention failed; trying again later")
         await asyncio.sleep(PRUNE_INTERVAL_S)
+
+
+async def _publish_metrics(app: web.Application) -> None:
+    """With several workers: this worker's metrics where a scrape of any other adds
+    them up (web/prometheus.py), every METRICS_PUBLISH_S."""
+    while True:
+        await asyncio.sleep(METRICS_PUBLISH_S)
+        try:
+            _publish_now(app)
+        except OSError as exc:
+            log.warning("metrics not published for the other workers: %s", exc)
+
+
+def _publish_now(app: web.Application) -> None:
+    metrics: Any = app[METRICS]  # web/prometheus.py's Metrics
+    metrics.set_commits(app[DB].commits)
+    metrics.publish()
 
 
 async def _stop(task: asyncio.Task[None] | None) -> None:
@@ -85,40 +114,59 @@ async def _stop(task: asyncio.Task[None] | None) -> None:
             await task
 
 
+def _checkpoints(worker: Worker) -> str:
+    """Who checkpoints the SQLite log: this process alone, or the leader of several
+    workers for all of them (`storage/sqlite_checkpoint.py`)."""
+    if worker.count == 1 and not worker.supervised:
+        return "own"
+    return "watch" if worker.leader else "none"
+
+
 async def _resources(app: web.Application) -> AsyncIterator[None]:
     config = app[CONFIG]
-    db = create_engine(config.database)
+    worker = app[WORKER]
+    turn = os.path.join(worker.shared_dir, WRITE_TURN_FILE) if worker.shared_dir else ""
+    db = create_engine(config.database, _checkpoints(worker), turn)
     await open_when_up(db, config.database)
     passwords = PasswordService()
     pruner: asyncio.Task[None] | None = None
     fetcher: FeedFetcher | None = None
     fetching: asyncio.Task[None] | None = None
+    served: ServedPositions | None = None
+    publishing: asyncio.Task[None] | None = None
     try:
         # A server that cannot write would answer every sync with an error: refuse.
         await require_writable(db)
         secret = await load_secret_key(db, config.auth.secret_key)
         app[DB] = db
-        app[AUTH] = AuthService(db, config.auth, secret, passwords)
+        # Each worker verifies one password at a time and keeps its share of
+        # auth.max_pending_logins waiting: the setting stays the server's.
+        pending = worker.share(config.auth.max_pending_logins)
+        app[AUTH] = AuthService(db, config.auth, secret, passwords, max_pending=pending)
         app[SYNC] = SyncService(db, config.sync)
         app[LISTING] = ListingService(db, secret)
         app[APP_PASSWORDS] = AppPasswordService(db)
         app[BASIC_AUTH] = BasicAuth(
             db, app[AUTH], app[APP_PASSWORDS], secret, config.gpodder.basic_cache_seconds
         )
+        served = ServedPositions(db)
         app[GPODDER] = build_gpodder(
-            db, app[AUTH], app[SYNC], secret, config.gpodder, app[BASIC_AUTH]
+            db, app[AUTH], app[SYNC], secret, config.gpodder, app[BASIC_AUTH], served
         )
-        app[NEXTCLOUD] = NextcloudSync(db, app[GPODDER])
+        app[NEXTCLOUD] = NextcloudSync(db, app[GPODDER], served)
         app[SYNC_HEALTH] = SyncHealth(db)
         app[LOGIN_FLOWS] = LoginFlows(db)
         app[FEED_INFO] = FeedInfoService(db, config.feeds.fetch_metadata)
         app[FEED_FETCHER] = None
-        pruner = asyncio.create_task(
-            _prune_periodically(app[SYNC], app[GPODDER], app[LOGIN_FLOWS], db, config)
-        )
+        # What runs once per server, not once per worker: on the leader.
+        if worker.leader:
+            pruner = asyncio.create_task(
+                _prune_periodically(app[SYNC], app[GPODDER], app[LOGIN_FLOWS], served, db, config)
+            )
         # Off: then nothing here, or anywhere, opens an outbound connection.
         if not config.feeds.fetch_metadata:
-            log.info("feeds.fetch_metadata is off: podsync makes no outbound connection")
+            if worker.leader:
+                log.info("feeds.fetch_metadata is off: podsync makes no outbound connection")
         else:
             from podsync.services.feeds.fetcher import FeedFetcher
             from podsync.services.feeds.http import FeedClient
@@ -132,24 +180,33 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
                 artwork_store_bytes=config.feeds.artwork_store_mib << 20,
             )
             await fetcher.open()
-            app[FEED_FETCHER] = fetcher
-            fetching = asyncio.create_task(fetcher.run_forever())
-            log.info(
-                "fetching subscribed feeds for titles and artwork, each at most every %d h%s",
-                config.feeds.refresh_hours,
-                " (private addresses allowed)" if config.feeds.allow_private else "",
-            )
+            app[FEED_FETCHER] = fetcher  # every worker fetches what a person asks for
+            if worker.leader:  # and the leader the feeds that are due
+                fetching = asyncio.create_task(fetcher.run_forever())
+                log.info(
+                    "fetching subscribed feeds for titles and artwork, each at most every %d h%s",
+                    config.feeds.refresh_hours,
+                    " (private addresses allowed)" if config.feeds.allow_private else "",
+                )
+        if METRICS in app and worker.supervised:
+            publishing = asyncio.create_task(_publish_metrics(app))
         yield
     finally:
+        await _stop(publishing)
+        if METRICS in app and worker.supervised and DB in app:
+            _publish_now(app)  # the numbers a worker that replaces this one goes on from
         await _stop(pruner)
         await _stop(fetching)
         if fetcher is not None:
             await fetcher.close()
+        if served is not None:
+            with contextlib.suppress(Exception):  # logged; only an echo follows
+                await served.close()
         await db.close()
         passwords.close()
 
 
-def create_app(config: Config) -> web.Application:
+def create_app(config: Config, worker: Worker = ALONE) -> web.Application:
     # Outermost first. CORS and metrics sit outside podsync's middleware (request id,
     # client address, bearer check, errors) so that they see (and decorate) the
     # final response of every error too. (The gpodder layer's transport and auth
@@ -162,9 +219,11 @@ def create_app(config: Config) -> web.Application:
     middlewares.append(request_middleware(config.server.trusted_proxies))
     app = web.Application(client_max_size=config.server.max_body_bytes, middlewares=middlewares)
     app[CONFIG] = config
+    app[WORKER] = worker
     app.on_response_prepare.append(set_server_header)
     if config.server.metrics:
-        app[METRICS] = _prometheus().Metrics()
+        shared = worker.shared_dir if worker.supervised else ""
+        app[METRICS] = _prometheus().Metrics(shared, worker.index)
     app.cleanup_ctx.append(_resources)
     setup_routes(app, config.gpodder.enabled, config.server.metrics, config.server.public_url)
     return app

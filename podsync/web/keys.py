@@ -25,8 +25,11 @@ if TYPE_CHECKING:
     from podsync.services.sync import SyncService
     from podsync.services.sync_health import SyncHealth
     from podsync.storage.engine import Engine
+    from podsync.web.process import Worker
 
 CONFIG: web.AppKey[Config] = web.AppKey("config")
+# This process among the server's workers (web/process.py).
+WORKER: web.AppKey[Worker] = web.AppKey("worker")
 DB: web.AppKey[Engine] = web.AppKey("db")
 AUTH: web.AppKey[AuthService] = web.AppKey("auth")
 SYNC: web.AppKey[SyncService] = web.AppKey("sync")

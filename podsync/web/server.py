@@ -1,12 +1,16 @@
-"""Running the app: access log, malformed-HTTP handling, TLS, signals."""
+"""Running the app: the listening sockets, access log, malformed-HTTP handling, TLS,
+signals, a reload on SIGHUP; one of several workers (`web/workers.py`)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
+import socket
 import ssl
 import uuid
+from collections.abc import Callable
 
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
@@ -15,12 +19,16 @@ from aiohttp.web_request import BaseRequest
 
 from podsync import __version__
 from podsync.config import Config, describe_database
+from podsync.logs import mark_worker
 from podsync.web.app import create_app
 from podsync.web.http import dumps, error_name
 from podsync.web.keys import CLIENT_ADDRESS
 from podsync.web.middleware import SERVER_HEADER
+from podsync.web.process import ALONE, Worker
 
 log = logging.getLogger("podsync")
+# Connections waiting to be accepted, per listening socket (aiohttp's default).
+BACKLOG = 128
 access_log = logging.getLogger("podsync.access")
 
 
@@ -114,48 +122,211 @@ def _ssl_context(config: Config) -> ssl.SSLContext | None:
     return context
 
 
-async def start(config: Config) -> tuple[PodsyncRunner, list[str]]:
-    """Start serving; return the runner and the URLs it listens on."""
-    runner = make_runner(create_app(config), config)
-    await runner.setup()
+def listen(host: str, port: int, backlog: int = BACKLOG) -> list[socket.socket]:
+    """The listening sockets of `host` and `port`, bound as asyncio's `create_server`
+    binds them (every address the name has, IPv6 ones IPv6 only, addresses reused),
+    with the same error when one cannot be bound. Made once and kept by the process
+    that serves (or forks the workers): a reload keeps the address, and connections
+    that come meanwhile wait in the backlog instead of being refused."""
+    infos = socket.getaddrinfo(
+        host, port, family=socket.AF_UNSPEC, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )
+    sockets: list[socket.socket] = []
     try:
+        for family, kind, proto, _, address in dict.fromkeys(infos):
+            sock = socket.socket(family, kind, proto)
+            sockets.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, True)
+            if family == socket.AF_INET6 and hasattr(socket, "IPPROTO_IPV6"):
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, True)
+            try:
+                sock.bind(address)
+            except OSError as exc:  # asyncio's words, so the message is what it was
+                reason = (exc.strerror or str(exc)).lower()
+                raise OSError(
+                    exc.errno, f"error while attempting to bind on address {address!r}: {reason}"
+                ) from None
+            sock.listen(backlog)
+            sock.setblocking(False)
+    except BaseException:
+        for sock in sockets:
+            sock.close()
+        raise
+    return sockets
+
+
+def urls(config: Config, sockets: list[socket.socket]) -> list[str]:
+    """What the start-up line names: the URL of each listening socket."""
+    scheme = "https" if config.server.tls_cert else "http"
+    found = []
+    for sock in sockets:
+        host, port = sock.getsockname()[:2]
+        found.append(f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}")
+    return found
+
+
+async def start(
+    config: Config, sockets: list[socket.socket] | None = None, worker: Worker = ALONE
+) -> tuple[PodsyncRunner, list[str]]:
+    """Start serving on `sockets` (bound now from the config when None); return the
+    runner and the URLs it listens on. The sockets stay open when the runner ends
+    (each site serves a duplicate)."""
+    own = sockets is None
+    if sockets is None:
+        sockets = listen(config.server.host, config.server.port)
+    runner = make_runner(create_app(config, worker), config)
+    try:
+        await runner.setup()
         ssl_context = _ssl_context(config)
-        site = web.TCPSite(runner, config.server.host, config.server.port, ssl_context=ssl_context)
-        await site.start()
+        for sock in sockets:
+            site = web.SockSite(runner, sock.dup(), ssl_context=ssl_context, backlog=BACKLOG)
+            await site.start()
+        return runner, urls(config, sockets)
     except BaseException:
         await runner.cleanup()
         raise
-    scheme = "https" if ssl_context else "http"
-    urls = []
-    for address in runner.addresses:
-        host, port = address[0], address[1]
-        urls.append(f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}")
-    return runner, urls
+    finally:
+        if own:
+            for sock in sockets:
+                sock.close()
 
 
-async def serve(config: Config, new_database: bool = False, config_file: str = "") -> None:
-    """Serve until SIGINT or SIGTERM, then close connections and the database.
-    `new_database`: the database did not exist before (the log says it was created);
-    `config_file`: the file the configuration was read from, for the start-up line."""
+ReloadConfig = Callable[[], Config]
+
+
+async def serve(
+    config: Config,
+    new_database: bool = False,
+    config_file: str = "",
+    sockets: list[socket.socket] | None = None,
+    reload_config: ReloadConfig | None = None,
+) -> None:
+    """Serve (one process) until SIGINT or SIGTERM, then close connections and the
+    database. `new_database`: the database did not exist before (the log says it was
+    created); `config_file`: the file the configuration was read from, for the
+    start-up line. On SIGHUP, `reload_config()` reads the configuration again and the
+    app starts over with it on the same sockets (`reload`)."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
+    hangup = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    runner, urls = await start(config)
-    if new_database:
-        log.info("created database at %s", describe_database(config))
-    log.info(
-        "podsync %s listening on %s (database %s; config %s)",
-        __version__,
-        ", ".join(urls),
-        describe_database(config),
-        config_file or "none, built-in defaults",
-    )
+    loop.add_signal_handler(signal.SIGHUP, hangup.set)
+    if sockets is None:
+        sockets = listen(config.server.host, config.server.port)
     try:
+        runner, where = await start(config, sockets)
+        if new_database:
+            log.info("created database at %s", describe_database(config))
+        log.info(
+            "podsync %s listening on %s (database %s; config %s)",
+            __version__,
+            ", ".join(where),
+            describe_database(config),
+            config_file or "none, built-in defaults",
+        )
+        try:
+            while True:
+                await _first(stop, hangup)
+                if stop.is_set():
+                    log.info("shutting down")
+                    break
+                hangup.clear()
+                runner, config = await reload(runner, config, sockets, reload_config)
+        finally:
+            await runner.cleanup()
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            loop.remove_signal_handler(sig)
+        for sock in sockets:
+            sock.close()
+    log.info("stopped")
+
+
+async def _first(*events: asyncio.Event) -> None:
+    waits = [asyncio.ensure_future(event.wait()) for event in events]
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for wait in waits:
+            wait.cancel()
+
+
+async def reload(
+    runner: PodsyncRunner,
+    config: Config,
+    sockets: list[socket.socket],
+    reload_config: ReloadConfig | None,
+) -> tuple[PodsyncRunner, Config]:
+    """SIGHUP in one process: read the configuration again and start the app over
+    with it; the requests under way finish first (`server.shutdown_timeout`), and
+    connections that come meanwhile wait. A configuration that does not load, or an
+    app that does not start with it, leaves the server as it was (logged)."""
+    if reload_config is None:
+        log.warning("SIGHUP: this server has no configuration to read again")
+        return runner, config
+    new = read_again(reload_config, config, alone=True)
+    if new is None:
+        return runner, config
+    log.info("SIGHUP: starting over with the configuration read again")
+    await runner.cleanup()
+    try:
+        runner, _ = await start(new, sockets)
+    except Exception as exc:
+        log.error(
+            "the configuration read again does not start (%s); serving with the one before", exc
+        )
+        runner, _ = await start(config, sockets)
+        return runner, config
+    log.info("reloaded the configuration")
+    return runner, new
+
+
+def read_again(reload_config: ReloadConfig, config: Config, alone: bool = False) -> Config | None:
+    """The configuration read again for a reload, or None (logged) when it does not
+    load. What needs a new start to change (the address; `alone`, one process
+    without workers: their number) is kept and said so."""
+    try:
+        new = reload_config()
+    except Exception as exc:  # ConfigError, a file gone: say so, keep serving
+        log.error("SIGHUP: the configuration was not reloaded: %s", exc)
+        return None
+    kept: dict[str, object] = {"host": config.server.host, "port": config.server.port}
+    if alone:
+        kept["workers"] = config.server.workers
+    changed = [f"server.{k}" for k, v in kept.items() if getattr(new.server, k) != v]
+    if changed:
+        log.warning("%s changed: that takes a restart; kept as it was", ", ".join(changed))
+        new = new.replace("server", **kept)
+    return new
+
+
+async def serve_worker(config: Config, sockets: list[socket.socket], worker: Worker) -> None:
+    """One of several workers (`web/workers.py` forked it): serve on the parent's
+    sockets until SIGTERM or until the parent is gone. SIGINT and SIGHUP are the
+    parent's: it stops or reloads every worker."""
+    mark_worker(worker.index)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+
+    def parent_gone() -> None:
+        loop.remove_reader(worker.lifeline_fd)
+        log.warning("worker %d: the parent process is gone; stopping", worker.index)
+        stop.set()
+
+    loop.add_reader(worker.lifeline_fd, parent_gone)  # readable only at end-of-file
+    runner, _ = await start(config, sockets, worker)
+    try:
+        log.info(
+            "worker %d of %d serving (pid %d)%s",
+            worker.index,
+            worker.count,
+            os.getpid(),
+            "; it runs the background tasks" if worker.leader else "",
+        )
+        os.write(worker.ready_fd, b"r")
         await stop.wait()
-        log.info("shutting down")
     finally:
         await runner.cleanup()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
-    log.info("stopped")
+        loop.remove_signal_handler(signal.SIGTERM)

@@ -21,8 +21,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from podsync.errors import TooManyRequests
+from podsync.services.feeds import NotAFeed
 from podsync.services.feeds.http import FetchError, HttpStatusError
-from podsync.services.feeds.parse import NotAFeed
 from podsync.storage.engine import Connection, Engine
 from podsync.store import feed_checks, feed_info, meta
 from podsync.store.feed_checks import FEED, NOT_A_FEED, UNREACHABLE

@@ -25,11 +25,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from podsync import timestamps
-from podsync.services.feeds import order
+from podsync.services.feeds import NotAFeed, order
 from podsync.services.feeds.artwork import ArtworkKeeper, Found
 from podsync.services.feeds.failures import FailureLog, shown
 from podsync.services.feeds.http import FeedClient, Fetched, FetchError, HostFaults
-from podsync.services.feeds.parse import NotAFeed, parse_feed
 from podsync.storage.engine import Connection, Engine
 from podsync.store import feed_info as store
 
@@ -53,6 +52,13 @@ EPISODES_PER_WRITE = 500
 # The defaults of feeds.artwork_max_kib and feeds.artwork_store_mib.
 ARTWORK_MAX_BYTES = 1 << 20
 ARTWORK_STORE_BYTES = 1 << 30
+
+
+def _parse_feed(body: bytes, url: str, content_type: str) -> store.LearnedFeed:
+    """`parse.parse_feed`, loaded with the first feed to read (on the parser thread)."""
+    from podsync.services.feeds.parse import parse_feed
+
+    return parse_feed(body, url, content_type)
 
 
 def next_try_after_failure(now: int, failures: int, refresh_us: int) -> int:
@@ -183,7 +189,7 @@ class FeedFetcher:
             if not fetched.not_modified:
                 loop = asyncio.get_running_loop()
                 learned = await loop.run_in_executor(
-                    self._parser, parse_feed, fetched.body, fetched.url, fetched.content_type
+                    self._parser, _parse_feed, fetched.body, fetched.url, fetched.content_type
                 )
         except (FetchError, NotAFeed) as exc:
             return Outcome(feed, self.clock(), error=str(exc))
@@ -240,7 +246,7 @@ class FeedFetcher:
         is something else."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
-            self._parser, parse_feed, fetched.body, fetched.url, fetched.content_type
+            self._parser, _parse_feed, fetched.body, fetched.url, fetched.content_type
         )
 
     async def keep_checked(self, feed_url: str, url_key: str, learned: store.LearnedFeed) -> None:

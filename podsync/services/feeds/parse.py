@@ -26,7 +26,7 @@ from typing import Any
 
 import feedparser
 
-from podsync.services.feeds import text
+from podsync.services.feeds import NotAFeed, text
 from podsync.services.feeds.strict import NotStrict, parse_strict
 from podsync.store.feed_info import FeedItem, LearnedFeed
 
@@ -50,10 +50,6 @@ def prolog_problem(body: bytes) -> str | None:
     if b"<!ENTITY" in head[: root.start()]:
         return "the feed declares XML entities, which podsync does not read"
     return None
-
-
-class NotAFeed(ValueError):
-    """The body is not an RSS or Atom feed."""
 
 
 def _plain(value: Any, detail: Any) -> str | None:

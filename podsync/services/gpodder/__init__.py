@@ -13,6 +13,7 @@ from podsync.services.gpodder.cursor import ServedCursors
 from podsync.services.gpodder.devices import DeviceService
 from podsync.services.gpodder.episodes import EpisodeService
 from podsync.services.gpodder.subscriptions import GpodderSubscriptions
+from podsync.services.served import ServedPositions
 from podsync.services.sync import SyncService
 from podsync.storage.engine import Engine
 
@@ -33,11 +34,12 @@ def build_gpodder(
     secret_key: str,
     config: GpodderConfig,
     basic: BasicAuth,
+    positions: ServedPositions,
 ) -> Gpodder:
     return Gpodder(
         auth=GpodderAuth(db, auth, secret_key, config, basic),
         devices=DeviceService(db, config.max_devices_per_user),
         episodes=EpisodeService(db, config.episode_page_size, UploadBounds(config)),
         subscriptions=GpodderSubscriptions(db, sync),
-        cursors=ServedCursors(),
+        cursors=ServedCursors(positions),
     )

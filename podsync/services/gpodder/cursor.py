@@ -8,13 +8,12 @@ client sees every change exactly once. Cursors stay below 2**31 while H < ~1.07e
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
 from podsync.errors import InvalidInput
 from podsync.numbers import parse_int
+from podsync.services.served import ServedPositions
 
 FULL_STATE = -1  # the threshold of "send everything"
-MAX_REMEMBERED = 20_000
+STREAMS = ("subscriptions", "episodes")
 
 
 def encode(high_water: int) -> int:
@@ -37,33 +36,47 @@ def decode(since: str | None, user_max: int) -> int:
     return threshold
 
 
+def session_key(session_id: str, stream: str) -> str:
+    """Where a session's served cursor of `stream` is kept (store/served_positions)."""
+    return f"s:{session_id}:{stream}"
+
+
+def device_key(device_id: str, stream: str) -> str:
+    """Where a device's served cursor of `stream` is kept."""
+    return f"d:{device_id}:{stream}"
+
+
 class ServedCursors:
     """The cursor last served to each reader of a stream, so that a POST can answer
-    it instead of a later one when another device wrote in between (spec 4.4).
-    Keys: ("session", id, stream) and ("device", user id, device, stream). Bounded;
-    a forgotten entry only costs the fallback (the maximum after the write)."""
+    it instead of a later one when another device wrote in between (spec 4.4). Keys:
+    the session (`session_key`) and the device (`device_key`), the most specific
+    first. In the database (`services/served.py`): a POST answered by one worker or
+    process finds what another served. A forgotten position only costs the fallback
+    (the maximum after the write, mygpo's answer)."""
 
-    def __init__(self, capacity: int = MAX_REMEMBERED) -> None:
-        self.capacity = capacity
-        self._served: OrderedDict[tuple[object, ...], int] = OrderedDict()
+    def __init__(self, positions: ServedPositions) -> None:
+        self.positions = positions
 
-    def remember(self, keys: list[tuple[object, ...]], cursor: int) -> None:
-        for key in keys:
-            self._served[key] = cursor
-            self._served.move_to_end(key)
-        while len(self._served) > self.capacity:
-            self._served.popitem(last=False)
+    async def served(self, user_id: int, keys: list[str], cursor: int) -> None:
+        """A GET served `cursor`: stored before its answer leaves."""
+        await self.positions.store(user_id, dict.fromkeys(keys, cursor))
 
-    def recall(self, keys: list[tuple[object, ...]]) -> int | None:
+    def answered(self, user_id: int, keys: list[str], cursor: int) -> None:
+        """A POST answered `cursor`: the client's cursor from now on. Stored soon: a
+        POST that does not see it yet answers the cursor served before, which can only
+        send the client its own change back (spec 4.6)."""
+        self.positions.store_later(user_id, dict.fromkeys(keys, cursor))
+
+    async def recall(self, user_id: int, keys: list[str]) -> int | None:
         """The first remembered cursor among `keys` (the most specific first)."""
+        found = await self.positions.read(user_id, keys)
         for key in keys:
-            if key in self._served:
-                return self._served[key]
+            if key in found:
+                return found[key][0]
         return None
 
-    def forget_session(self, session_id: str) -> None:
-        for key in [k for k in self._served if k[0] == "session" and k[1] == session_id]:
-            del self._served[key]
+    async def forget_session(self, user_id: int, session_id: str) -> None:
+        await self.positions.forget(user_id, [session_key(session_id, s) for s in STREAMS])
 
 
 def post_cursor(served: int | None, before: int, after: int) -> int:

@@ -6,7 +6,7 @@ them loosely: AntennaPod stores its own clock after an upload as the next `since
 Kasts sends the answer's `timestamp` + 1, and another process may commit a change
 stamped a moment before a pull that did not see it. So a pull answers everything
 changed since `since - SINCE_WINDOW_S`, and since no later than the last pull this
-device was answered by this process (`Served`): a change is never missed. What
+device was answered by any process (`Served`): a change is never missed. What
 falls in the window before `since` is sent again to a client that may have it
 already, which both apps apply idempotently (a subscription as its current state,
 an episode action by its own timestamp against the local one); but not what the
@@ -19,7 +19,6 @@ password are one device: give each app its own.)
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +27,7 @@ from podsync.feeds import url_key
 from podsync.numbers import INT64_MAX, INT64_MIN, parse_int
 from podsync.services.gpodder import Gpodder
 from podsync.services.gpodder.subscriptions import device_client_id
+from podsync.services.served import ServedPositions
 from podsync.storage.engine import Engine
 from podsync.store import nextcloud_feed, subscription_stream
 
@@ -35,7 +35,8 @@ from podsync.store import nextcloud_feed, subscription_stream
 # change committed by another process after a pull that was stamped before it, a
 # phone clock that runs up to a minute fast, and AntennaPod's upload time.
 SINCE_WINDOW_S = 60
-MAX_REMEMBERED = 20_000
+# A pull's time is stored again only when the stored one is older than this.
+REFRESH_S = 60
 US = 1_000_000
 # The latest `since` whose microseconds a 64-bit column still holds.
 MAX_SINCE_S = INT64_MAX // US
@@ -56,29 +57,39 @@ def parse_since(value: str | None) -> int:
 
 
 class Served:
-    """The `timestamp` this process last answered a pull of each (user, device,
-    stream): AntennaPod's next `since` after an upload is its own clock, later than
-    that answer; what others wrote in between must still reach it."""
+    """The time a pull of each (user, device, stream) was last answered: AntennaPod's
+    next `since` after an upload is its own clock, later than that answer; what others
+    wrote in between must still reach it. In the database (`services/served.py`), so
+    that a pull answered by any worker or process counts; stored a moment late, and
+    not again within REFRESH_S: an older time only widens the next pull's window."""
 
-    def __init__(self, capacity: int = MAX_REMEMBERED) -> None:
-        self.capacity = capacity
-        self._served: OrderedDict[tuple[int, str, str], int] = OrderedDict()
+    def __init__(self, positions: ServedPositions) -> None:
+        self.positions = positions
 
-    def remember(self, key: tuple[int, str, str], timestamp: int) -> None:
-        self._served[key] = timestamp
-        self._served.move_to_end(key)
-        while len(self._served) > self.capacity:
-            self._served.popitem(last=False)
+    async def last(self, user_id: int, device_id: str, stream: str) -> int | None:
+        key = _key(device_id, stream)
+        found = await self.positions.read(user_id, [key])
+        return found[key][0] if key in found else None
 
-    def window(self, key: tuple[int, str, str], since: int) -> tuple[int, int]:
-        """(first second a pull with `since` answers, 0 for everything; the second
-        from which the caller's own changes are answered too: `since` itself, as
-        everything the app wrote before it sent `since` it has)."""
-        if since <= 0:
-            return 0, 0
-        served = self._served.get(key)
-        start = since if served is None else min(since, served)
-        return max(start - SINCE_WINDOW_S, 1), since
+    def remember(
+        self, user_id: int, device_id: str, stream: str, timestamp: int, last: int | None
+    ) -> None:
+        if last is None or last < timestamp - REFRESH_S:
+            self.positions.store_later(user_id, {_key(device_id, stream): timestamp})
+
+
+def window(since: int, served: int | None) -> tuple[int, int]:
+    """(first second a pull with `since` answers, 0 for everything; the second from
+    which the caller's own changes are answered too: `since` itself, as everything the
+    app wrote before it sent `since` it has)."""
+    if since <= 0:
+        return 0, 0
+    start = since if served is None else min(since, served)
+    return max(start - SINCE_WINDOW_S, 1), since
+
+
+def _key(device_id: str, stream: str) -> str:
+    return f"n:{device_id}:{stream}"
 
 
 @dataclass(frozen=True)
@@ -95,25 +106,25 @@ class ActionChanges:
 
 
 class NextcloudSync:
-    def __init__(self, db: Engine, gpodder: Gpodder) -> None:
+    def __init__(self, db: Engine, gpodder: Gpodder, positions: ServedPositions) -> None:
         self.db = db
         self.gpodder = gpodder
-        self.served = Served()
+        self.served = Served(positions)
 
     async def pull_subscriptions(
         self, user_id: int, device_id: str, own: bool, since: str | None
     ) -> SubscriptionChanges:
         """`own`: the device is this app's alone (an app password), so its own changes
         in the window need not be sent back."""
-        key = (user_id, device_id, SUBSCRIPTIONS)
-        cutoff, start = self.served.window(key, parse_since(since))
+        last = await self.served.last(user_id, device_id, SUBSCRIPTIONS)
+        cutoff, start = window(parse_since(since), last)
         client = device_client_id(user_id, device_id) if own else None
         now = int(time.time())  # before the read: a later change is in the next answer
         async with self.db.snapshot() as conn:
             if cutoff == 0:
                 # Never a remove on a first sync: the apps would delete local feeds.
                 add = await subscription_stream.subscribed_urls(conn, user_id)
-                self.served.remember(key, now)
+                self.served.remember(user_id, device_id, SUBSCRIPTIONS, now, last)
                 return SubscriptionChanges(add, [], now)
             changed = await nextcloud_feed.changed_since(
                 conn, user_id, cutoff * US, start * US, client
@@ -123,7 +134,7 @@ class NextcloudSync:
         current = {url_key(u) for u, _ in changed}
         remove = [url for url, subscribed in changed if not subscribed]
         remove += [u for u in dict.fromkeys(moved) if url_key(u) not in current]
-        self.served.remember(key, now)
+        self.served.remember(user_id, device_id, SUBSCRIPTIONS, now, last)
         return SubscriptionChanges(add, remove, now)
 
     async def upload_subscriptions(self, user_id: int, device_id: str, body: Any) -> int:
@@ -134,8 +145,8 @@ class NextcloudSync:
     async def pull_actions(
         self, user_id: int, device_id: str, own: bool, since: str | None
     ) -> ActionChanges:
-        key = (user_id, device_id, ACTIONS)
-        cutoff, start = self.served.window(key, parse_since(since))
+        last = await self.served.last(user_id, device_id, ACTIONS)
+        cutoff, start = window(parse_since(since), last)
         now = int(time.time())
         # A first sync reads the whole history (up to the action bound): off the loop.
         async with self.db.snapshot(threaded=cutoff == 0) as conn:
@@ -145,7 +156,7 @@ class NextcloudSync:
                 views = await nextcloud_feed.actions_since(
                     conn, user_id, cutoff * US, start * US, device_id if own else None
                 )
-        self.served.remember(key, now)
+        self.served.remember(user_id, device_id, ACTIONS, now, last)
         return ActionChanges(views, now)
 
     async def upload_actions(self, user_id: int, device_id: str, items: list[Any]) -> int:

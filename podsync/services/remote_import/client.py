@@ -15,16 +15,20 @@ Two families of API (read from their sources, not guessed):
 Every call carries HTTP Basic credentials (all of them accept it on every call), no
 redirect is followed (the answer names where it leads), and a failure names the
 call and what the server answered. The password is never in a URL or a message.
+
+Answers are read as they arrive (`json_stream`), never held whole, and every bound
+of `ImportBounds` that concerns the remote's answers is checked here: the number of
+calls, the size of one answer.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import json
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 from urllib.parse import quote
 
 import aiohttp
@@ -33,16 +37,18 @@ from yarl import URL
 from podsync import __version__
 from podsync.errors import PodsyncError
 from podsync.services.feeds.addresses import PublicOnlyResolver, RefusedAddress, check_literal
-from podsync.services.remote_import.json_pieces import LazyList, loads_in_pieces
+from podsync.services.remote_import.bounds import ImportBoundReached, ImportBounds
+from podsync.services.remote_import.json_stream import Event, JsonReader, Opened, TextDecoder
 
 Api = Literal["gpodder", "nextcloud"]
 APIS: tuple[Api, ...] = ("gpodder", "nextcloud")
 NEXTCLOUD_PATH = "/index.php/apps/gpoddersync"
 USER_AGENT = f"podsync/{__version__} (importing an account)"
-MAX_ANSWER_BYTES = 128 << 20  # one answer; oPodSync sends every action in one (~250 bytes each)
-# Decoding a large answer takes a while: in a thread, a piece at a time (one
-# json.loads of 10 MB holds the GIL, and so the event loop, for 0.2 s).
-THREADED_JSON_BYTES = 256 << 10
+READ_BYTES = 64 << 10  # read from the socket, then decoded, at a time
+# A piece this large is decoded in a thread (a value at a time, so the event loop
+# runs between values); a smaller one costs less than the thread hop.
+THREADED_TEXT = 8 << 10
+SMALL_ANSWER = 64 << 10  # the most read of an answer that is only shown (a refusal)
 _SHOWN = 200  # characters of an unexpected answer quoted in a message
 
 
@@ -60,25 +66,21 @@ class RemoteUnauthorized(RemoteError):
     """The remote server refused the user name and password."""
 
 
+class RemoteRefusedAddress(RemoteError):
+    """The server's address is not one this import may reach (a private address
+    while only public ones are allowed); `reason` says which address."""
+
+    def __init__(self, call: str, reason: str) -> None:
+        super().__init__(call, f"refused: {reason}")
+        self.reason = reason
+
+
 @dataclass(frozen=True)
 class RemoteAccount:
     url: str  # the server's base address, path prefix included
     username: str
     password: str
     api: Api | None = None  # None: detected
-
-
-@dataclass(frozen=True)
-class RemoteSubscriptions:
-    subscribed: list[str]  # in some device's list (gpodder) or the account's
-    unsubscribed: list[str]  # removed, and in no device's list
-    devices: int  # how many devices were read (0 for Nextcloud)
-
-
-@dataclass(frozen=True)
-class ActionPage:
-    actions: Sequence[Any]  # a LazyList when the answer is large
-    timestamp: int | str
 
 
 def base_url(raw: str) -> tuple[str, Api | None]:
@@ -110,6 +112,7 @@ class RemoteClient:
     def __init__(
         self,
         account: RemoteAccount,
+        bounds: ImportBounds,
         *,
         allow_private: bool = True,
         timeout_s: float = 300.0,
@@ -117,11 +120,13 @@ class RemoteClient:
     ) -> None:
         self.base, named = base_url(account.url)
         self.account = account
+        self.bounds = bounds
         self.api: Api | None = account.api or named
         self.allow_private = allow_private
+        self.requests = 0  # calls made, for the bound
         self._timeout = aiohttp.ClientTimeout(total=timeout_s, sock_read=read_timeout_s)
         self._session: aiohttp.ClientSession | None = None
-        self._user = quote(account.username, safe="")
+        self.user = quote(account.username, safe="")
 
     async def __aenter__(self) -> RemoteClient:
         resolver = None if self.allow_private else PublicOnlyResolver()
@@ -138,6 +143,9 @@ class RemoteClient:
         return self
 
     async def __aexit__(self, *_exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -148,10 +156,12 @@ class RemoteClient:
         """Check the user name and password (RemoteUnauthorized when refused) and
         settle which API the server speaks; nothing is read yet."""
         if self.api == "nextcloud":
-            await self._nextcloud_subscriptions()
+            await self._nextcloud_answers()
             return "nextcloud"
         try:
-            status, call, body = await self._call("POST", f"/api/2/auth/{self._user}/login.json")
+            status, call, body = await self._small("POST", f"/api/2/auth/{self.user}/login.json")
+        except RemoteRefusedAddress:
+            raise
         except RemoteError as exc:  # a redirect to a sign-in page, say (Nextcloud)
             if self.api == "gpodder":
                 raise
@@ -166,7 +176,7 @@ class RemoteClient:
                 raise RemoteError(call, self._said(status, body))
             gpodder_said = f"{call}: {self._said(status, body)}"
         try:
-            await self._nextcloud_subscriptions()
+            await self._nextcloud_answers()
         except RemoteUnauthorized:
             raise
         except RemoteError as exc:
@@ -178,126 +188,145 @@ class RemoteClient:
         self.api = "nextcloud"
         return "nextcloud"
 
-    async def subscriptions(self) -> RemoteSubscriptions:
-        if self.api == "nextcloud":
-            add, remove = await self._nextcloud_subscriptions()
-            return _merge([(add, remove)], 0)
-        devices = await self._get_json(f"/api/2/devices/{self._user}.json", {})
-        if not isinstance(devices, list):
-            raise RemoteError(self._name("GET", "/api/2/devices/…"), "not a list of devices")
-        ids = [d["id"] for d in devices if isinstance(d, dict) and isinstance(d.get("id"), str)]
-        lists: list[tuple[list[Any], list[Any]]] = []
-        for device_id in ids:
-            path = f"/api/2/subscriptions/{self._user}/{quote(device_id, safe='')}.json"
-            answer = await self._get_json(path, {"since": "0"})
-            lists.append(self._add_remove(answer, path))
-        if not ids:
-            # No device: the simple API's account-wide list (mygpo, oPodSync).
-            answer = await self._get_json(f"/subscriptions/{self._user}.json", {})
-            urls = answer if isinstance(answer, list) else []
-            lists.append(([_feed_of(u) for u in urls], []))
-        return _merge(lists, len(ids))
+    def devices_path(self) -> str:
+        return f"/api/2/devices/{self.user}.json"
 
-    def _episodes_path(self) -> str:
+    def device_list_path(self, device_id: str) -> str:
+        return f"/api/2/subscriptions/{self.user}/{quote(device_id, safe='')}.json"
+
+    def simple_list_path(self) -> str:
+        return f"/subscriptions/{self.user}.json"
+
+    def nextcloud_list_path(self) -> str:
+        return f"{NEXTCLOUD_PATH}/subscriptions"
+
+    def episodes_path(self) -> str:
         if self.api == "nextcloud":
             return f"{NEXTCLOUD_PATH}/episode_action"
-        return f"/api/2/episodes/{self._user}.json"
+        return f"/api/2/episodes/{self.user}.json"
 
-    def episodes_call(self, since: int | str) -> str:
+    def episodes_call(self, since: str) -> str:
         """The episode call for `since`, as a failure names it."""
-        return self._name("GET", self._episodes_path(), {"since": str(since)})
+        return self.name("GET", self.episodes_path(), {"since": since})
 
-    async def episode_page(self, since: int | str) -> ActionPage:
-        """One answer of episode actions after `since` (0 for all)."""
-        path = self._episodes_path()
-        answer = await self._get_json(path, {"since": str(since)}, lazy="actions")
-        call = self.episodes_call(since)
-        if not isinstance(answer, dict) or not isinstance(answer.get("actions"), list | LazyList):
-            raise RemoteError(call, "the answer has no list of actions")
-        timestamp = answer.get("timestamp")
-        if isinstance(timestamp, bool) or not isinstance(timestamp, int | str):
-            raise RemoteError(call, "the answer has no timestamp")
-        return ActionPage(answer["actions"], timestamp)
+    async def answer(self, path: str, query: dict[str, str]) -> AsyncGenerator[Event, None]:
+        """The JSON answer of GET `path`, as it arrives (see json_stream). Use in
+        `contextlib.aclosing`: leaving early closes the connection."""
+        call = self.name("GET", path, query)
+        resp = await self._open("GET", path, query)
+        try:
+            if resp.status != 200:
+                body = await self._read_small(resp, call)
+                if resp.status == 401:
+                    raise RemoteUnauthorized(call, self._refusal(resp.status, body))
+                raise RemoteError(call, self._said(resp.status, body))
+            reader = JsonReader()
+            decoder = TextDecoder()
+            try:
+                async for data in self._pieces(resp, call):
+                    text = decoder.decode(data)
+                    if len(text) >= THREADED_TEXT:
+                        events = await asyncio.to_thread(reader.feed, text)
+                    else:
+                        events = reader.feed(text)
+                    for event in events:
+                        yield event
+                events = reader.feed(decoder.decode(b"", final=True)) + reader.finish()
+            except ValueError as exc:  # UnicodeDecodeError too
+                raise RemoteError(call, f"not JSON: {exc}") from None
+            for event in events:
+                yield event
+        finally:
+            resp.close()
 
     # -- plumbing ----------------------------------------------------------------
 
-    async def _nextcloud_subscriptions(self) -> tuple[list[Any], list[Any]]:
-        path = f"{NEXTCLOUD_PATH}/subscriptions"
-        answer = await self._get_json(path, {"since": "0"})
-        return self._add_remove(answer, path)
+    async def _nextcloud_answers(self) -> None:
+        """The Nextcloud app's subscriptions call answers a list of feeds (read up
+        to where the list begins, not further)."""
+        path = self.nextcloud_list_path()
+        async with aclosing(self.answer(path, {"since": "0"})) as events:
+            async for event in events:
+                if isinstance(event, Opened) and event.key == "add":
+                    return
+        raise RemoteError(self.name("GET", path, {"since": "0"}), "the answer has no list of feeds")
 
-    def _add_remove(self, answer: Any, path: str) -> tuple[list[Any], list[Any]]:
-        if not isinstance(answer, dict) or not isinstance(answer.get("add"), list):
-            raise RemoteError(self._name("GET", path), "the answer has no list of feeds")
-        remove = answer.get("remove")
-        return answer["add"], remove if isinstance(remove, list) else []
-
-    async def _get_json(self, path: str, query: dict[str, str], lazy: str | None = None) -> Any:
-        """The answer's JSON; a large one's member `lazy` as a LazyList."""
-        status, call, body = await self._call("GET", path, query)
-        if status == 401:
-            raise RemoteUnauthorized(call, self._refusal(status, body))
-        if status != 200:
-            raise RemoteError(call, self._said(status, body))
-        try:
-            if len(body) > THREADED_JSON_BYTES:
-                return await asyncio.to_thread(loads_in_pieces, body, lazy)
-            return json.loads(body)
-        except (ValueError, RecursionError):  # RecursionError: nested past any sense
-            raise RemoteError(call, f"not JSON: {_quote(body)}") from None
-
-    async def _call(
+    async def _small(
         self, method: str, path: str, query: dict[str, str] | None = None
     ) -> tuple[int, str, bytes]:
+        """A call whose answer is only looked at, not read as data: its status, its
+        name, at most SMALL_ANSWER bytes of its body."""
+        call = self.name(method, path, query)
+        resp = await self._open(method, path, query)
+        try:
+            return resp.status, call, await self._read_small(resp, call)
+        finally:
+            resp.close()
+
+    async def _open(
+        self, method: str, path: str, query: dict[str, str] | None = None
+    ) -> aiohttp.ClientResponse:
+        """Send one call (counted against the bound); its answer's headers."""
         assert self._session is not None, "use RemoteClient in `async with`"
         url = URL(self.base + path, encoded=True)
         if query:
             url = url.with_query(query)
-        call = self._name(method, path, query)
+        call = self.name(method, path, query)
+        if self.requests >= self.bounds.max_requests:
+            raise ImportBoundReached(self.bounds.requests_message())
+        self.requests += 1
         try:
             if not self.allow_private and url.host:
                 check_literal(url.host)
-            async with self._session.request(method, url, allow_redirects=False) as resp:
-                if resp.status in (301, 302, 303, 307, 308):
-                    where = resp.headers.get("Location", "nowhere")
-                    raise RemoteError(
-                        call,
-                        f"HTTP {resp.status}, redirected to {_quote(where.encode())}; "
-                        "give that address instead",
-                    )
-                body = await self._read(resp, call)
-                return resp.status, call, body
-        except RemoteError:
-            raise
-        except TimeoutError:
-            raise RemoteError(call, "no complete answer in time") from None
+            resp = await self._session.request(method, url, allow_redirects=False)
         except RefusedAddress as exc:
-            raise RemoteError(call, f"refused: {exc}") from None
+            raise RemoteRefusedAddress(call, str(exc)) from None
         except aiohttp.ClientConnectorError as exc:
             if isinstance(exc.os_error, RefusedAddress):
-                raise RemoteError(call, f"refused: {exc.os_error}") from None
+                raise RemoteRefusedAddress(call, str(exc.os_error)) from None
             if isinstance(exc, aiohttp.ClientConnectorDNSError):
                 raise RemoteError(call, "the host name does not resolve") from None
             reason = exc.os_error.strerror or str(exc.os_error)
             raise RemoteError(call, f"cannot connect: {reason}") from None
-        except aiohttp.ClientPayloadError:
-            raise RemoteError(call, "the answer was cut off before its end") from None
-        except aiohttp.ServerDisconnectedError:
-            raise RemoteError(call, "the server closed the connection without an answer") from None
-        except (aiohttp.ClientError, ValueError) as exc:
-            raise RemoteError(call, f"the request failed: {type(exc).__name__}") from None
+        except _FAILURES as exc:
+            raise _failure(call, exc) from None
+        if resp.status in (301, 302, 303, 307, 308):
+            where = resp.headers.get("Location", "nowhere")
+            resp.close()
+            raise RemoteError(
+                call,
+                f"HTTP {resp.status}, redirected to {_quote(where.encode())}; "
+                "give that address instead",
+            )
+        return resp
 
-    async def _read(self, resp: aiohttp.ClientResponse, call: str) -> bytes:
-        if resp.content_length is not None and resp.content_length > MAX_ANSWER_BYTES:
-            raise RemoteError(call, f"the answer is larger than {MAX_ANSWER_BYTES >> 20} MiB")
+    async def _pieces(self, resp: aiohttp.ClientResponse, call: str) -> AsyncIterator[bytes]:
+        """The body as it arrives, at most READ_BYTES at a time, within the bound."""
+        limit = self.bounds.max_answer_bytes
+        if resp.content_length is not None and resp.content_length > limit:
+            raise ImportBoundReached(f"{call}: {self.bounds.answer_message()}")
+        total = 0
+        while True:
+            try:
+                data = await resp.content.read(READ_BYTES)
+            except _FAILURES as exc:
+                raise _failure(call, exc) from None
+            if not data:
+                return
+            total += len(data)
+            if total > limit:
+                raise ImportBoundReached(f"{call}: {self.bounds.answer_message()}")
+            yield data
+
+    async def _read_small(self, resp: aiohttp.ClientResponse, call: str) -> bytes:
         body = bytearray()
-        async for chunk in resp.content.iter_chunked(1 << 16):
-            body += chunk
-            if len(body) > MAX_ANSWER_BYTES:
-                raise RemoteError(call, f"the answer is larger than {MAX_ANSWER_BYTES >> 20} MiB")
-        return bytes(body)
+        async for data in self._pieces(resp, call):
+            body += data
+            if len(body) >= SMALL_ANSWER:
+                break
+        return bytes(body[:SMALL_ANSWER])
 
-    def _name(self, method: str, path: str, query: dict[str, str] | None = None) -> str:
+    def name(self, method: str, path: str, query: dict[str, str] | None = None) -> str:
         shown = self.base + path
         if query:
             shown += "?" + "&".join(f"{k}={v}" for k, v in query.items())
@@ -314,6 +343,22 @@ class RemoteClient:
         )
 
 
+# What a call that failed raises (a connection refused or reset is an OSError, an
+# address aiohttp cannot use a ValueError).
+_FAILURES = (aiohttp.ClientError, TimeoutError, ValueError, OSError)
+
+
+def _failure(call: str, exc: Exception) -> RemoteError:
+    """What a failed call says, from aiohttp's exception."""
+    if isinstance(exc, TimeoutError):
+        return RemoteError(call, "no complete answer in time")
+    if isinstance(exc, aiohttp.ClientPayloadError):
+        return RemoteError(call, "the answer was cut off before its end")
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        return RemoteError(call, "the server closed the connection without an answer")
+    return RemoteError(call, f"the request failed: {type(exc).__name__}")
+
+
 def _basic(username: str, password: str) -> str:
     return "Basic " + base64.b64encode(f"{username}:{password}".encode()).decode("ascii")
 
@@ -323,23 +368,3 @@ def _quote(body: bytes) -> str:
     text = "".join(ch if ch.isprintable() else " " for ch in text)
     text = " ".join(text.split())
     return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
-
-
-def _feed_of(item: Any) -> Any:
-    """A feed URL from the simple API's list: a string, or an object with it."""
-    if isinstance(item, dict):
-        return item.get("url") or item.get("feed")
-    return item
-
-
-def _merge(lists: list[tuple[list[Any], list[Any]]], devices: int) -> RemoteSubscriptions:
-    """One account-wide list from every device's: subscribed when any device has it,
-    unsubscribed when some device removed it and none has it."""
-    subscribed = list(dict.fromkeys(u for add, _ in lists for u in add if isinstance(u, str)))
-    have = set(subscribed)
-    unsubscribed = [
-        u
-        for u in dict.fromkeys(u for _, rem in lists for u in rem if isinstance(u, str))
-        if u not in have
-    ]
-    return RemoteSubscriptions(subscribed, unsubscribed, devices)

@@ -47,7 +47,45 @@ STEPS_0_3: tuple[Step, ...] = (
     CREATE INDEX feed_checks_user ON feed_checks(user_id, checked_at);
     CREATE INDEX feed_checks_age ON feed_checks(checked_at);
     """,
-    # 18: the web UI's third release.
+    # 18: imports from another server (store/remote_imports.py), one row each: its
+    # state, its report (JSON, bounded), the heartbeat of the process running it, how
+    # far it read (a stopped import goes on from there), and a stop asked by a person.
+    # The unique partial index is the lock: at most one running import per user.
+    """
+    CREATE TABLE remote_imports (
+        id           INTEGER PRIMARY KEY,
+        user_id      INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        origin       TEXT NOT NULL CHECK (origin IN ('web', 'cli')),
+        server       TEXT NOT NULL,
+        remote_user  TEXT NOT NULL,
+        state        TEXT NOT NULL
+            CHECK (state IN ('running', 'done', 'stopped', 'failed', 'refused')),
+        started_at   INTEGER NOT NULL,
+        heartbeat_at INTEGER NOT NULL,
+        finished_at  INTEGER,
+        cancel       INTEGER NOT NULL DEFAULT 0,
+        since        TEXT,
+        report       TEXT
+    ) STRICT;
+    CREATE UNIQUE INDEX remote_imports_running ON remote_imports(user_id)
+        WHERE state = 'running';
+    CREATE INDEX remote_imports_user ON remote_imports(user_id, id);
+    """,
+    # 19: what each gpodder and Nextcloud reader of a stream was last served, so that
+    # a write answered by one worker or process knows a read answered by another
+    # (gpodder spec 4.4; the Nextcloud API's window): keyed by the user and a text
+    # naming the session or device and the stream.
+    """
+    CREATE TABLE served_positions (
+        user_id    INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        key        TEXT NOT NULL,
+        position   INTEGER NOT NULL,           -- a gpodder cursor, or Unix seconds
+        written_at INTEGER NOT NULL,           -- microseconds, server clock
+        PRIMARY KEY (user_id, key)
+    ) STRICT, WITHOUT ROWID;
+    CREATE INDEX served_positions_written ON served_positions(written_at);
+    """,
+    # 20: the web UI's third release.
     # Artwork kept by podsync, so that pages load it from podsync's own address: one
     # row per distinct image, by the SHA-256 of its bytes (its address, which never
     # changes), with the type its first bytes show; the index on the sizes gives the

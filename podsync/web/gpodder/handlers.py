@@ -12,7 +12,7 @@ from typing import Any
 from aiohttp import web
 
 from podsync.errors import InvalidInput
-from podsync.services.gpodder.cursor import post_cursor
+from podsync.services.gpodder.cursor import post_cursor, session_key
 from podsync.web.gpodder.http import COOKIE
 from podsync.web.http import json_bytes, json_ok, read_body
 from podsync.web.keys import GPODDER, GPODDER_SESSION, USER
@@ -36,7 +36,9 @@ async def logout(request: web.Request) -> web.Response:
     if session_id is not None:
         gp = request.app[GPODDER]
         await gp.auth.revoke_session(session_id)
-        gp.cursors.forget_session(session_id)
+        user = request.get(USER)
+        if user is not None:
+            await gp.cursors.forget_session(user.id, session_id)
     response = empty_ok()
     response.del_cookie(COOKIE, path="/")
     return response
@@ -64,8 +66,8 @@ async def sync_devices(request: web.Request) -> web.Response:
     return json_ok(await request.app[GPODDER].devices.sync_groups(request[USER].id))
 
 
-def _session_key(request: web.Request, stream: str) -> list[tuple[object, ...]]:
-    return [("session", request[GPODDER_SESSION], stream)]
+def _session_key(request: web.Request, stream: str) -> list[str]:
+    return [session_key(request[GPODDER_SESSION], stream)]
 
 
 async def get_episodes(request: web.Request) -> web.Response:
@@ -79,7 +81,7 @@ async def get_episodes(request: web.Request) -> web.Response:
         query.get("device") or None,
         aggregated,
     )
-    gp.cursors.remember(_session_key(request, EPISODES), pull.timestamp)
+    await gp.cursors.served(request[USER].id, _session_key(request, EPISODES), pull.timestamp)
     # The stored views joined as they are: the bytes json_ok would have made of the
     # same actions, without decoding and encoding each of them per request.
     body = b'{"actions":[' + b",".join(pull.views) + b'],"timestamp":%d}' % pull.timestamp
@@ -91,9 +93,10 @@ async def post_episodes(request: web.Request) -> web.Response:
     if not isinstance(body, list):
         raise InvalidInput("the body must be a JSON array of episode actions")
     gp = request.app[GPODDER]
-    upload = await gp.episodes.upload(request[USER].id, body)
-    served = gp.cursors.recall(_session_key(request, EPISODES))
-    timestamp = post_cursor(served, upload.before, upload.after)
-    gp.cursors.remember(_session_key(request, EPISODES), timestamp)
+    user_id = request[USER].id
+    upload = await gp.episodes.upload(user_id, body)
+    keys = _session_key(request, EPISODES)
+    timestamp = post_cursor(await gp.cursors.recall(user_id, keys), upload.before, upload.after)
+    gp.cursors.answered(user_id, keys, timestamp)
     result: dict[str, Any] = {"timestamp": timestamp, "update_urls": upload.update_urls}
     return json_ok(result)

@@ -11,7 +11,7 @@ from aiohttp import web
 
 from podsync.errors import Forbidden, InvalidInput
 from podsync.opml import OutlineFeed, parse_opml, serialise_opml
-from podsync.services.gpodder.cursor import post_cursor
+from podsync.services.gpodder.cursor import device_key, post_cursor, session_key
 from podsync.services.gpodder.devices import check_device_id
 from podsync.services.gpodder.subscriptions import parse_url_list
 from podsync.web.gpodder.handlers import empty_ok
@@ -24,13 +24,10 @@ FORMATS = ("json", "opml", "txt")
 OPML_ON_LOOP_MAX = 500  # feeds formatted on the event loop (a few ms); more go to a thread
 
 
-def _cursor_keys(request: web.Request, device_id: str) -> list[tuple[object, ...]]:
+def _cursor_keys(request: web.Request, device_id: str) -> list[str]:
     """Where the served cursor is remembered: the session first (two installs may
     share a device id), then the device (Kasts keeps no cookie)."""
-    return [
-        ("session", request[GPODDER_SESSION], STREAM),
-        ("device", request[USER].id, device_id, STREAM),
-    ]
+    return [session_key(request[GPODDER_SESSION], STREAM), device_key(device_id, STREAM)]
 
 
 async def _device(request: web.Request) -> str:
@@ -51,8 +48,9 @@ async def _device(request: web.Request) -> str:
 async def get_changes(request: web.Request) -> web.Response:
     device_id = await _device(request)
     gp = request.app[GPODDER]
-    changes = await gp.subscriptions.pull(request[USER].id, request.query.get("since"))
-    gp.cursors.remember(_cursor_keys(request, device_id), changes.timestamp)
+    user_id = request[USER].id
+    changes = await gp.subscriptions.pull(user_id, request.query.get("since"))
+    await gp.cursors.served(user_id, _cursor_keys(request, device_id), changes.timestamp)
     return json_ok({"add": changes.add, "remove": changes.remove, "timestamp": changes.timestamp})
 
 
@@ -60,10 +58,11 @@ async def post_changes(request: web.Request) -> web.Response:
     body = await read_body(request)
     device_id = await _device(request)
     gp = request.app[GPODDER]
-    upload = await gp.subscriptions.upload(request[USER].id, device_id, body)
+    user_id = request[USER].id
+    upload = await gp.subscriptions.upload(user_id, device_id, body)
     keys = _cursor_keys(request, device_id)
-    timestamp = post_cursor(gp.cursors.recall(keys), upload.before, upload.after)
-    gp.cursors.remember(keys, timestamp)
+    timestamp = post_cursor(await gp.cursors.recall(user_id, keys), upload.before, upload.after)
+    gp.cursors.answered(user_id, keys, timestamp)
     return json_ok({"timestamp": timestamp, "update_urls": upload.update_urls})
 
 

@@ -259,14 +259,14 @@ async def import_opml(request: web.Request) -> web.Response:
     try:
         csrf, data = await _read_upload(request)
     except UploadTooLarge:
-        return transfer_page(
+        return await transfer_page(
             request,
             {"opml": f"The file is larger than {UPLOAD_MAX_MIB} MiB; nothing imported."},
             status=413,
         )
     check_csrf(request, csrf)
     if not data:
-        return transfer_page(request, {"opml": "Choose an OPML file to import."}, status=400)
+        return await transfer_page(request, {"opml": "Choose an OPML file to import."}, status=400)
     service = request.app[OPML]
     now = now_us()
 
@@ -277,7 +277,7 @@ async def import_opml(request: web.Request) -> web.Response:
         # Parsing and checking a big file takes a while: not on the event loop.
         plan = await asyncio.to_thread(parse_and_plan)
     except OpmlError as exc:
-        return transfer_page(
+        return await transfer_page(
             request, {"opml": f"This is not an OPML file ({exc}); nothing imported."}, status=400
         )
     report = await service.apply(user, plan, now)  # type: ignore[arg-type]

@@ -8,17 +8,15 @@ from podsync.services.accounts import AccountService
 from podsync.services.browsing import BrowseService
 from podsync.services.listening import ListeningService
 from podsync.services.opml_io import OpmlService
-from podsync.services.remote_import import RemoteImportService
+from podsync.services.remote_import.jobs import ImportJobs
 from podsync.services.web_sessions import SignedIn, WebSessionService
-from podsync.web.ui.import_reports import ImportReports
 
 WEB_SESSIONS = web.AppKey("web_sessions", WebSessionService)
 BROWSE = web.AppKey("browse", BrowseService)
 LISTENING = web.AppKey("listening", ListeningService)
 ACCOUNTS = web.AppKey("ui_accounts", AccountService)
 OPML = web.AppKey("ui_opml", OpmlService)
-REMOTE_IMPORT = web.AppKey("ui_remote_import", RemoteImportService)
-IMPORT_REPORTS = web.AppKey("ui_import_reports", ImportReports)
+IMPORT_JOBS = web.AppKey("ui_import_jobs", ImportJobs)
 STYLESHEET = web.AppKey("ui_stylesheet", bytes)
 FAVICON = web.AppKey("ui_favicon", bytes)
 SIGNED_IN = web.RequestKey("ui_signed_in", SignedIn)

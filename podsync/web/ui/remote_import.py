@@ -1,9 +1,10 @@
 """The Import and export page's "Import from another server" form.
 
-The POST runs the import (remote calls awaited on the event loop, writes in short
-transactions between them, decoding and parsing in a thread), keeps the report for
-a while and answers 303 to the page with the report's id: reloading the result
-reloads a GET, never the import (post/redirect/get).
+The POST signs in to the other server while the person waits (a refused password is
+shown at its field), then runs the import as a job in the background and answers
+303 to the page, which shows the job: its progress while it runs (with Cancel), its
+report when it ended. The job's state lives in the database, so the page shows it
+from any process, and reloading it reloads a GET, never the import.
 """
 
 from __future__ import annotations
@@ -16,15 +17,18 @@ from podsync.services.auth import loggable_name
 from podsync.services.remote_import import (
     RemoteAccount,
     RemoteError,
+    RemoteRefusedAddress,
     RemoteUnauthorized,
 )
 from podsync.services.remote_import.client import APIS, base_url
+from podsync.services.remote_import.jobs import ImportRunning, ImportThrottled
 from podsync.web.keys import CONFIG
 from podsync.web.ui.guard import form_text
-from podsync.web.ui.keys import IMPORT_REPORTS, REMOTE_IMPORT, SIGNED_IN
+from podsync.web.ui.keys import IMPORT_JOBS, SIGNED_IN
 from podsync.web.ui.transfer import transfer_page
 
 log = logging.getLogger("podsync.ui")
+MAX_ID_DIGITS = 18  # any id a database makes, and never past a 64-bit integer
 
 
 async def import_from_server(request: web.Request) -> web.Response:
@@ -47,26 +51,49 @@ async def import_from_server(request: web.Request) -> web.Response:
     if api not in ("", *APIS):
         errors["api"] = "Choose one of the APIs offered."
     if errors:
-        return transfer_page(request, errors, status=400, remote=values)
+        return await transfer_page(request, errors, status=400, remote=values)
     account = RemoteAccount(url, username, password, api or None)  # type: ignore[arg-type]
-    allow_private = request.app[CONFIG].feeds.allow_private
+    # An admin may reach a server on the home network; others, public addresses only
+    # unless the admin opened private ones to everyone ([feeds] allow_private).
+    allow_private = request.app[CONFIG].feeds.allow_private or user.admin
     try:
-        report = await request.app[REMOTE_IMPORT].import_from(
-            user, account, allow_private=allow_private
-        )
+        job_id = await request.app[IMPORT_JOBS].start(user, account, allow_private=allow_private)
+    except ImportThrottled as exc:
+        message = f"Not sent: {exc}. Nothing was changed."
+        field = {"remote_password": message}
+        page = await transfer_page(request, field, status=429, remote=values)
+        page.headers["Retry-After"] = str(exc.retry_after)
+        return page
+    except ImportRunning as exc:
+        message = f"Not started: {exc}."
+        return await transfer_page(request, {"url": message}, status=409, remote=values)
     except RemoteUnauthorized as exc:
         message = f"That server refused this user name and password ({exc}). Nothing was changed."
-        return transfer_page(request, {"remote_password": message}, status=400, remote=values)
+        field = {"remote_password": message}
+        return await transfer_page(request, field, status=400, remote=values)
+    except RemoteRefusedAddress as exc:
+        message = (
+            f"{exc.reason}: it is on a private network (this machine or a home or office "
+            "network), and only an admin of this podsync may import from such an address "
+            "here. Ask an admin to run the import for you; if you run this podsync "
+            "yourself, run `podsync user import-from` on the server. Nothing was changed."
+        )
+        return await transfer_page(request, {"url": message}, status=403, remote=values)
     except RemoteError as exc:
         message = f"Nothing could be read: {exc}. Nothing was changed."
-        return transfer_page(request, {"url": message}, status=502, remote=values)
+        return await transfer_page(request, {"url": message}, status=502, remote=values)
     log.info(
-        "user %s imported from another server in the web UI: %d feeds and %d episode "
-        "actions added%s",
+        "user %s started import %d from another server in the web UI",
         loggable_name(user.name),
-        report.feeds_added + report.feeds_resubscribed,
-        report.actions_added,
-        "" if report.complete else " (stopped half way)",
+        job_id,
     )
-    key = request.app[IMPORT_REPORTS].keep(user.id, report)
-    raise web.HTTPSeeOther(f"/ui/transfer?imported={key}#h-remote-report")
+    raise web.HTTPSeeOther(f"/ui/transfer?import={job_id}#h-remote-report")
+
+
+async def cancel_import(request: web.Request) -> web.Response:
+    """Ask the import named in the form to stop; back to the page that shows it."""
+    user = request[SIGNED_IN].user
+    raw = form_text(request, "import", MAX_ID_DIGITS + 1)
+    job_id = int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= MAX_ID_DIGITS else 0
+    await request.app[IMPORT_JOBS].ask_to_stop(user.id, job_id)
+    raise web.HTTPSeeOther(f"/ui/transfer?import={job_id}#h-remote-report")

@@ -11,6 +11,8 @@ from podsync.services.browsing import BrowseService
 from podsync.services.listening import ListeningService
 from podsync.services.opml_io import OpmlService
 from podsync.services.remote_import import RemoteImportService
+from podsync.services.remote_import.bounds import ImportBounds
+from podsync.services.remote_import.jobs import ImportJobs
 from podsync.services.web_sessions import WebSessionService
 from podsync.web.keys import AUTH, CONFIG, DB, ERROR_PAGE, FEED_FETCHER, GPODDER, SYNC
 from podsync.web.ui import (
@@ -28,15 +30,13 @@ from podsync.web.ui import (
     transfer,
 )
 from podsync.web.ui.guard import Handler, error_page, page_for_error, ui_route
-from podsync.web.ui.import_reports import ImportReports
 from podsync.web.ui.keys import (
     ACCOUNTS,
     BROWSE,
     FAVICON,
-    IMPORT_REPORTS,
+    IMPORT_JOBS,
     LISTENING,
     OPML,
-    REMOTE_IMPORT,
     STYLESHEET,
     WEB_SESSIONS,
 )
@@ -64,6 +64,7 @@ _UI: list[tuple[str, str, Handler, dict[str, bool]]] = [
     ("GET", "/ui/transfer", transfer.transfer, {}),
     ("POST", "/ui/import", account.import_opml, {"reads_own_body": True}),
     ("POST", "/ui/import-from", remote_import.import_from_server, {}),
+    ("POST", "/ui/import-from/cancel", remote_import.cancel_import, {}),
     ("GET", "/ui/export.opml", account.export_opml, {}),
     ("GET", "/ui/account", account.account, {}),
     ("POST", "/ui/account/password", account.change_password, {}),
@@ -122,15 +123,24 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     app[BROWSE] = BrowseService(db, app[SYNC], app[FEED_FETCHER])
     app[LISTENING] = ListeningService(db)
     app[OPML] = OpmlService(db, app[SYNC])
-    app[REMOTE_IMPORT] = RemoteImportService(app[OPML], app[GPODDER].episodes)
-    app[IMPORT_REPORTS] = ImportReports()
+    bounds = ImportBounds.for_config(app[CONFIG])
+    importer = RemoteImportService(app[OPML], app[GPODDER].episodes, bounds)
+    app[IMPORT_JOBS] = ImportJobs(db, importer, app[CONFIG].auth)
     yield
+
+
+async def _stop_imports(app: web.Application) -> None:
+    """On shutdown, before the database closes: imports running here stop and write
+    their reports (they would otherwise hold the shutdown until their end)."""
+    if IMPORT_JOBS in app:
+        await app[IMPORT_JOBS].shutdown()
 
 
 def setup_ui(app: web.Application) -> None:
     """Templates, the style sheet, the services and the routes of /ui/. Call after the
     app's own resources are in its cleanup_ctx (the services need them)."""
     app.cleanup_ctx.append(_services)
+    app.on_shutdown.append(_stop_imports)
     app[STYLESHEET] = stylesheet()
     app[FAVICON] = static_file(FAVICON_FILE)
     app[ERROR_PAGE] = page_for_error
