@@ -205,3 +205,18 @@ async def test_removing_a_device_forgets_its_refusals(client: Client) -> None:
     async with client.app[DB].read() as conn:
         row = await conn.fetch_one("SELECT count(*) FROM sync_refusals")
     assert row is not None and int(row[0]) == 0
+
+
+async def test_a_guesser_with_a_new_password_each_time_writes_once_a_minute(
+    client: Client,
+) -> None:
+    assert await gpodder(client, "/api/2/devices/alice/phone.json", PASSWORD, "POST") == 200
+    path = "/api/2/subscriptions/alice/phone.json"
+    assert await gpodder(client, path, "g0000-00000-00000-00000-00000-00000") == 401
+    async with client.app[DB].write() as conn:
+        await conn.execute("UPDATE sync_refusals SET refused_at = 5")
+    for n in range(1, 4):  # app-password-shaped, each new: looked at, not written
+        assert await gpodder(client, path, f"g{n:04d}-00000-00000-00000-00000-00000") == 401
+    async with client.app[DB].read() as conn:
+        rows = await conn.fetch_all("SELECT kind, subject, refused_at, reason FROM sync_refusals")
+    assert [tuple(r) for r in rows] == [("device", "phone", 5, "password")]

@@ -13,7 +13,8 @@ while after), a disabled account. It is tied to what the request names: the devi
 in its path, and the app password its password is (or was). Unknown names tie to
 nothing. Each is kept as the subject's last refusal, written at most once a minute
 for the same subject, address and reason, so a device retrying in a loop costs a
-few reads a minute and one write."""
+few reads a minute and one write, and a guesser sending a new password each time
+a few reads each (as the login throttle's) and one write a minute."""
 
 from __future__ import annotations
 
@@ -87,7 +88,8 @@ class SyncHealth:
         self.db = db
         self.clock = clock
         self._synced = _Recently(monotonic)
-        self._refused = _Recently(monotonic)
+        self._refused = _Recently(monotonic)  # attempts looked at
+        self._written = _Recently(monotonic)  # refusals written
 
     async def synced(self, user_id: int, device_id: str) -> None:
         """A request for this device went through."""
@@ -139,6 +141,15 @@ class SyncHealth:
         subjects = [(APP_PASSWORD, str(password_id))] if password_id is not None else []
         if device_id is not None:
             subjects.append((DEVICE, device_id))
+        if not subjects:
+            return
+        # Whatever the password (a guesser may send a new one each time), a subject's
+        # refusal from one address for one reason is written at most once a minute.
+        subjects = [
+            (kind, subject)
+            for kind, subject in subjects
+            if self._written.first((user.id, kind, subject, caller.address, reason))
+        ]
         if not subjects:
             return
         client = _UNSTORABLE.sub("", caller.agent)[:MAX_CLIENT]
