@@ -3,7 +3,8 @@ carries, and how times, titles and progress read for a person."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, tzinfo
+import time
+from datetime import UTC, date, datetime, tzinfo
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -136,6 +137,21 @@ def zone_name(tz: tzinfo) -> str:
 
 
 _DAYS = {0: "today", -1: "yesterday", 1: "tomorrow"}
+# Today's date per zone, and until when (the monotonic second) it is worth asking
+# the clock again: a page of 100 times asks it once.
+_TODAY: dict[tzinfo, tuple[float, date]] = {}
+
+
+def _today(tz: tzinfo) -> date:
+    now = time.monotonic()
+    known = _TODAY.get(tz)
+    if known is not None and known[0] > now:
+        return known[1]
+    today = datetime.now(tz).date()
+    if len(_TODAY) > 64:  # zones people chose: a handful
+        _TODAY.clear()
+    _TODAY[tz] = (now + 1.0, today)
+    return today
 
 
 class Moment:
@@ -147,9 +163,7 @@ class Moment:
 
     def __init__(self, us: int, tz: tzinfo, now_us: int | None = None) -> None:
         at = datetime.fromtimestamp(us / 1_000_000, tz)
-        today = (
-            datetime.now(tz) if now_us is None else datetime.fromtimestamp(now_us / 1e6, tz)
-        ).date()
+        today = _today(tz) if now_us is None else datetime.fromtimestamp(now_us / 1e6, tz).date()
         self.iso = at.isoformat(timespec="seconds")
         self.full = f"{at:%Y-%m-%d %H:%M} {at.tzname()}"
         day = _DAYS.get((at.date() - today).days)
