@@ -5,12 +5,12 @@ shows no page never loads it."""
 from __future__ import annotations
 
 from datetime import UTC, tzinfo
-from functools import cache
+from functools import cache, lru_cache
 
 MAX_NAME = 64
 
 
-@cache
+@lru_cache(maxsize=256)  # bounded: a form posts whatever names it likes
 def zone(name: str) -> tzinfo | None:
     """The zone of this name, or None when there is none such."""
     if name in ("UTC", "Etc/UTC"):
