@@ -8,9 +8,11 @@ subscribes to `--feeds` distinct feed URLs on a temporary SQLite database; the r
 FeedFetcher then runs three passes, each timed as CPU of this process (user +
 system, every thread: event loop, parser thread, SQLite) and as wall time:
 
-  first    every feed new: GET, parse, store title/artwork and 100 episode titles
-  304      a window later, nothing changed: conditional GET answered 304
-  changed  a window later, each feed has one new episode: GET, parse, store the diff
+  first    every feed new: GET, parse, store title and 100 episode titles, and GET
+           its artwork (one of 20 images of 60 KiB, each kept once)
+  304      a window later, nothing changed: conditional GET answered 304 (no image)
+  changed  a window later, each feed has one new episode: GET, parse, store the diff,
+           and a conditional GET of its image, answered 304
 
 and, apart, parse_feed alone on the same body (the part that runs in the parser
 thread), and feedparser alone (the path of feeds that are not well-formed).
@@ -49,6 +51,9 @@ from podsync.services.sync import SyncService
 from podsync.storage.sqlite import Database
 from tests.feed_site import rss
 
+ARTWORKS = 20
+ARTWORK_BYTES = 60 * 1024
+
 
 def serve(episodes: int) -> None:
     """The feed host (run in its own process): /feed/N.xml, a new episode after
@@ -56,9 +61,24 @@ def serve(episodes: int) -> None:
     from aiohttp import web
 
     version = {"n": 0}
+    images = {"asked": 0}
 
     def body(n: str) -> bytes:
-        return rss(f"Show {n}", episodes + version["n"])
+        # The artwork on the same host, one of ARTWORKS images (shows of one network
+        # share theirs): relative, as the feed's own base resolves it.
+        return rss(f"Show {n}", episodes + version["n"], artwork=f"/art/{int(n) % ARTWORKS}.png")
+
+    async def art(request: web.Request) -> web.Response:
+        images["asked"] += 1
+        k = request.match_info["k"]
+        etag = f'"art-{k}"'
+        if request.headers.get("If-None-Match") == etag:
+            return web.Response(status=304, headers={"ETag": etag})
+        image = b"\x89PNG\r\n\x1a\n" + k.encode().rjust(32, b"0") * (ARTWORK_BYTES // 32)
+        return web.Response(body=image, content_type="image/png", headers={"ETag": etag})
+
+    async def asked(request: web.Request) -> web.Response:
+        return web.Response(text=str(images["asked"]))
 
     async def feed(request: web.Request) -> web.Response:
         etag = f'"v{version["n"]}"'
@@ -78,6 +98,8 @@ def serve(episodes: int) -> None:
         app = web.Application()
         app.router.add_get("/feed/{n}.xml", feed)
         app.router.add_get("/bump", bump)
+        app.router.add_get("/art/{k}.png", art)
+        app.router.add_get("/asked", asked)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -86,6 +108,13 @@ def serve(episodes: int) -> None:
         await asyncio.Event().wait()
 
     asyncio.run(main())
+
+
+async def images_asked(base: str) -> int:
+    import aiohttp
+
+    async with aiohttp.ClientSession() as session, session.get(f"{base}/asked") as answer:
+        return int(await answer.text())
 
 
 def cpu() -> float:
@@ -132,20 +161,26 @@ async def measure(feeds: int, episodes: int, tmp: Path, base: str) -> None:
 
                     async with aiohttp.ClientSession() as session:
                         await (await session.get(f"{base}/bump")).read()
+                before = await images_asked(base)
                 wall, used = time.perf_counter(), cpu()
                 done = await fetcher.run_once()
                 wall, used = time.perf_counter() - wall, cpu() - used
                 assert done == feeds, (name, done)
                 print(
                     f"pass {name:8}               {used / feeds * 1000:7.2f} ms CPU per feed"
-                    f"  ({wall / feeds * 1000:6.2f} ms wall per feed, 4 at a time)"
+                    f"  ({wall / feeds * 1000:6.2f} ms wall per feed, 4 at a time), "
+                    f"{await images_asked(base) - before} artwork requests"
                 )
                 now[0] += 24 * HOUR_US
             async with db.read() as conn:
                 row = await conn.fetch_one("SELECT count(*), count(last_error) FROM feed_info")
                 episodes_stored = await conn.fetch_one("SELECT count(*) FROM feed_episodes")
-            assert row is not None and episodes_stored is not None
-            print(f"stored: {row[0]} feeds, {row[1]} failing, {episodes_stored[0]} episode titles")
+                kept = await conn.fetch_one("SELECT count(*), coalesce(sum(size), 0) FROM artwork")
+            assert row is not None and episodes_stored is not None and kept is not None
+            print(
+                f"stored: {row[0]} feeds, {row[1]} failing, {episodes_stored[0]} episode "
+                f"titles, {kept[0]} distinct images ({int(kept[1]) >> 10} KiB)"
+            )
         finally:
             await fetcher.close()
 

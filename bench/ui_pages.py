@@ -1,5 +1,6 @@
 """Server time per web UI page for one user with 1,000 subscriptions and 10,000
-episode actions (the history), on SQLite.
+episode actions (the history), on SQLite; and of an artwork image (100 KiB) served
+from the database, fetched anew and as a browser that keeps it asks (a 304).
 
 The actions' own times are a permutation of their arrival order (as after devices
 that sync backlogs), so the history's (time, seq) pages are not the arrival order.
@@ -48,7 +49,7 @@ from podsync.services.feeds.http import FeedClient
 from podsync.services.passwords import PasswordService
 from podsync.services.sync import SyncService
 from podsync.storage.sqlite import Database
-from podsync.store import devices, episodes
+from podsync.store import app_passwords, artwork, devices, episodes, feed_info, sync_health
 from podsync.store.episodes import EpisodeAction
 from podsync.store.feed_info import FeedItem, LearnedFeed
 from podsync.web.app import create_app
@@ -92,7 +93,45 @@ async def seed_feed(db: Database, subscriptions: int, history: int, items: int) 
         await fetcher.close()
 
 
-async def seed(config: Config, subscriptions: int, history: int, items: int) -> None:
+IMAGES = 200  # distinct artwork images among the feeds (networks share theirs)
+IMAGE_BYTES = 100 * 1024
+
+
+def image(n: int) -> bytes:
+    """A PNG-shaped body of IMAGE_BYTES (the store does not decode it)."""
+    return b"\x89PNG\r\n\x1a\n" + hashlib.sha256(str(n).encode()).digest() * (IMAGE_BYTES // 32)
+
+
+async def seed_artwork_and_health(db: Database, user_id: int, feeds: list[str]) -> str:
+    """Artwork for every feed (IMAGES distinct ones, kept as the fetcher keeps them),
+    the refusals a household sees (a device with an old password, a revoked app
+    password still tried), and an app password; the hash of the measured podcast's
+    image."""
+    now = timestamps.now_us()
+    async with db.write() as conn:
+        for n, feed in enumerate(feeds):
+            await feed_info.add_feed(conn, url_key(feed), feed, now + 10**12)
+            body = image(n % IMAGES)
+            kept = artwork.Kept(f"https://img{n % IMAGES}.example.org/a.png", None, None, now)
+            digest = hashlib.sha256(body).hexdigest()
+            await artwork.keep(conn, url_key(feed), digest, "image/png", body, kept, 1 << 40)
+        for name in ("Kasts", "Old phone"):
+            await app_passwords.add(
+                conn, user_id, name, hashlib.sha256(name.encode()).digest(), now
+            )
+        refusals = [
+            sync_health.Refusal(
+                "device", "device-1", now, "192.0.2.7", "AntennaPod/3.7.0", "password"
+            ),
+            sync_health.Refusal("app_password", "2", now, "192.0.2.8", "Kasts/25.01", "revoked"),
+        ]
+        for refusal in refusals:
+            await sync_health.refused(conn, user_id, refusal)
+        await app_passwords.delete(conn, user_id, 2)
+    return hashlib.sha256(image(3 % IMAGES)).hexdigest()
+
+
+async def seed(config: Config, subscriptions: int, history: int, items: int) -> str:
     async with Database(config.database.path, config.database.durability) as db:
         passwords = PasswordService()
         try:
@@ -134,6 +173,7 @@ async def seed(config: Config, subscriptions: int, history: int, items: int) -> 
                 )
             await episodes.insert_many(conn, user.id, rows, now)
         await seed_feed(db, subscriptions, history, items)
+        return await seed_artwork_and_health(db, user.id, feeds)
 
 
 Timings = dict[str, list[tuple[float, float]]]  # (wall ms, CPU ms of the loop's thread)
@@ -164,7 +204,7 @@ async def run(subscriptions: int, history: int, requests: int, items: int) -> No
         config = load_config(path, environ={})
         print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         began = time.perf_counter()
-        await seed(config, subscriptions, history, items)
+        digest = await seed(config, subscriptions, history, items)
         print(
             f"seeded {subscriptions} subscriptions, {history} episode actions, "
             f"a feed of {items} episodes in {time.perf_counter() - began:.1f} s"
@@ -222,6 +262,7 @@ async def run(subscriptions: int, history: int, requests: int, items: int) -> No
                     "/ui/transfer",
                     "/ui/account",
                     "/ui/admin/users",
+                    f"/ui/artwork/{digest}",
                 ]
                 sizes = {}
                 timings.clear()
@@ -231,12 +272,22 @@ async def run(subscriptions: int, history: int, requests: int, items: int) -> No
                             body = await response.read()
                             assert response.status == 200, (page, response.status)
                         sizes[page] = len(body)
+                # The artwork again, as a browser that has it asks: If-None-Match.
+                again = f"/ui/artwork/{digest}?again"
+                for _ in range(requests):
+                    headers = {"If-None-Match": f'"{digest}"'}
+                    async with session.get(again, headers=headers) as response:
+                        assert response.status == 304, response.status
+                pages.append(again)
+                sizes[again] = 0
             print(f"{'page':42} {'wall ms':>8} {'p95':>7} {'CPU ms':>7} {'KiB':>6}")
             for page in pages:
                 walls = sorted(w for w, _ in timings[page])
                 cpus = [c for _, c in timings[page]]
                 p95 = walls[int(len(walls) * 0.95) - 1]
                 label = re.sub(r"/ui/podcasts/[^?]+", "/ui/podcasts/<id>", page)
+                label = re.sub(r"/ui/artwork/\w+", "/ui/artwork/<hash>", label)
+                label = label.replace("?again", " (304)")
                 print(
                     f"{label[:42]:42} {statistics.median(walls):8.2f} {p95:7.2f} "
                     f"{statistics.median(cpus):7.2f} {sizes[page] / 1024:6.1f}"

@@ -22,6 +22,7 @@ class User:
     token_generation: int
     created_at: int
     admin: bool = False  # may use the web UI's admin pages
+    time_zone: str | None = None  # the web UI's zone for this person (None: ui.time_zone)
 
 
 @dataclass(frozen=True, slots=True)

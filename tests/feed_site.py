@@ -191,20 +191,32 @@ PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\
 class ThreadedFeedHost:
     """The same kind of host for tests that cannot run an event loop of their own (the
     browser tests: playwright's sync API holds the thread's loop): a threaded
-    http.server on 127.0.0.1 serving fixed answers, path -> (status, type, body)."""
+    http.server on 127.0.0.1 serving fixed answers, path -> (status, type, body).
+    `refuse_foreign_referer`: a 403 to a request another site's page made (what an
+    image host's hot-link protection does)."""
 
-    def __init__(self, answers: dict[str, tuple[int, str, bytes]]) -> None:
+    def __init__(
+        self, answers: dict[str, tuple[int, str, bytes]], refuse_foreign_referer: bool = False
+    ) -> None:
         import http.server
         import threading
 
         self.answers = answers
         self.hits: Counter[str] = Counter()
+        # Every request's path and headers, in order.
+        self.requests: list[tuple[str, dict[str, str]]] = []
         host = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 host.hits[self.path] += 1
-                status, kind, body = host.answers.get(self.path, (404, "text/plain", b"no"))
+                host.requests.append((self.path, dict(self.headers.items())))
+                referer = self.headers.get("Referer")
+                if refuse_foreign_referer and referer and not referer.startswith(host.url("/")):
+                    # Hot-link protection: another site's page asks for an image.
+                    status, kind, body = 403, "text/plain", b"no hot-linking"
+                else:
+                    status, kind, body = host.answers.get(self.path, (404, "text/plain", b"no"))
                 self.send_response(status)
                 self.send_header("Content-Type", kind)
                 self.send_header("Content-Length", str(len(body)))

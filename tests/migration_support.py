@@ -14,6 +14,7 @@ import pytest
 from podsync.config import Config
 from podsync.feeds import derive_guid, new_uuid7, url_key
 from podsync.model import Subscription, episode_action_view, subscription_view
+from podsync.services.passwords import PasswordService
 from podsync.storage.engine import Engine, create_engine
 from podsync.storage.migrations import postgres as pg_migrations
 from podsync.storage.migrations import sqlite as sqlite_migrations
@@ -35,10 +36,20 @@ async def database_at(config: Config, engine: str, version: int) -> AsyncIterato
             await db.close()
 
 
-async def add_user(db: Engine, name: str) -> int:
+async def add_user(db: Engine, name: str, password: str | None = None) -> int:
+    """A user made by SQL, as any release since the first has the table; with a
+    `password`, one that can sign in (else the hash is no hash)."""
+    password_hash = "x"
+    if password is not None:
+        passwords = PasswordService(threads=1)
+        try:
+            password_hash = await passwords.hash(password)
+        finally:
+            passwords.close()
     async with db.write() as conn:
         await conn.execute(
-            "INSERT INTO users (name, password_hash, created_at) VALUES (?, 'x', 0)", (name,)
+            "INSERT INTO users (name, password_hash, created_at) VALUES (?, ?, 0)",
+            (name, password_hash),
         )
         row = await conn.fetch_one("SELECT id FROM users WHERE name = ?", (name,))
     return int(row[0])

@@ -82,3 +82,5 @@ class FeedsConfig:
     fetch_metadata: bool = True  # false: podsync makes no outbound connection at all
     refresh_hours: int = 24
     allow_private: bool = False  # fetch from loopback and private networks too
+    artwork_max_kib: int = 1024  # a feed's image is kept up to this size; 0: none kept
+    artwork_store_mib: int = 1024  # all kept images together, at most

@@ -18,6 +18,7 @@ from podsync.config.sections import (
     SyncConfig,
     UiConfig,
 )
+from podsync.zones import known_zone
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 DURABILITIES = ("full", "normal")
@@ -180,22 +181,13 @@ def validate(config: C) -> C:
         f"ui.session_lifetime must be at least 60, not {config.ui.session_lifetime}",
     )
     _require(
-        _known_zone(config.ui.time_zone),
+        known_zone(config.ui.time_zone),
         f"ui.time_zone must be an IANA time zone name like Europe/Berlin, "
         f"not {config.ui.time_zone!r}",
     )
     hours = config.feeds.refresh_hours
     _require(1 <= hours <= 8760, f"feeds.refresh_hours must be between 1 and 8760, not {hours}")
+    kib, mib = config.feeds.artwork_max_kib, config.feeds.artwork_store_mib
+    _require(0 <= kib <= 16384, f"feeds.artwork_max_kib must be between 0 and 16384, not {kib}")
+    _require(mib >= 1, f"feeds.artwork_store_mib must be at least 1, not {mib}")
     return config
-
-
-def _known_zone(name: str) -> bool:
-    if name == "UTC":
-        return True
-    import zoneinfo  # only for a configured zone: not loaded by every server
-
-    try:
-        zoneinfo.ZoneInfo(name)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        return False
-    return True

@@ -7,7 +7,7 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from podsync import timestamps
+from podsync import timestamps, zones
 from podsync.errors import InvalidInput
 from podsync.model import User, UserOverview, UserSummary
 from podsync.services.passwords import PasswordService, check_password_rules
@@ -82,6 +82,22 @@ class AccountService:
         async with self.db.write() as conn:
             user = await users.require_by_name(conn, name)
             await users.delete(conn, user.id)
+
+    async def set_time_zone(self, user: User, name: str) -> str | None:
+        """The zone the web UI shows this user's times in: an IANA name in any letter
+        case (stored as the zone database spells it), or empty for the server's.
+        InvalidInput names the problem. Returns what was stored."""
+        name = name.strip()
+        spelled = zones.spelled_as_known(name) if name else None
+        if name and spelled is None:
+            shown = name if len(name) <= zones.MAX_NAME else name[: zones.MAX_NAME] + "…"
+            raise InvalidInput(
+                f"“{shown}” is not a time zone this server knows. Use a name such as "
+                "Europe/Berlin or America/New_York, or leave it empty for the server's."
+            )
+        async with self.db.write() as conn:
+            await users.set_time_zone(conn, user.id, spelled)
+        return spelled
 
     async def get_user(self, name: str) -> User:
         async with self.db.read() as conn:

@@ -19,7 +19,7 @@ from podsync.model import Subscription, User
 from podsync.rules import APPLIED, IGNORED, Subscribe, Unsubscribe, canonical_uuid
 from podsync.services.sync import SyncService
 from podsync.storage.engine import Engine
-from podsync.store import browse, devices, episodes
+from podsync.store import browse, devices, episodes, sync_health
 from podsync.store import subscriptions as subscription_store
 from podsync.store.browse import SubscriptionRow
 from podsync.store.devices import Device
@@ -55,6 +55,7 @@ class Subscribed:
     new: bool
     feed_url: str
     unreachable: str | None = None
+    sync_id: str | None = None  # the subscription's (its podcast page)
 
 
 # What an address typed without a scheme starts with: a host name with a dot (or an
@@ -160,7 +161,8 @@ class BrowseService:
         [result] = outcome.results
         if result.status not in (APPLIED, IGNORED):
             raise InvalidInput(plain_reason(result.reason or "the server refused this feed"))
-        return Subscribed(result.status == APPLIED, feed_url, unreachable)
+        sync_id = result.entity.sync_id if result.entity is not None else None
+        return Subscribed(result.status == APPLIED, feed_url, unreachable, sync_id)
 
     async def _subscribed(self, user: User, key: str) -> bool:
         async with self.db.read() as conn:
@@ -228,6 +230,7 @@ class BrowseService:
         async with self.db.write() as conn:
             if not await devices.remove(conn, user.id, device_id):
                 raise NotFound("no such device")
+            await sync_health.forget(conn, user.id, sync_health.DEVICE, [device_id])
 
     @staticmethod
     def now() -> int:

@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 from podsync.feeds import url_key
 from podsync.storage.engine import Engine
+from podsync.store import artwork
 from podsync.store import feed_info as store
 from podsync.store.feed_info import FeedInfo
 
@@ -88,6 +89,12 @@ class FeedInfoService:
             if title is not None:
                 found[ref] = title
         return found
+
+    async def artwork(self, digest: str) -> tuple[str, bytes] | None:
+        """(type, bytes) of an image the fetcher keeps, by its hash (hex), or None.
+        Read on a worker thread: an image may be a megabyte."""
+        async with self.db.read(threaded=True) as conn:
+            return await artwork.image(conn, digest)
 
     async def failing(self, limit: int = 100) -> list[FeedInfo]:
         """Feeds whose last fetch failed (with the error and the next try), the

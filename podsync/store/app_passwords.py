@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from podsync import timestamps
 from podsync.model import AppPassword, User
-from podsync.store import Connection
+from podsync.store import Connection, sync_health
 from podsync.store.users import USER_COLUMNS, user_from_row
 
 _COLUMNS = "id, name, created_at, last_used_at"
@@ -104,7 +105,9 @@ async def touch(conn: Connection, password_id: int, now: int, before: int) -> No
 
 
 async def delete(conn: Connection, user_id: int, password_id: int) -> bool:
-    """Delete one of the user's; whether it was there."""
+    """Delete one of the user's (its hash is remembered a while: a device still
+    sending it is told it was revoked); whether it was there."""
+    await sync_health.remember_revoked(conn, user_id, [password_id], timestamps.now_us())
     return (
         await conn.execute(
             "DELETE FROM app_passwords WHERE id = ? AND user_id = ?", (password_id, user_id)
@@ -114,4 +117,6 @@ async def delete(conn: Connection, user_id: int, password_id: int) -> bool:
 
 
 async def delete_for_user(conn: Connection, user_id: int) -> int:
+    """Delete all of the user's (remembered as `delete` does); how many there were."""
+    await sync_health.remember_revoked(conn, user_id, None, timestamps.now_us())
     return await conn.execute("DELETE FROM app_passwords WHERE user_id = ?", (user_id,))

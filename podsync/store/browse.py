@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from podsync.sorting import SQL_FUNCTION
 from podsync.store import Connection
 
 
@@ -48,20 +49,23 @@ def _subscription_filter(
 _SEARCHED = "subscriptions s LEFT JOIN feed_info f ON f.url_key = s.url_key"
 
 # The name a row shows: the user's own title (OPML import), the fetcher's, else the
-# URL without its scheme (what the page shows then: host and path).
+# URL without its scheme (what the page shows then: host and path); sorted as people
+# read (podsync/sorting.py: case, accents and a leading "The" or "A" do not count),
+# by code point on both engines.
 _SHOWN_NAME = (
-    "lower(coalesce(s.title, f.title, "
+    f"{SQL_FUNCTION}(coalesce(s.title, f.title, "
     "substr(s.feed_url, CASE WHEN lower(substr(s.feed_url, 1, 8)) = 'https://' "
     "THEN 9 ELSE 8 END)))"
 )
+_BINARY = {"sqlite": "", "postgresql": ' COLLATE "C"'}
 # The moment of the user's latest action on the podcast (NULL: never played).
 _LAST_PLAYED = (
     "(SELECT f.last_at FROM episode_feeds f WHERE f.user_id = s.user_id AND f.url_key = s.url_key)"
 )
 _ORDERS = {
-    "title": f"{_SHOWN_NAME}, s.id",
+    "title": "{name}, s.id",
     "added": "s.subscribed_at DESC, s.id DESC",
-    "played": f"{_LAST_PLAYED} DESC NULLS LAST, {_SHOWN_NAME}, s.id",
+    "played": f"{_LAST_PLAYED} DESC NULLS LAST, {{name}}, s.id",
 }
 SUBSCRIPTION_ORDERS = tuple(_ORDERS)
 
@@ -78,10 +82,11 @@ async def subscriptions_page(
     """One page in `order` (a key of SUBSCRIPTION_ORDERS), and how many match in all."""
     where, params = _subscription_filter(user_id, search, include_unsubscribed)
     source = _SEARCHED if search else "subscriptions s"
+    ordered = _ORDERS[order].format(name=_SHOWN_NAME + _BINARY[conn.dialect])
     total = await conn.fetch_one(f"SELECT count(*) FROM {source} WHERE {where}", params)
     rows = await conn.fetch_all(
         "SELECT s.sync_id, s.feed_url, s.title, s.subscribed_at, s.unsubscribed_at "
-        f"FROM {_SEARCHED} WHERE {where} ORDER BY {_ORDERS[order]} LIMIT ? OFFSET ?",
+        f"FROM {_SEARCHED} WHERE {where} ORDER BY {ordered} LIMIT ? OFFSET ?",
         [*params, limit, offset],
     )
     return (

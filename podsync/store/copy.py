@@ -13,6 +13,8 @@ from collections.abc import AsyncIterator
 from podsync.store import Connection
 
 CHUNK = 5000
+# Tables whose rows are large: fewer at a time (an image is up to a few MiB).
+CHUNK_OF = {"artwork": 16}
 
 
 async def tables_in_order(source: Connection) -> list[str]:
@@ -57,13 +59,14 @@ async def count(conn: Connection, table: str) -> int:
 async def read_chunks(
     source: Connection, table: str, names: list[str]
 ) -> AsyncIterator[list[tuple[object, ...]]]:
-    """Every row of `table`, CHUNK rows at a time. Call inside one read transaction:
-    the same plan then scans in the same order for every chunk (OFFSET paging also
-    works for the WITHOUT ROWID tables)."""
+    """Every row of `table`, CHUNK rows at a time (CHUNK_OF for large rows). Call
+    inside one read transaction: the same plan then scans in the same order for every
+    chunk (OFFSET paging also works for the WITHOUT ROWID tables)."""
     offset = 0
+    size = CHUNK_OF.get(table, CHUNK)
     while True:
         rows = await source.fetch_all(
-            f"SELECT {', '.join(names)} FROM {table} LIMIT ? OFFSET ?", (CHUNK, offset)
+            f"SELECT {', '.join(names)} FROM {table} LIMIT ? OFFSET ?", (size, offset)
         )
         if not rows:
             return

@@ -32,6 +32,8 @@ class FeedInfo:
     last_error: str | None  # why the last fetch failed; None once one succeeds
     failures: int  # fetches failed in a row (the backoff's exponent)
     next_try_at: int  # when the fetcher will try again
+    artwork_hash: str | None = None  # the image podsync keeps of it (store/artwork.py)
+    artwork_error: str | None = None  # why the last try at the image failed
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +46,7 @@ class EpisodeTitle:
 
 _INFO = (
     "url_key, feed_url, title, link, artwork_url, fetched_at, checked_at, last_error, "
-    "failures, next_try_at"
+    "failures, next_try_at, artwork_hash, artwork_error"
 )
 
 
@@ -132,13 +134,43 @@ async def newest_episodes(
 
 @dataclass(frozen=True, slots=True)
 class DueFeed:
-    """A feed a process has claimed for one fetch."""
+    """A feed a process has claimed for one fetch, with what is kept of its artwork
+    (services/feeds/artwork.py decides from it whether to fetch the image)."""
 
     url_key: str
     feed_url: str
     etag: str | None
     last_modified: str | None
     failures: int
+    artwork_hash: str | None = None
+    artwork_source: str | None = None
+    artwork_etag: str | None = None
+    artwork_last_modified: str | None = None
+    artwork_error: str | None = None
+    artwork_checked_at: int | None = None
+
+
+_DUE = (
+    "url_key, feed_url, etag, last_modified, failures, artwork_hash, artwork_source, "
+    "artwork_etag, artwork_last_modified, artwork_error, artwork_checked_at"
+)
+
+
+def _due(row: Any) -> DueFeed:
+    checked = row[10]
+    return DueFeed(
+        url_key=str(row[0]),
+        feed_url=str(row[1]),
+        etag=row[2],
+        last_modified=row[3],
+        failures=int(row[4]),
+        artwork_hash=row[5],
+        artwork_source=row[6],
+        artwork_etag=row[7],
+        artwork_last_modified=row[8],
+        artwork_error=row[9],
+        artwork_checked_at=None if checked is None else int(checked),
+    )
 
 
 class FeedItem(NamedTuple):
@@ -210,20 +242,20 @@ async def claim_due(conn: Connection, now: int, lease_until: int, limit: int) ->
     feeds one discovery write added) come in the index's order, and a tie-break on
     url_key would read and sort all of them (a thousand) for every claim."""
     candidates = await conn.fetch_all(
-        "SELECT url_key, feed_url, etag, last_modified, failures, next_try_at FROM feed_info f "
+        f"SELECT {_DUE}, next_try_at FROM feed_info f "
         "WHERE next_try_at <= ? AND EXISTS (SELECT 1 FROM subscriptions s "
         "WHERE s.url_key = f.url_key AND s.unsubscribed_at IS NULL) "
         "ORDER BY next_try_at LIMIT ?",
         (now, limit),
     )
     claimed = []
-    for key, url, etag, modified, failures, due in candidates:
+    for row in candidates:
         won = await conn.execute(
             "UPDATE feed_info SET next_try_at = ? WHERE url_key = ? AND next_try_at = ?",
-            (lease_until, key, due),
+            (lease_until, row[0], row[11]),
         )
         if won:
-            claimed.append(DueFeed(key, url, etag, modified, int(failures)))
+            claimed.append(_due(row))
     return claimed
 
 
@@ -243,18 +275,23 @@ async def claim_now(
     claim on it still runs (its next try lies past `now` by more than a refresh, which
     a lease does not: a lease is minutes). Call in a write."""
     row = await conn.fetch_one(
-        "SELECT url_key, feed_url, etag, last_modified, failures, next_try_at, checked_at "
-        "FROM feed_info WHERE url_key = ?",
+        f"SELECT {_DUE}, next_try_at, checked_at FROM feed_info WHERE url_key = ?",
         (url_key,),
     )
-    if row is None or (row[6] is not None and int(row[6]) > tried_before):
+    if row is None or (row[12] is not None and int(row[12]) > tried_before):
         return None
     won = await conn.execute(
         "UPDATE feed_info SET next_try_at = ?, checked_at = ? "
         "WHERE url_key = ? AND next_try_at = ?",
-        (lease_until, now, url_key, row[5]),
+        (lease_until, now, url_key, row[11]),
     )
-    return DueFeed(str(row[0]), str(row[1]), row[2], row[3], int(row[4])) if won else None
+    return _due(row) if won else None
+
+
+async def due_state(conn: Connection, url_key: str) -> DueFeed | None:
+    """The feed as a claim would give it, without claiming it."""
+    row = await conn.fetch_one(f"SELECT {_DUE} FROM feed_info WHERE url_key = ?", (url_key,))
+    return None if row is None else _due(row)
 
 
 async def stored_episodes(conn: Connection, url_key: str) -> list[tuple[Any, ...]]:

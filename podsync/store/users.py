@@ -14,13 +14,13 @@ __all__ = ["User", "UserSummary"]
 # Names sort by code point on both engines (PostgreSQL would otherwise use the
 # database's locale).
 _BINARY = {"sqlite": "", "postgresql": ' COLLATE "C"'}
-USER_COLUMNS = "id, name, password_hash, enabled, token_generation, created_at, admin"
+USER_COLUMNS = "id, name, password_hash, enabled, token_generation, created_at, admin, time_zone"
 _COLUMNS = USER_COLUMNS
 
 
 def user_from_row(row: Any) -> User:
     """A User from the USER_COLUMNS of a row, in that order."""
-    uid, name, password_hash, enabled, generation, created_at, admin = row
+    uid, name, password_hash, enabled, generation, created_at, admin, time_zone = row
     return User(
         id=int(uid),
         name=str(name),
@@ -29,6 +29,7 @@ def user_from_row(row: Any) -> User:
         token_generation=int(generation),
         created_at=int(created_at),
         admin=bool(admin),
+        time_zone=None if time_zone is None else str(time_zone),
     )
 
 
@@ -91,6 +92,11 @@ async def set_enabled(conn: Connection, user_id: int, enabled: bool) -> None:
 
 async def set_admin(conn: Connection, user_id: int, admin: bool) -> None:
     await conn.execute("UPDATE users SET admin = ? WHERE id = ?", (int(admin), user_id))
+
+
+async def set_time_zone(conn: Connection, user_id: int, time_zone: str | None) -> None:
+    """The web UI's zone for the user (None: the server's ui.time_zone)."""
+    await conn.execute("UPDATE users SET time_zone = ? WHERE id = ?", (time_zone, user_id))
 
 
 async def bump_generation(conn: Connection, user_id: int) -> None:

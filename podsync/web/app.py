@@ -28,6 +28,7 @@ from podsync.services.nextcloud.sync import NextcloudSync
 from podsync.services.passwords import PasswordService
 from podsync.services.served import ServedPositions
 from podsync.services.sync import SyncService
+from podsync.services.sync_health import SyncHealth
 from podsync.storage.engine import Engine, create_engine, open_when_up
 from podsync.web.cors import cors_middleware
 from podsync.web.keys import (
@@ -43,6 +44,7 @@ from podsync.web.keys import (
     LOGIN_FLOWS,
     NEXTCLOUD,
     SYNC,
+    SYNC_HEALTH,
     WORKER,
 )
 from podsync.web.metrics import METRICS, metrics_middleware
@@ -152,6 +154,7 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
             db, app[AUTH], app[SYNC], secret, config.gpodder, app[BASIC_AUTH], served
         )
         app[NEXTCLOUD] = NextcloudSync(db, app[GPODDER], served)
+        app[SYNC_HEALTH] = SyncHealth(db)
         app[LOGIN_FLOWS] = LoginFlows(db)
         app[FEED_INFO] = FeedInfoService(db, config.feeds.fetch_metadata)
         app[FEED_FETCHER] = None
@@ -169,7 +172,13 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
             from podsync.services.feeds.http import FeedClient
 
             client = FeedClient(config.feeds.allow_private)
-            fetcher = FeedFetcher(db, client, config.feeds.refresh_hours)
+            fetcher = FeedFetcher(
+                db,
+                client,
+                config.feeds.refresh_hours,
+                artwork_max_bytes=config.feeds.artwork_max_kib << 10,
+                artwork_store_bytes=config.feeds.artwork_store_mib << 20,
+            )
             await fetcher.open()
             app[FEED_FETCHER] = fetcher  # every worker fetches what a person asks for
             if worker.leader:  # and the leader the feeds that are due

@@ -13,10 +13,10 @@ from typing import Any
 
 from aiohttp import web
 
-from podsync.errors import InvalidInput, Unauthorized
+from podsync.errors import InvalidInput, TooManyRequests, Unauthorized
 from podsync.feeds import has_bad_characters as has_bad_characters
 from podsync.model import Caller
-from podsync.web.keys import CLIENT_ADDRESS
+from podsync.web.keys import CLIENT_ADDRESS, SYNC_HEALTH
 
 MAX_DOUBLE = int(sys.float_info.max)
 
@@ -213,6 +213,25 @@ def basic_credentials(header: str) -> tuple[str, str]:
     if not colon:
         raise Unauthorized("Basic credentials must be user:password")
     return name, password
+
+
+async def note_refusal(
+    request: web.Request, door: str, device_id: str | None, refusal: Exception
+) -> None:
+    """Keep a refused sync for the Devices page (services/sync_health.py): Basic
+    credentials that were not accepted, or not checked because the name or the
+    address is locked out (TooManyRequests). A request without credentials, or with
+    unreadable ones, is no attempt of anyone's."""
+    header = request.headers.get("Authorization")
+    if header is None:
+        return
+    try:
+        name, password = basic_credentials(header)
+    except Unauthorized:
+        return
+    locked_out = isinstance(refusal, TooManyRequests)
+    caller = login_caller(request, door)
+    await request.app[SYNC_HEALTH].refused(name, password, caller, device_id, locked_out)
 
 
 def login_caller(request: web.Request, door: str) -> Caller:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from podsync.services.nextcloud.login_flows import LoginFlows
     from podsync.services.nextcloud.sync import NextcloudSync
     from podsync.services.sync import SyncService
+    from podsync.services.sync_health import SyncHealth
     from podsync.storage.engine import Engine
     from podsync.web.process import Worker
 
@@ -37,6 +38,8 @@ GPODDER: web.AppKey[Gpodder] = web.AppKey("gpodder")
 APP_PASSWORDS: web.AppKey[AppPasswordService] = web.AppKey("app_passwords")
 # HTTP Basic on every API that takes it (gpodder, Nextcloud): app password or password.
 BASIC_AUTH: web.AppKey[BasicAuth] = web.AppKey("basic_auth")
+# Each device's and app password's last good sync and last refused attempt.
+SYNC_HEALTH: web.AppKey[SyncHealth] = web.AppKey("sync_health")
 # The Nextcloud gpoddersync API over the gpodder layer, and Login Flow v2.
 NEXTCLOUD: web.AppKey[NextcloudSync] = web.AppKey("nextcloud")
 LOGIN_FLOWS: web.AppKey[LoginFlows] = web.AppKey("login_flows")

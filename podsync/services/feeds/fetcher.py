@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from podsync import timestamps
 from podsync.services.feeds import NotAFeed, order
+from podsync.services.feeds.artwork import ArtworkKeeper, Found
 from podsync.services.feeds.failures import FailureLog, shown
 from podsync.services.feeds.http import FeedClient, Fetched, FetchError, HostFaults
 from podsync.storage.engine import Connection, Engine
@@ -48,6 +49,9 @@ BATCH_MIN_S = 0.1
 # A person's `Refresh` fetches a feed at most this often (whoever presses it).
 REFRESH_GAP_US = 60_000_000
 EPISODES_PER_WRITE = 500
+# The defaults of feeds.artwork_max_kib and feeds.artwork_store_mib.
+ARTWORK_MAX_BYTES = 1 << 20
+ARTWORK_STORE_BYTES = 1 << 30
 
 
 def _parse_feed(body: bytes, url: str, content_type: str) -> store.LearnedFeed:
@@ -74,6 +78,7 @@ class Outcome:
     fetched: Fetched | None = None
     learned: store.LearnedFeed | None = None
     error: str = ""
+    artwork: Found | None = None  # what a look at its image found
 
 
 class FeedFetcher:
@@ -87,6 +92,8 @@ class FeedFetcher:
         poll_interval_s: float = 60.0,
         batch_min_s: float = BATCH_MIN_S,
         clock: Callable[[], int] = timestamps.now_us,
+        artwork_max_bytes: int = ARTWORK_MAX_BYTES,
+        artwork_store_bytes: int = ARTWORK_STORE_BYTES,
     ) -> None:
         self.db = db
         self.refresh_us = refresh_hours * HOUR_US
@@ -99,6 +106,7 @@ class FeedFetcher:
         # but the GIL's switch interval, and never more than one core in all.
         self._parser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="podsync-feed-parse")
         self.failure_log = FailureLog(log)
+        self.artwork = ArtworkKeeper(client, artwork_max_bytes, artwork_store_bytes, clock)
 
     async def open(self) -> None:
         await self.client.open()
@@ -189,9 +197,22 @@ class FeedFetcher:
             log.exception("reading the feed %s failed", shown(feed.url_key))
             error = f"the feed could not be read ({type(exc).__name__})"
             return Outcome(feed, self.clock(), error=error)
+        found = None
         if learned is not None:
             await self._store_episodes(feed.url_key, learned)
-        return Outcome(feed, self.clock(), fetched, learned)
+            found = await self._look_at_artwork(feed, learned.artwork_url, faults)
+        return Outcome(feed, self.clock(), fetched, learned, artwork=found)
+
+    async def _look_at_artwork(
+        self, feed: store.DueFeed, url: str | None, faults: HostFaults | None
+    ) -> Found | None:
+        """The image of a feed read anew (services/feeds/artwork.py); a bug there
+        never fails the feed."""
+        try:
+            return await self.artwork.look(feed, url, faults)
+        except Exception:
+            log.exception("fetching the artwork of the feed %s failed", shown(feed.url_key))
+            return None
 
     async def _record(self, conn: Connection, outcomes: Sequence[Outcome]) -> None:
         """Record fetches that ended (in a write): a success as what it learned, the
@@ -211,6 +232,8 @@ class FeedFetcher:
                     o.at,
                     o.at + self.refresh_us,
                 )
+                if o.artwork is not None:
+                    await self.artwork.record(conn, o.feed.url_key, o.artwork)
         await store.record_failures(conn, failed)
 
     def _log(self, outcomes: Sequence[Outcome]) -> None:
@@ -238,6 +261,13 @@ class FeedFetcher:
             await store.record_fetched(
                 conn, url_key, learned, None, None, now, now + self.refresh_us
             )
+        async with self.db.read() as conn:
+            due = await store.due_state(conn, url_key)
+        # Its artwork too, so that it shows on the next page.
+        found = None if due is None else await self._look_at_artwork(due, learned.artwork_url, None)
+        if found is not None:
+            async with self.db.write() as conn:
+                await self.artwork.record(conn, url_key, found)
 
     async def keep_failed(self, feed_url: str, url_key: str, error: str) -> None:
         """Record that a check could not fetch a feed about to be subscribed to (no

@@ -66,6 +66,19 @@ class Fetched:
     last_modified: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class Body:
+    """What a fetch asks for: its Accept header (None: the client's, for feeds), its
+    size cap (0: `Limits.max_body_bytes`) and what a refusal calls it."""
+
+    accept: str | None = None
+    max_bytes: int = 0
+    noun: str = "feed"
+
+
+FEED = Body()
+
+
 class FetchError(Exception):
     """Why a fetch failed, in words fit for the subscriptions page (no secrets: never
     the URL, which may carry credentials)."""
@@ -149,14 +162,18 @@ class FeedClient:
         etag: str | None,
         last_modified: str | None,
         faults: HostFaults | None = None,
+        *,
+        body: Body = FEED,
     ) -> Fetched:
         """GET `url` (conditionally when `etag` or `last_modified` are known); raise
         FetchError with the reason on any failure. With `faults`, a host found failing
-        a moment ago fails again at once, and a host that fails is noted there."""
+        a moment ago fails again at once, and a host that fails is noted there.
+        `body`: what is asked for (the Accept header) and its size cap (a feed's by
+        default: `limits.max_body_bytes`)."""
         hops: list[URL] = []
         try:
             async with asyncio.timeout(self.limits.timeout_s):
-                return await self._follow(url, etag, last_modified, hops, faults)
+                return await self._follow(url, etag, last_modified, hops, faults, body)
         except TimeoutError:
             raise FetchError(f"no complete answer within {self.limits.timeout_s:g} s") from None
         except RefusedAddress as exc:
@@ -189,9 +206,10 @@ class FeedClient:
         last_modified: str | None,
         hops: list[URL],
         faults: HostFaults | None,
+        wanted: Body,
     ) -> Fetched:
         assert self._session is not None, "FeedClient.open() first"
-        headers = {}
+        headers = {"Accept": wanted.accept} if wanted.accept else {}
         if etag:
             headers["If-None-Match"] = etag
         if last_modified:
@@ -218,7 +236,7 @@ class FeedClient:
                     return Fetched(str(resp.url), True, b"", "", etag, last_modified)
                 if resp.status != 200:
                     raise HttpStatusError(resp.status)
-                body = await self._read(resp)
+                body = await self._read(resp, wanted)
                 return Fetched(
                     str(resp.url),
                     False,
@@ -235,10 +253,13 @@ class FeedClient:
         if not self.allow_private:
             check_literal(target.host, self.is_allowed)
 
-    async def _read(self, resp: aiohttp.ClientResponse) -> bytes:
-        cap = self.limits.max_body_bytes
-        size = f"{cap / (1 << 20):g} MiB" if cap >= 1 << 20 else f"{cap} bytes"
-        too_big = FetchError(f"the feed is larger than {size}")
+    async def _read(self, resp: aiohttp.ClientResponse, wanted: Body) -> bytes:
+        cap = wanted.max_bytes or self.limits.max_body_bytes
+        if cap >= 1 << 20:
+            size = f"{cap / (1 << 20):g} MiB"
+        else:
+            size = f"{cap >> 10} KiB" if cap >= 1024 and cap % 1024 == 0 else f"{cap} bytes"
+        too_big = FetchError(f"the {wanted.noun} is larger than {size}")
         if resp.content_length is not None and resp.content_length > cap:
             raise too_big
         body = bytearray()

@@ -84,4 +84,58 @@ STEPS_0_3: tuple[Step, ...] = (
     # 20: change numbers and episode action numbers per user; episode actions kept
     # once per episode (sqlite_per_user.py says how and why).
     per_user_numbers,
+    # 21: the web UI's third release.
+    # Artwork kept by podsync, so that pages load it from podsync's own address: one
+    # row per distinct image, by the SHA-256 of its bytes (its address, which never
+    # changes), with the type its first bytes show; the index on the sizes gives the
+    # store's total without reading an image. Each feed names its image, the URL it
+    # came from, the image's validators for a conditional GET, and why the last try
+    # failed. The feeds' validators are forgotten: the next fetch of each reads the
+    # whole feed, and with it the artwork.
+    # A person's own time zone (NULL: the server's ui.time_zone).
+    # Sync health: the last refused attempt of each device and app password of a user
+    # (when, from which address and client, why), and for a while the hashes of
+    # revoked app passwords, so that a device still sending one is told "revoked",
+    # not "wrong password".
+    """
+    CREATE TABLE artwork (
+        id           INTEGER PRIMARY KEY,
+        hash         TEXT NOT NULL UNIQUE,     -- SHA-256 of the bytes, hex
+        content_type TEXT NOT NULL,            -- image/jpeg, png, gif or webp, from the bytes
+        size         INTEGER NOT NULL,
+        stored_at    INTEGER NOT NULL,
+        bytes        BLOB NOT NULL
+    ) STRICT;
+    CREATE INDEX artwork_size ON artwork(size);
+    ALTER TABLE feed_info ADD COLUMN artwork_hash TEXT;           -- the image kept, if any
+    ALTER TABLE feed_info ADD COLUMN artwork_source TEXT;         -- the URL last fetched
+    ALTER TABLE feed_info ADD COLUMN artwork_etag TEXT;
+    ALTER TABLE feed_info ADD COLUMN artwork_last_modified TEXT;
+    ALTER TABLE feed_info ADD COLUMN artwork_error TEXT;          -- why the last try failed
+    ALTER TABLE feed_info ADD COLUMN artwork_checked_at INTEGER;  -- the last try
+    CREATE INDEX feed_info_artwork ON feed_info(artwork_hash) WHERE artwork_hash IS NOT NULL;
+    UPDATE feed_info SET etag = NULL, last_modified = NULL;
+
+    ALTER TABLE users ADD COLUMN time_zone TEXT;
+
+    CREATE TABLE sync_refusals (
+        user_id    INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        kind       TEXT NOT NULL CHECK (kind IN ('device', 'app_password')),
+        subject    TEXT NOT NULL,              -- the device id, or the app password's id
+        refused_at INTEGER NOT NULL,
+        address    TEXT NOT NULL,
+        client     TEXT NOT NULL,              -- its User-Agent, cut short
+        reason     TEXT NOT NULL
+            CHECK (reason IN ('password', 'locked_out', 'revoked', 'disabled')),
+        PRIMARY KEY (user_id, kind, subject)
+    ) STRICT, WITHOUT ROWID;
+    CREATE TABLE revoked_app_passwords (
+        hash        BLOB PRIMARY KEY,          -- SHA-256 of the secret, as app_passwords
+        user_id     INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        password_id INTEGER NOT NULL,          -- its id when it was in use
+        name        TEXT NOT NULL,
+        revoked_at  INTEGER NOT NULL
+    ) STRICT, WITHOUT ROWID;
+    CREATE INDEX revoked_app_passwords_user ON revoked_app_passwords(user_id, revoked_at);
+    """,
 )

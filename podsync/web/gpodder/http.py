@@ -23,11 +23,11 @@ from typing import Any
 
 from aiohttp import web
 
-from podsync.errors import Forbidden, InvalidInput, Unauthorized
+from podsync.errors import Forbidden, InvalidInput, TooManyRequests, Unauthorized
 from podsync.services.gpodder import Gpodder
 from podsync.services.gpodder.auth import Session
-from podsync.web.http import basic_credentials, json_error, login_caller
-from podsync.web.keys import CONFIG, GPODDER, GPODDER_SESSION, USER
+from podsync.web.http import basic_credentials, json_error, login_caller, note_refusal
+from podsync.web.keys import CONFIG, GPODDER, GPODDER_SESSION, SYNC_HEALTH, USER
 from podsync.web.middleware import Handler, is_trusted_proxy
 from podsync.web.origin import refuse_foreign_write
 
@@ -119,8 +119,9 @@ async def _authenticated(request: web.Request, handler: Handler, kind: str) -> w
     refuse_foreign_write(request)  # before the credentials: never a failed login
     try:
         session, user, new_cookie, app_password_id = await _authenticate(request, gp)
-    except Unauthorized:
-        if kind == "logout":  # logout always succeeds (spec 5.2)
+    except (Unauthorized, TooManyRequests) as exc:
+        await note_refusal(request, "gpodder", request.match_info.get("device"), exc)
+        if kind == "logout" and isinstance(exc, Unauthorized):  # always succeeds (spec 5.2)
             return await handler(request)
         raise
     if request.match_info.get("username") != user.name:
@@ -138,6 +139,9 @@ async def _authenticated(request: web.Request, handler: Handler, kind: str) -> w
     request[USER] = user
     request[GPODDER_SESSION] = session_id
     response = await handler(request)
+    device = request.match_info.get("device")
+    if device is not None and response.status < 300:
+        await request.app[SYNC_HEALTH].synced(user.id, device)
     if value is not None and kind != "logout" and response.status == 200:
         set_session_cookie(request, response, value)
     return response

@@ -20,10 +20,10 @@ import functools
 
 from aiohttp import web
 
-from podsync.errors import Forbidden, Unauthorized
+from podsync.errors import Forbidden, TooManyRequests, Unauthorized
 from podsync.model import User
-from podsync.web.http import basic_credentials, json_error, login_caller
-from podsync.web.keys import BASIC_AUTH
+from podsync.web.http import basic_credentials, json_error, login_caller, note_refusal
+from podsync.web.keys import BASIC_AUTH, SYNC_HEALTH
 from podsync.web.middleware import Handler
 from podsync.web.origin import refuse_foreign_write
 
@@ -62,8 +62,14 @@ def nextcloud_route(handler: Handler, basic: bool = True) -> Handler:
         try:
             refuse_foreign_write(request)  # before the credentials: never a failed login
             if basic:
-                await _authenticate(request)
+                try:
+                    await _authenticate(request)
+                except (Unauthorized, TooManyRequests) as exc:
+                    await note_refusal(request, "nextcloud", None, exc)
+                    raise
             response = await handler(request)
+            if basic and response.status < 300:
+                await request.app[SYNC_HEALTH].synced(request[NC_USER].id, request[NC_DEVICE])
         except Unauthorized as exc:
             response = json_error(401, str(exc), headers={"WWW-Authenticate": CHALLENGE})
         except Forbidden as exc:

@@ -20,7 +20,7 @@ from podsync.web.ui.app_passwords import PASSWORD_RULE
 from podsync.web.ui.guard import form_text
 from podsync.web.ui.keys import ACCOUNTS, SIGNED_IN
 from podsync.web.ui.lockout import sign_in_failures
-from podsync.web.ui.render import Moment, render, zone
+from podsync.web.ui.render import Moment, render, user_zone
 
 log = logging.getLogger("podsync.admin")
 NOTICES = {
@@ -48,7 +48,7 @@ async def _users_page(
     admin: bool = False,
     status: int = 200,
 ) -> web.Response:
-    tz = zone(request.app[CONFIG].ui.time_zone)
+    tz = user_zone(request)
     rows = await request.app[ACCOUNTS].admin_rows()
     return render(
         request,
@@ -113,7 +113,7 @@ async def user_page(request: web.Request) -> web.Response:
 async def _user_page(
     request: web.Request, name: str, errors: dict[str, str], status: int = 200
 ) -> web.Response:
-    tz = zone(request.app[CONFIG].ui.time_zone)
+    tz = user_zone(request)
     found = [r for r in await request.app[ACCOUNTS].admin_rows() if r.name == name]
     if not found:
         raise NotFound(f"There is no user named {name!r}.")

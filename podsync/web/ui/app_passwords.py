@@ -23,18 +23,22 @@ from podsync.services.passwords import MIN_PASSWORD_LENGTH
 from podsync.web.keys import APP_PASSWORDS, CONFIG
 from podsync.web.ui.guard import form_text
 from podsync.web.ui.keys import SIGNED_IN
-from podsync.web.ui.render import Moment, render, zone
+from podsync.web.ui.render import Moment, render, user_zone
+from podsync.zones import zone_names
 
 PASSWORD_RULE = f"At least {MIN_PASSWORD_LENGTH} characters."
 NAME_HINT = "The app it is for, e.g. Kasts on the laptop."
 ACCOUNT = "/ui/account"  # the menu marks it current on the pages here too
-ACCOUNT_NOTICES = {"revoked": "App password revoked. The app using it must be given a new one."}
+ACCOUNT_NOTICES = {
+    "revoked": "App password revoked. The app using it must be given a new one.",
+    "zone": "Time zone saved: every page shows times in it.",
+}
 
 log = logging.getLogger("podsync.ui")
 
 
 def _rows(request: web.Request, found: list[AppPassword]) -> list[dict[str, object]]:
-    tz = zone(request.app[CONFIG].ui.time_zone)
+    tz = user_zone(request)
     return [
         {
             "id": p.id,
@@ -52,8 +56,10 @@ async def account_page(
     status: int = 200,
     made: dict[str, str] | None = None,
     name_value: str = "",
+    zone_value: str | None = None,
 ) -> web.Response:
-    """The Account page; `made`: the name and secret of the app password just made."""
+    """The Account page; `made`: the name and secret of the app password just made;
+    `zone_value`: the time zone as the refused form gave it."""
     user = request[SIGNED_IN].user
     found = await request.app[APP_PASSWORDS].list(user)
     said = ACCOUNT_NOTICES.get(request.query.get("done", "")) if request.method == "GET" else None
@@ -70,6 +76,9 @@ async def account_page(
         name_value=name_value,
         name_hint=NAME_HINT,
         name_max=MAX_NAME_LENGTH,
+        zone_value=(user.time_zone or "") if zone_value is None else zone_value,
+        server_zone=request.app[CONFIG].ui.time_zone,
+        zone_names=zone_names(),
         current=ACCOUNT,
     )
 

@@ -3,14 +3,18 @@ confirmation: its app creates it again at its next sync)."""
 
 from __future__ import annotations
 
+from datetime import tzinfo
+from typing import Any
+
 from aiohttp import web
 
 from podsync.errors import InvalidInput, NotFound
 from podsync.services.browsing import plain_reason
-from podsync.web.keys import CONFIG
+from podsync.services.sync_health import Refusal
+from podsync.web.keys import APP_PASSWORDS, SYNC_HEALTH
 from podsync.web.ui.guard import form_text
 from podsync.web.ui.keys import BROWSE, SIGNED_IN
-from podsync.web.ui.render import Moment, notice, render, zone
+from podsync.web.ui.render import Moment, notice, render, user_zone
 
 
 async def devices(request: web.Request) -> web.Response:
@@ -24,8 +28,10 @@ async def _devices_page(
     status: int = 200,
 ) -> web.Response:
     user = request[SIGNED_IN].user
-    tz = zone(request.app[CONFIG].ui.time_zone)
+    tz = user_zone(request)
     device_list, subscribed = await request.app[BROWSE].devices(user)
+    passwords = await request.app[APP_PASSWORDS].list(user)
+    health = await request.app[SYNC_HEALTH].of(user)
     return render(
         request,
         "devices.html",
@@ -41,10 +47,52 @@ async def _devices_page(
                 "caption": d.caption,
                 "type": d.type,
                 "last_seen": Moment(d.last_seen_at, tz),
+                "refused": refused_row(health.devices.get(d.device_id), d.last_seen_at, tz),
             }
             for d in device_list
         ],
+        app_passwords=[
+            {
+                "name": p.name,
+                "last_used": None if p.last_used_at is None else Moment(p.last_used_at, tz),
+                "refused": refused_row(health.app_passwords.get(p.id), p.last_used_at, tz),
+            }
+            for p in passwords
+        ],
+        revoked=[
+            {
+                "name": r.name,
+                "revoked_at": Moment(r.revoked_at, tz),
+                "refused": refused_row(health.app_passwords.get(r.password_id), None, tz),
+            }
+            for r in health.revoked
+            if r.password_id in health.app_passwords
+        ],
     )
+
+
+# Why a sync was refused, as the Devices page says it.
+REFUSALS = {
+    "password": "wrong password",
+    "locked_out": "locked out: too many different wrong passwords for your name from there",
+    "revoked": "the app password it sent was revoked",
+    "disabled": "your account is disabled",
+}
+
+
+def refused_row(refusal: Refusal | None, good_at: int | None, tz: tzinfo) -> dict[str, Any] | None:
+    """A subject's last refused attempt as the page shows it; `current` when no good
+    sync came after it (the device is failing now)."""
+    if refusal is None:
+        return None
+    return {
+        "at": Moment(refusal.refused_at, tz),
+        "address": refusal.address,
+        "client": refusal.client,
+        "reason": REFUSALS.get(refusal.reason, refusal.reason),
+        "locked_out": refusal.reason == "locked_out",
+        "current": good_at is None or refusal.refused_at > good_at,
+    }
 
 
 async def rename_device(request: web.Request) -> web.Response:

@@ -14,10 +14,10 @@ from aiohttp import web
 
 from podsync.errors import NotFound
 from podsync.services.auth import loggable_name
-from podsync.web.keys import CLIENT_ADDRESS, CONFIG, LOGIN_FLOWS
+from podsync.web.keys import CLIENT_ADDRESS, LOGIN_FLOWS
 from podsync.web.ui.guard import form_text
 from podsync.web.ui.keys import SIGNED_IN
-from podsync.web.ui.render import Moment, render, zone
+from podsync.web.ui.render import Moment, render, user_zone
 
 log = logging.getLogger("podsync.ui")
 GONE = (
@@ -38,7 +38,7 @@ async def grant_page(request: web.Request) -> web.Response:
         flow_id=pending.flow_id,
         address=pending.address,
         here=request[CLIENT_ADDRESS],
-        started=Moment(pending.started_at, zone(request.app[CONFIG].ui.time_zone)),
+        started=Moment(pending.started_at, user_zone(request)),
         done="",
     )
 

@@ -14,8 +14,10 @@ from podsync.feeds import url_key
 from podsync.numbers import parse_int
 from podsync.services.feed_info import EpisodeRef
 from podsync.services.listening import PodcastEpisode, finished
+from podsync.sorting import sort_key
 from podsync.store.listening import HistoryFilter, HistoryKey, HistoryRow
-from podsync.web.keys import CONFIG, FEED_INFO
+from podsync.web.keys import FEED_INFO
+from podsync.web.ui.artwork import artwork_path
 from podsync.web.ui.keys import BROWSE, LISTENING, SIGNED_IN
 from podsync.web.ui.render import (
     Moment,
@@ -26,7 +28,8 @@ from podsync.web.ui.render import (
     page_number,
     render,
     shown_url,
-    zone,
+    user_zone,
+    zone_name,
 )
 
 ACTION_LABELS = {
@@ -72,9 +75,12 @@ async def history_items(
     captions: dict[str, str],
     tz: tzinfo,
     podcast_titles: dict[str, str] | None = None,
+    as_log: bool = False,
 ) -> list[HistoryItem]:
     """Rows as a page shows them: titles the fetcher learned (episode, podcast), else
-    the file name and the feed's host and path."""
+    the file name and the feed's host and path. `as_log` (the history): each play is
+    what it was when it happened, "Played to 36%" or "Finished", not a state: an
+    earlier part of an episode finished since is not "In progress"."""
     feed_info = request.app[FEED_INFO]
     refs = [EpisodeRef(a.podcast_url, a.episode_url, a.guid) for a in rows]
     episode_titles = await feed_info.episode_titles(refs)
@@ -85,7 +91,10 @@ async def history_items(
         progress = progress_of(a)
         label = ACTION_LABELS.get(a.action, a.action)
         if progress is not None:
-            label = "Finished" if finished(a.position, a.total) else "In progress"
+            if finished(a.position, a.total):
+                label = "Finished"
+            else:
+                label = f"Played to {progress}%" if as_log else "In progress"
         items.append(
             HistoryItem(
                 episode=episode_titles.get(ref) or file_name(a.episode_url),
@@ -127,7 +136,7 @@ def _key_text(key: HistoryKey) -> str:
 async def history(request: web.Request) -> web.Response:
     user = request[SIGNED_IN].user
     service = request.app[LISTENING]
-    tz = zone(request.app[CONFIG].ui.time_zone)
+    tz = user_zone(request)
     podcast = request.query.get("podcast", "")[:4096]
     device = request.query.get("device", "")[:64]
     action = request.query.get("action", "")
@@ -142,7 +151,7 @@ async def history(request: web.Request) -> web.Response:
     podcast_titles = await request.app[FEED_INFO].titles(
         {a.podcast_url for a in page.rows} | {url for _, url, _ in podcasts}
     )
-    rows = await history_items(request, page.rows, captions, tz, podcast_titles)
+    rows = await history_items(request, page.rows, captions, tz, podcast_titles, as_log=True)
     base = {k: v for k, v in (("podcast", podcast), ("device", device), ("action", action)) if v}
 
     def href(**extra: str) -> str:
@@ -154,7 +163,7 @@ async def history(request: web.Request) -> web.Response:
             (key, title or podcast_titles.get(url) or host_and_path(url))
             for key, url, title in podcasts
         ),
-        key=lambda option: option[1].lower(),
+        key=lambda option: sort_key(option[1]) or "",
     )
     return render(
         request,
@@ -172,11 +181,6 @@ async def history(request: web.Request) -> web.Response:
         prev_href=href(after=_key_text(page.newer_than)) if page.newer_than else None,
         next_href=href(before=_key_text(page.older_than)) if page.older_than else None,
     )
-
-
-def zone_name(tz: object) -> str:
-    key = getattr(tz, "key", None)
-    return str(key) if key else "UTC"
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,7 +241,7 @@ async def podcast(request: web.Request) -> web.Response:
     episodes newest first (the feed's, then those it no longer lists) with this
     person's latest state of each, a page at a time."""
     user = request[SIGNED_IN].user
-    tz = zone(request.app[CONFIG].ui.time_zone)
+    tz = user_zone(request)
     entity = await request.app[BROWSE].subscription(user, request.match_info["sync_id"])
     feed_info = request.app[FEED_INFO]
     info = (await feed_info.for_feeds([entity.feed_url])).get(entity.feed_url)
@@ -260,7 +264,8 @@ async def podcast(request: web.Request) -> web.Response:
         s=entity,
         subscribed=entity.unsubscribed_at is None,
         since=Moment(entity.unsubscribed_at or entity.subscribed_at, tz),
-        artwork=shown_url(info.artwork_url if info else None, images=True),
+        artwork=artwork_path(info.artwork_hash if info else None),
+        artwork_error=info.artwork_error if info else None,
         link=shown_url(info.link if info else None),
         fetching=feed_info.enabled,
         fetched_at=Moment(info.fetched_at, tz) if info and info.fetched_at else None,

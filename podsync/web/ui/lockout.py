@@ -17,7 +17,7 @@ from podsync.services.auth import loggable_name
 from podsync.services.throttle import FailuresFrom
 from podsync.web.keys import AUTH, CONFIG
 from podsync.web.ui.keys import ACCOUNTS, SIGNED_IN
-from podsync.web.ui.render import Moment, zone
+from podsync.web.ui.render import Moment, user_zone
 
 log = logging.getLogger("podsync.ui")
 DOORS = {
@@ -62,7 +62,7 @@ async def sign_in_failures(request: web.Request, name: str) -> dict[str, Any]:
     config = request.app[CONFIG]
     groups = await request.app[AUTH].throttle.failures_of(name)
     return {
-        "failures": failure_rows(groups, zone(config.ui.time_zone)),
+        "failures": failure_rows(groups, user_zone(request)),
         "window": window_words(config.auth.login_lockout_seconds),
     }
 

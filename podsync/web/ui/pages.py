@@ -12,7 +12,9 @@ from podsync.config import GpodderConfig
 from podsync.errors import InvalidInput, TooManyRequests
 from podsync.store.browse import SUBSCRIPTION_ORDERS
 from podsync.web.home import is_loopback, server_address
-from podsync.web.keys import CONFIG, FEED_INFO
+from podsync.web.keys import CONFIG, FEED_INFO, SYNC_HEALTH
+from podsync.web.ui.artwork import artwork_path
+from podsync.web.ui.devices import refused_row
 from podsync.web.ui.guard import form_text
 from podsync.web.ui.keys import BROWSE, LISTENING, SIGNED_IN
 from podsync.web.ui.listening import history_items
@@ -23,8 +25,7 @@ from podsync.web.ui.render import (
     notice,
     page_number,
     render,
-    shown_url,
-    zone,
+    user_zone,
 )
 
 PAGE_SIZE = 50
@@ -47,10 +48,11 @@ class SubscriptionItem:
 
 async def overview(request: web.Request) -> web.Response:
     signed_in = request[SIGNED_IN]
-    tz = zone(request.app[CONFIG].ui.time_zone)
+    tz = user_zone(request)
     summary = await request.app[BROWSE].overview(signed_in.user)
     listening = await request.app[LISTENING].continue_listening(signed_in.user)
     captions = {d.device_id: d.caption for d in summary.devices}
+    health = await request.app[SYNC_HEALTH].of(signed_in.user)
     gpodder: GpodderConfig = request.app[CONFIG].gpodder
     address = server_address(request)
     return render(
@@ -62,7 +64,12 @@ async def overview(request: web.Request) -> web.Response:
         in_progress=await history_items(request, listening.in_progress, captions, tz),
         finished=await history_items(request, listening.finished, captions, tz),
         devices=[
-            {"caption": d.caption, "type": d.type, "last_seen": Moment(d.last_seen_at, tz)}
+            {
+                "caption": d.caption,
+                "type": d.type,
+                "last_seen": Moment(d.last_seen_at, tz),
+                "refused": refused_row(health.devices.get(d.device_id), d.last_seen_at, tz),
+            }
             for d in summary.devices
         ],
         address=address,
@@ -84,7 +91,7 @@ async def _subscriptions_page(
     status: int = 200,
 ) -> web.Response:
     user = request[SIGNED_IN].user
-    tz = zone(request.app[CONFIG].ui.time_zone)
+    tz = user_zone(request)
     q = request.query.get("q", "").strip()[:MAX_SEARCH]
     show_all = request.query.get("all") == "1"
     order = request.query.get("sort", "title")
@@ -124,7 +131,7 @@ async def _subscriptions_page(
                 feed_url=s.feed_url,
                 title=title,
                 initial=title[:1],
-                artwork=shown_url(info.artwork_url if info else None, images=True),
+                artwork=artwork_path(info.artwork_hash if info else None),
                 subscribed=s.unsubscribed_at is None,
                 since=Moment(s.unsubscribed_at or s.subscribed_at, tz),
                 fetched=bool(info and info.fetched_at),
@@ -174,6 +181,9 @@ async def subscribe(request: web.Request) -> web.Response:
         page = await _subscriptions_page(request, {"feed_url": str(exc)}, feed_url, 429)
         page.headers["Retry-After"] = str(exc.retry_after)
         return page
+    if subscribed.unreachable is not None and subscribed.sync_id is not None:
+        # Said at once, on the podcast's page: why, and when the next try is.
+        raise web.HTTPSeeOther(f"/ui/podcasts/{subscribed.sync_id}?done=unreachable")
     done = "subscribed" if subscribed.new else "already"
     raise web.HTTPSeeOther("/ui/subscriptions?done=" + done)
 

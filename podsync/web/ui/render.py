@@ -3,7 +3,8 @@ carries, and how times, titles and progress read for a person."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, tzinfo
+import time
+from datetime import UTC, date, datetime, tzinfo
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -11,16 +12,18 @@ from urllib.parse import unquote, urlsplit
 
 from aiohttp import web
 
-from podsync import __version__
+from podsync import __version__, zones
 from podsync.numbers import parse_int
+from podsync.web.keys import CONFIG
 from podsync.web.ui.keys import SIGNED_IN
 
 if TYPE_CHECKING:
     import jinja2
 
-# Nothing from other origins but images (podcast artwork), no script at all.
+# Nothing from other origins at all: podsync serves the artwork itself
+# (web/ui/artwork.py). No script.
 CSP = (
-    "default-src 'none'; style-src 'self'; img-src 'self' https: data:; "
+    "default-src 'none'; style-src 'self'; img-src 'self' data:; "
     "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 )
 PAGE_HEADERS = {
@@ -33,6 +36,7 @@ PAGE_HEADERS = {
     "Cache-Control": "no-store",
 }
 STATIC_CSS = "ui.css"
+FAVICON_FILE = "favicon.ico"
 NAV = (
     ("/ui/", "Overview"),
     ("/ui/subscriptions", "Subscriptions"),
@@ -68,8 +72,12 @@ def _package_dir() -> Path:
     return Path(__file__).resolve().parent
 
 
+def static_file(name: str) -> bytes:
+    return (_package_dir() / "static" / name).read_bytes()
+
+
 def stylesheet() -> bytes:
-    return (_package_dir() / "static" / STATIC_CSS).read_bytes()
+    return static_file(STATIC_CSS)
 
 
 def render(
@@ -96,6 +104,7 @@ def render(
                 "nav": nav,
                 "current": current,
                 "version": __version__,
+                "zone_label": zone_name(user_zone(request)) if user is not None else "",
                 "static_css": f"/ui/static/{STATIC_CSS}?v={__version__}",
                 "notice": context.pop("notice", None),
                 "errors": context.pop("errors", {}),
@@ -109,25 +118,56 @@ def render(
 
 
 def zone(name: str) -> tzinfo:
-    if name.upper() == "UTC":
-        return UTC
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError  # on the first page, as Jinja2
+    """The zone of this name (UTC when there is none such: the configured one was
+    checked at start, a person's when they chose it)."""
+    return zones.zone(name) or UTC
 
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        return UTC
+
+def user_zone(request: web.Request) -> tzinfo:
+    """The zone the signed-in person reads times in: their own (Account page), else
+    the server's `ui.time_zone`."""
+    signed_in = request.get(SIGNED_IN)
+    own = signed_in.user.time_zone if signed_in is not None else None
+    return zone(own or request.app[CONFIG].ui.time_zone)
+
+
+def zone_name(tz: tzinfo) -> str:
+    key = getattr(tz, "key", None)
+    return str(key) if key else "UTC"
+
+
+_DAYS = {0: "today", -1: "yesterday", 1: "tomorrow"}
+# Today's date per zone, and until when (the monotonic second) it is worth asking
+# the clock again: a page of 100 times asks it once.
+_TODAY: dict[tzinfo, tuple[float, date]] = {}
+
+
+def _today(tz: tzinfo) -> date:
+    now = time.monotonic()
+    known = _TODAY.get(tz)
+    if known is not None and known[0] > now:
+        return known[1]
+    today = datetime.now(tz).date()
+    if len(_TODAY) > 64:  # zones people chose: a handful
+        _TODAY.clear()
+    _TODAY[tz] = (now + 1.0, today)
+    return today
 
 
 class Moment:
-    """A time as a page shows it: machine-readable and in the configured zone."""
+    """A time as a page shows it, in the reader's zone: "today 19:49", "yesterday
+    08:10", "tomorrow 07:00", else "2026-11-05 08:00"; `full` (a tooltip) always has
+    the date and the zone, `iso` is for machines."""
 
-    __slots__ = ("iso", "text")
+    __slots__ = ("full", "iso", "text")
 
-    def __init__(self, us: int, tz: tzinfo) -> None:
+    def __init__(self, us: int, tz: tzinfo, now_us: int | None = None) -> None:
         at = datetime.fromtimestamp(us / 1_000_000, tz)
+        today = _today(tz) if now_us is None else datetime.fromtimestamp(now_us / 1e6, tz).date()
         self.iso = at.isoformat(timespec="seconds")
-        self.text = f"{at:%Y-%m-%d %H:%M} {at.tzname()}"
+        self.full = f"{at:%Y-%m-%d %H:%M} {at.tzname()}"
+        day = _DAYS.get((at.date() - today).days)
+        self.text = f"{day} {at:%H:%M}" if day else f"{at:%Y-%m-%d %H:%M}"
 
 
 def host_and_path(url: str) -> str:
@@ -159,6 +199,8 @@ def duration(seconds: int) -> str:
 
 NOTICES = {
     "subscribed": "Subscribed. Your apps get it at their next sync.",
+    "unreachable": "Subscribed, but the feed could not be reached just now (why: below). "
+    "podsync tries again later; your apps get it at their next sync all the same.",
     "already": "You were already subscribed to that feed.",
     "unsubscribed": "Unsubscribed. Your apps drop it at their next sync.",
     "resubscribed": "Subscribed again. Your apps get it at their next sync.",
@@ -187,10 +229,9 @@ def notice(request: web.Request) -> str | None:
     return NOTICES.get(request.query.get("done", ""))
 
 
-def shown_url(url: str | None, images: bool = False) -> str | None:
-    """A URL a page may link to or load: https (the CSP allows images from https: only),
-    or http for a plain link."""
+def shown_url(url: str | None) -> str | None:
+    """A URL a page may link to: http or https only."""
     if not url:
         return None
     scheme = url.split(":", 1)[0].lower()
-    return url if scheme == "https" or (scheme == "http" and not images) else None
+    return url if scheme in ("https", "http") else None

@@ -19,25 +19,28 @@ from podsync.web.ui import (
     account,
     admin,
     app_passwords,
+    artwork,
     devices,
     grant,
     listening,
     lockout,
     pages,
     remote_import,
+    time_zone,
     transfer,
 )
 from podsync.web.ui.guard import Handler, error_page, page_for_error, ui_route
 from podsync.web.ui.keys import (
     ACCOUNTS,
     BROWSE,
+    FAVICON,
     IMPORT_JOBS,
     LISTENING,
     OPML,
     STYLESHEET,
     WEB_SESSIONS,
 )
-from podsync.web.ui.render import STATIC_CSS, stylesheet
+from podsync.web.ui.render import FAVICON_FILE, STATIC_CSS, static_file, stylesheet
 
 # (method, path, handler, options). Route names start "ui.": the bearer check
 # leaves these to the UI's own session rules (web/ui/guard.py).
@@ -53,6 +56,7 @@ _UI: list[tuple[str, str, Handler, dict[str, bool]]] = [
     ("POST", "/ui/subscriptions/resubscribe", pages.resubscribe, {}),
     ("POST", "/ui/subscriptions/refresh", pages.refresh, {}),
     ("GET", "/ui/podcasts/{sync_id}", listening.podcast, {}),
+    ("GET", "/ui/artwork/{digest}", artwork.artwork, {}),
     ("GET", "/ui/history", listening.history, {}),
     ("GET", "/ui/devices", devices.devices, {}),
     ("POST", "/ui/devices/rename", devices.rename_device, {}),
@@ -66,6 +70,7 @@ _UI: list[tuple[str, str, Handler, dict[str, bool]]] = [
     ("POST", "/ui/account/password", account.change_password, {}),
     ("POST", "/ui/account/logout-everywhere", account.logout_everywhere, {}),
     ("POST", "/ui/account/unlock", lockout.unlock_own_name, {}),
+    ("POST", "/ui/account/time-zone", time_zone.set_time_zone, {}),
     ("POST", "/ui/account/app-passwords", app_passwords.create, {}),
     ("GET", "/ui/account/app-passwords/revoke", app_passwords.confirm_revoke, {}),
     ("POST", "/ui/account/app-passwords/revoke", app_passwords.revoke, {}),
@@ -89,6 +94,18 @@ async def _stylesheet(request: web.Request) -> web.Response:
         charset="utf-8",
         headers={
             "Cache-Control": "public, max-age=86400",
+            "X-Content-Type-Options": "nosniff",
+        },
+    )
+
+
+async def _favicon(request: web.Request) -> web.Response:
+    """The browser's tab icon, asked for at /favicon.ico by every browser."""
+    return web.Response(
+        body=request.app[FAVICON],
+        content_type="image/vnd.microsoft.icon",
+        headers={
+            "Cache-Control": "public, max-age=604800",
             "X-Content-Type-Options": "nosniff",
         },
     )
@@ -125,6 +142,7 @@ def setup_ui(app: web.Application) -> None:
     app.cleanup_ctx.append(_services)
     app.on_shutdown.append(_stop_imports)
     app[STYLESHEET] = stylesheet()
+    app[FAVICON] = static_file(FAVICON_FILE)
     app[ERROR_PAGE] = page_for_error
     routes = [
         web.route(method, path, ui_route(handler, **options), name=f"ui.r{n}_{handler.__name__}")
@@ -133,6 +151,7 @@ def setup_ui(app: web.Application) -> None:
     routes.append(
         web.get(f"/ui/static/{STATIC_CSS}", _stylesheet, name="ui.static", allow_head=False)
     )
+    routes.append(web.get("/favicon.ico", _favicon, name="ui.favicon", allow_head=False))
     routes.append(
         web.get("/ui/{tail:.*}", ui_route(_not_found), name="ui.not_found", allow_head=False)
     )

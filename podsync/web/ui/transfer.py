@@ -12,7 +12,7 @@ from podsync.services.remote_import.client import APIS
 from podsync.services.remote_import.jobs import ImportJob
 from podsync.web.keys import CONFIG
 from podsync.web.ui.keys import IMPORT_JOBS, SIGNED_IN, WEB_SESSIONS
-from podsync.web.ui.render import Moment, render, zone
+from podsync.web.ui.render import Moment, render, user_zone
 
 UPLOAD_MAX_MIB = 10  # an OPML of 20,000 feeds is ~3 MiB
 
@@ -64,6 +64,6 @@ async def _remote_import(request: web.Request) -> dict[str, object]:
             return {"job": None, "job_gone": True}
     else:
         job = await jobs.latest(user_id)
-    tz = zone(request.app[CONFIG].ui.time_zone)
+    tz = user_zone(request)
     started = Moment(job.started_at, tz) if job is not None else None
     return {"job": job, "job_gone": False, "job_started": started}

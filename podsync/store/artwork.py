@@ -1,0 +1,134 @@
+"""Feeds' artwork as podsync keeps it (table `artwork`, and the `artwork_*` columns of
+`feed_info`): one row per distinct image, by the SHA-256 of its bytes, whatever
+number of feeds name it; an image goes with the last feed that names it.
+
+Storing an image and naming it from a feed, and deleting an image no feed names,
+take a lock on the image's hash on PostgreSQL (where writes run side by side), so an
+image one feed is about to name is never deleted under it; SQLite has one writer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from podsync.store import Connection
+
+# The class of the PostgreSQL advisory locks taken here (the two-key form: its own
+# space, apart from the one-key locks of users).
+_LOCK_CLASS = 0x41525457
+
+
+@dataclass(frozen=True, slots=True)
+class Kept:
+    """Where a feed's image came from: its URL, the validators its answer gave, when."""
+
+    source: str
+    etag: str | None
+    last_modified: str | None
+    at: int
+
+
+async def _lock(conn: Connection, digest: str) -> None:
+    if conn.dialect == "postgresql":
+        await conn.fetch_one(
+            "SELECT pg_advisory_xact_lock(?::int, hashtext(?))", (_LOCK_CLASS, digest)
+        )
+
+
+async def _current(conn: Connection, url_key: str) -> str | None:
+    row = await conn.fetch_one("SELECT artwork_hash FROM feed_info WHERE url_key = ?", (url_key,))
+    return None if row is None or row[0] is None else str(row[0])
+
+
+async def _collect(conn: Connection, digest: str) -> None:
+    """Delete the image unless a feed still names it."""
+    await _lock(conn, digest)
+    await conn.execute(
+        "DELETE FROM artwork WHERE hash = ? "
+        "AND NOT EXISTS (SELECT 1 FROM feed_info WHERE artwork_hash = ?)",
+        (digest, digest),
+    )
+
+
+async def total_bytes(conn: Connection) -> int:
+    """The size of every image kept (from the index on the sizes)."""
+    row = await conn.fetch_one("SELECT coalesce(sum(size), 0) FROM artwork")
+    return 0 if row is None else int(row[0])
+
+
+async def keep(
+    conn: Connection,
+    url_key: str,
+    digest: str,
+    content_type: str,
+    body: bytes,
+    kept: Kept,
+    store_bytes: int,
+) -> str | None:
+    """Make this image the feed's (storing it unless it is stored already), and drop
+    the one it had when no other feed names it. Past `store_bytes` in all a new image
+    is not stored: the feed keeps its image, and the reason is returned (and kept as
+    the feed's artwork error). Call in a write."""
+    await _lock(conn, digest)
+    stored = await conn.fetch_one("SELECT 1 FROM artwork WHERE hash = ?", (digest,))
+    if stored is None:
+        if await total_bytes(conn) + len(body) > store_bytes:
+            error = "podsync's artwork store is full (feeds.artwork_store_mib)"
+            await failed(conn, url_key, kept.source, error, kept.at)
+            return error
+        await conn.execute(
+            "INSERT INTO artwork (hash, content_type, size, stored_at, bytes) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (digest, content_type, len(body), kept.at, body),
+        )
+    before = await _current(conn, url_key)
+    await conn.execute(
+        "UPDATE feed_info SET artwork_hash = ?, artwork_source = ?, artwork_etag = ?, "
+        "artwork_last_modified = ?, artwork_checked_at = ?, artwork_error = NULL "
+        "WHERE url_key = ?",
+        (digest, kept.source, kept.etag, kept.last_modified, kept.at, url_key),
+    )
+    if before is not None and before != digest:
+        await _collect(conn, before)
+    return None
+
+
+async def still(conn: Connection, url_key: str, kept: Kept) -> None:
+    """A conditional GET found the feed's image unchanged. Call in a write."""
+    await conn.execute(
+        "UPDATE feed_info SET artwork_checked_at = ?, artwork_error = NULL, "
+        "artwork_etag = coalesce(?, artwork_etag), "
+        "artwork_last_modified = coalesce(?, artwork_last_modified) WHERE url_key = ?",
+        (kept.at, kept.etag, kept.last_modified, url_key),
+    )
+
+
+async def failed(conn: Connection, url_key: str, source: str, error: str, at: int) -> None:
+    """The image at `source` could not be had: the feed keeps the image it had, and
+    the reason. The validators stay if they are this URL's. Call in a write."""
+    await conn.execute(
+        "UPDATE feed_info SET "
+        "artwork_etag = CASE WHEN artwork_source = ? THEN artwork_etag END, "
+        "artwork_last_modified = CASE WHEN artwork_source = ? THEN artwork_last_modified END, "
+        "artwork_source = ?, artwork_error = ?, artwork_checked_at = ? WHERE url_key = ?",
+        (source, source, source, error, at, url_key),
+    )
+
+
+async def forget(conn: Connection, url_key: str) -> None:
+    """The feed names no image any more. Call in a write."""
+    before = await _current(conn, url_key)
+    await conn.execute(
+        "UPDATE feed_info SET artwork_hash = NULL, artwork_source = NULL, artwork_etag = NULL, "
+        "artwork_last_modified = NULL, artwork_error = NULL, artwork_checked_at = NULL "
+        "WHERE url_key = ?",
+        (url_key,),
+    )
+    if before is not None:
+        await _collect(conn, before)
+
+
+async def image(conn: Connection, digest: str) -> tuple[str, bytes] | None:
+    """(type, bytes) of a kept image by its hash, or None."""
+    row = await conn.fetch_one("SELECT content_type, bytes FROM artwork WHERE hash = ?", (digest,))
+    return None if row is None else (str(row[0]), bytes(row[1]))
