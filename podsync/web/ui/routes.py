@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 from aiohttp import web
 
 from podsync.services.accounts import AccountService
@@ -115,8 +113,8 @@ async def _not_found(request: web.Request) -> web.Response:
     return error_page(request, 404, "Not found", "There is no such page.")
 
 
-async def _services(app: web.Application) -> AsyncIterator[None]:
-    """The UI's services, on the app's database and auth (opened before this runs)."""
+def open_services(app: web.Application) -> None:
+    """The UI's services, on the app's database and auth (open before the first page)."""
     db, auth = app[DB], app[AUTH]
     app[ACCOUNTS] = AccountService(db, auth.passwords)
     app[WEB_SESSIONS] = WebSessionService(db, auth, app[ACCOUNTS], app[CONFIG].ui.session_lifetime)
@@ -126,7 +124,6 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     bounds = ImportBounds.for_config(app[CONFIG])
     importer = RemoteImportService(app[OPML], app[GPODDER].episodes, bounds)
     app[IMPORT_JOBS] = ImportJobs(db, importer, app[CONFIG].auth)
-    yield
 
 
 async def _stop_imports(app: web.Application) -> None:
@@ -136,10 +133,11 @@ async def _stop_imports(app: web.Application) -> None:
         await app[IMPORT_JOBS].shutdown()
 
 
-def setup_ui(app: web.Application) -> None:
-    """Templates, the style sheet, the services and the routes of /ui/. Call after the
-    app's own resources are in its cleanup_ctx (the services need them)."""
-    app.cleanup_ctx.append(_services)
+def ui_app() -> web.Application:
+    """The web UI's application: its routes, style sheet and error page, built on the
+    first request under /ui/ (web/routes.py registers it, web/lazy_app.py loads it;
+    its services come with `open_services`, over the main application's state)."""
+    app = web.Application()
     app.on_shutdown.append(_stop_imports)
     app[STYLESHEET] = stylesheet()
     app[FAVICON] = static_file(FAVICON_FILE)
@@ -156,3 +154,4 @@ def setup_ui(app: web.Application) -> None:
         web.get("/ui/{tail:.*}", ui_route(_not_found), name="ui.not_found", allow_head=False)
     )
     app.router.add_routes(routes)
+    return app
