@@ -45,7 +45,11 @@ def test_a_typical_feed_lists_every_episode_with_guid_and_enclosure() -> None:
     )
     # What its page shows: the duration (itunes:duration 00:40:00), the item's web
     # page, the enclosure's type, the show notes with their links (rel added).
-    assert (top.duration, top.link, top.media_type) == (2400, "https://show.example/100", "audio/mpeg")
+    assert (top.duration, top.link, top.media_type) == (
+        2400,
+        "https://show.example/100",
+        "audio/mpeg",
+    )
     assert top.notes is not None and top.notes.count("<p>Show notes with <a href=") == 5
     assert 'rel="noopener noreferrer nofollow"' in top.notes
 

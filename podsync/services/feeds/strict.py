@@ -95,11 +95,14 @@ def _rss(root: ET.Element, url: str) -> LearnedFeed:
         guid = text.guid(None if guid_element is None else guid_element.text)
         when = text.published(item.findtext("pubDate") or item.findtext(f"{DC}date"))
         link = text.web_url(item.findtext("link"), url)
-        if link is None and guid_element is not None:
-            # A guid is a permalink unless it says otherwise: the page when the item
-            # names none, if it is an address by itself.
-            if guid_element.get("isPermaLink", "true").strip().lower() != "false":
-                link = text.web_url(guid, "")
+        # A guid is a permalink unless it says otherwise: the page when the item
+        # names none, if it is an address by itself.
+        if (
+            link is None
+            and guid_element is not None
+            and guid_element.get("isPermaLink", "true").strip().lower() != "false"
+        ):
+            link = text.web_url(guid, "")
         details = text.Details(
             duration=notes.duration(item.findtext(f"{ITUNES}duration")),
             link=link,

@@ -90,6 +90,7 @@ SEARCH_INDEX = (
     "USING gin (array_to_tsvector(string_to_array(words, ' ')))"
 )
 _WORDS_CHUNK = 5000
+_SET_WORDS = "UPDATE feed_episodes SET words = $2 WHERE ctid = $1::tid"
 
 
 async def _step_22(conn: asyncpg.Connection) -> None:
@@ -103,10 +104,10 @@ async def _step_22(conn: asyncpg.Connection) -> None:
     async for ctid, title in rows:
         chunk.append((ctid, title_words(title)))
         if len(chunk) == _WORDS_CHUNK:
-            await conn.executemany("UPDATE feed_episodes SET words = $2 WHERE ctid = $1::tid", chunk)
+            await conn.executemany(_SET_WORDS, chunk)
             chunk = []
     if chunk:
-        await conn.executemany("UPDATE feed_episodes SET words = $2 WHERE ctid = $1::tid", chunk)
+        await conn.executemany(_SET_WORDS, chunk)
     await conn.execute(SEARCH_INDEX)
 
 
