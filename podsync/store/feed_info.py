@@ -123,11 +123,14 @@ async def newest_episodes(
 ) -> list[FeedItem]:
     """A page of the feed's episode rows, newest first."""
     rows = await conn.fetch_all(
-        "SELECT episode_url, guid, title, published_at FROM feed_episodes "
+        "SELECT episode_url, guid, title, published_at, duration FROM feed_episodes "
         f"WHERE url_key = ? ORDER BY {_NEWEST} LIMIT ? OFFSET ?",
         (url_key, limit, offset),
     )
-    return [FeedItem(str(u), str(g), str(t), None if p is None else int(p)) for u, g, t, p in rows]
+    return [
+        FeedItem(str(u), str(g), str(t), _optional_int(p), _optional_int(d))
+        for u, g, t, p, d in rows
+    ]
 
 
 # --- The fetcher's side: discovering feeds, claiming them, recording outcomes.

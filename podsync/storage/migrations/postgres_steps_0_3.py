@@ -99,8 +99,8 @@ async def _step_22(conn: asyncpg.Connection) -> None:
     await conn.execute(_EPISODE_PAGES)
     # A cursor sees the rows as they were when it opened, not the versions the
     # updates make.
-    rows = conn.cursor("SELECT ctid::text, title FROM feed_episodes", prefetch=_WORDS_CHUNK)
-    chunk: list[tuple[str, str]] = []
+    rows = conn.cursor("SELECT ctid, title FROM feed_episodes", prefetch=_WORDS_CHUNK)
+    chunk: list[tuple[object, str]] = []
     async for ctid, title in rows:
         chunk.append((ctid, title_words(title)))
         if len(chunk) == _WORDS_CHUNK:

@@ -6,17 +6,22 @@ from aiohttp import web
 
 from podsync.services.accounts import AccountService
 from podsync.services.browsing import BrowseService
+from podsync.services.episode_pages import EpisodePages
 from podsync.services.listening import ListeningService
 from podsync.services.opml_io import OpmlService
 from podsync.services.remote_import.jobs import ImportJobs
+from podsync.services.web_listening import WebListening
 from podsync.services.web_sessions import SignedIn, WebSessionService
 
 WEB_SESSIONS = web.AppKey("web_sessions", WebSessionService)
 BROWSE = web.AppKey("browse", BrowseService)
 LISTENING = web.AppKey("listening", ListeningService)
+EPISODE_PAGES = web.AppKey("ui_episode_pages", EpisodePages)
+WEB_LISTENING = web.AppKey("ui_web_listening", WebListening)
 ACCOUNTS = web.AppKey("ui_accounts", AccountService)
 OPML = web.AppKey("ui_opml", OpmlService)
 IMPORT_JOBS = web.AppKey("ui_import_jobs", ImportJobs)
 STYLESHEET = web.AppKey("ui_stylesheet", bytes)
 FAVICON = web.AppKey("ui_favicon", bytes)
+PLAYER_SCRIPT = web.AppKey("ui_player_script", bytes)
 SIGNED_IN = web.RequestKey("ui_signed_in", SignedIn)
