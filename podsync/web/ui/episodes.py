@@ -49,10 +49,6 @@ PLAYER_CSP = CSP.replace(
 )
 PLAYER_JS = "player.js"
 PROGRESS_FIELDS = ("started", "position", "total")
-EPISODE_NOTICES = {
-    "played": "Marked played. Your apps get it at their next sync.",
-    "unplayed": "Marked not played. Your apps get it at their next sync.",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +114,7 @@ async def episode_page(request: web.Request) -> web.StreamResponse:
         request,
         "episode.html",
         title,
-        notice=EPISODE_NOTICES.get(request.query.get("done", "")) or notice(request),
+        notice=notice(request),
         ref=episode.ref,
         podcast_title=podcast_title,
         podcast_href=f"/ui/podcasts/{entity.sync_id}" if entity else None,
