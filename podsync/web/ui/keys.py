@@ -7,6 +7,7 @@ from aiohttp import web
 from podsync.services.accounts import AccountService
 from podsync.services.browsing import BrowseService
 from podsync.services.episode_pages import EpisodePages
+from podsync.services.episode_search import EpisodeSearch
 from podsync.services.listening import ListeningService
 from podsync.services.opml_io import OpmlService
 from podsync.services.remote_import.jobs import ImportJobs
@@ -18,6 +19,7 @@ BROWSE = web.AppKey("browse", BrowseService)
 LISTENING = web.AppKey("listening", ListeningService)
 EPISODE_PAGES = web.AppKey("ui_episode_pages", EpisodePages)
 WEB_LISTENING = web.AppKey("ui_web_listening", WebListening)
+EPISODE_SEARCH = web.AppKey("ui_episode_search", EpisodeSearch)
 ACCOUNTS = web.AppKey("ui_accounts", AccountService)
 OPML = web.AppKey("ui_opml", OpmlService)
 IMPORT_JOBS = web.AppKey("ui_import_jobs", ImportJobs)

@@ -9,6 +9,7 @@ from aiohttp import web
 from podsync.services.accounts import AccountService
 from podsync.services.browsing import BrowseService
 from podsync.services.episode_pages import EpisodePages
+from podsync.services.episode_search import EpisodeSearch
 from podsync.services.listening import ListeningService
 from podsync.services.opml_io import OpmlService
 from podsync.services.remote_import import RemoteImportService
@@ -38,6 +39,7 @@ from podsync.web.ui import (
     lockout,
     pages,
     remote_import,
+    search,
     time_zone,
     transfer,
 )
@@ -46,6 +48,7 @@ from podsync.web.ui.keys import (
     ACCOUNTS,
     BROWSE,
     EPISODE_PAGES,
+    EPISODE_SEARCH,
     FAVICON,
     IMPORT_JOBS,
     LISTENING,
@@ -75,6 +78,7 @@ _UI: list[tuple[str, str, Handler, dict[str, bool]]] = [
     ("POST", "/ui/episodes/mark", episodes.mark, {}),
     ("GET", "/ui/episodes/{ref}", episodes.episode_page, {}),
     ("POST", "/ui/episodes/{ref}/progress", episodes.progress, {}),
+    ("GET", "/ui/search", search.search, {}),
     ("GET", "/ui/history", listening.history, {}),
     ("GET", "/ui/devices", devices.devices, {}),
     ("POST", "/ui/devices/rename", devices.rename_device, {}),
@@ -154,6 +158,7 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     app[BROWSE] = BrowseService(db, app[SYNC], app[FEED_FETCHER])
     app[LISTENING] = ListeningService(db)
     app[EPISODE_PAGES] = EpisodePages(db)
+    app[EPISODE_SEARCH] = EpisodeSearch(db)
     gpodder = app[GPODDER]
     app[WEB_LISTENING] = WebListening(
         app[EPISODE_PAGES], gpodder.devices, gpodder.episodes, app[SYNC_HEALTH]
