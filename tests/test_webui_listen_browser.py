@@ -234,7 +234,24 @@ def _podcast(page: Any, server: str) -> None:
     page.get_by_role("link", name="Sea Stories").click()
 
 
+def _search(page: Any, server: str) -> None:
+    page.goto(server + "/ui/")
+    page.get_by_label("Find an episode").fill("harb")
+    page.get_by_role("button", name="Search").click()
+    assert page.locator("a.episode").all_inner_texts() == ["Harbour lights"]
+
+
+def _stats(page: Any, server: str) -> None:
+    page.goto(server + "/ui/")
+    page.get_by_role("link", name="Listening statistics").click()
+    assert page.locator(".bars li").count() == 12 + 1 + 12  # weeks, one podcast, months
+
+
 NEW_PAGES: list[tuple[str, Callable[[Any, str], None]]] = [
     ("episode", _episode),
     ("podcast", _podcast),
+    ("search", _search),
+    ("stats", _stats),
+    ("overview", lambda page, server: page.goto(server + "/ui/")),
+    ("history", lambda page, server: page.goto(server + "/ui/history")),
 ]

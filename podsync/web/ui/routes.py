@@ -11,6 +11,7 @@ from podsync.services.browsing import BrowseService
 from podsync.services.episode_pages import EpisodePages
 from podsync.services.episode_search import EpisodeSearch
 from podsync.services.listening import ListeningService
+from podsync.services.listening_stats import ListeningStats
 from podsync.services.opml_io import OpmlService
 from podsync.services.remote_import import RemoteImportService
 from podsync.services.remote_import.bounds import ImportBounds
@@ -40,6 +41,7 @@ from podsync.web.ui import (
     pages,
     remote_import,
     search,
+    stats,
     time_zone,
     transfer,
 )
@@ -52,6 +54,7 @@ from podsync.web.ui.keys import (
     FAVICON,
     IMPORT_JOBS,
     LISTENING,
+    LISTENING_STATS,
     OPML,
     PLAYER_SCRIPT,
     STYLESHEET,
@@ -79,6 +82,7 @@ _UI: list[tuple[str, str, Handler, dict[str, bool]]] = [
     ("GET", "/ui/episodes/{ref}", episodes.episode_page, {}),
     ("POST", "/ui/episodes/{ref}/progress", episodes.progress, {}),
     ("GET", "/ui/search", search.search, {}),
+    ("GET", "/ui/stats", stats.stats, {}),
     ("GET", "/ui/history", listening.history, {}),
     ("GET", "/ui/devices", devices.devices, {}),
     ("POST", "/ui/devices/rename", devices.rename_device, {}),
@@ -159,6 +163,7 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     app[LISTENING] = ListeningService(db)
     app[EPISODE_PAGES] = EpisodePages(db)
     app[EPISODE_SEARCH] = EpisodeSearch(db)
+    app[LISTENING_STATS] = ListeningStats(db)
     gpodder = app[GPODDER]
     app[WEB_LISTENING] = WebListening(
         app[EPISODE_PAGES], gpodder.devices, gpodder.episodes, app[SYNC_HEALTH]
