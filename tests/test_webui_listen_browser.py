@@ -163,6 +163,39 @@ def test_the_player_starts_where_the_phone_stopped_and_the_phone_continues_from_
     ctx.close()
 
 
+def test_while_it_plays_the_position_is_saved_every_30_seconds_in_stretches(
+    served: tuple[str, Config],
+    media: MediaHost,
+    browser: Any,  # noqa: F811
+) -> None:
+    """The page's timers run on playwright's clock (30 s pass at once); the audio
+    plays in real time. Each save is a stretch of its own: the next one starts
+    where the one before stopped (time listened is not counted twice)."""
+    server, _ = served
+    ctx = browser.new_context(viewport=DESKTOP)
+    page = ctx.new_page()
+    subscribed_phone(page, server, media)
+    page.clock.install()
+    open_episode(page, server, "Harbour lights")
+    audio = page.locator("audio")
+    status = page.get_by_role("status")
+    wait_for(lambda: audio.evaluate("a => a.readyState") >= 1)
+    audio.evaluate("a => a.play()")
+    wait_for(lambda: audio.evaluate("a => a.currentTime") >= 43)
+    page.clock.run_for(30_000)
+    wait_for(lambda: status.inner_text().startswith("Position saved"))
+    assert not audio.evaluate("a => a.paused")  # saved while it plays
+    first, _ = pulls(server, media.url("/2.wav"))
+    assert first["device"] == "web" and first["started"] in (39, 40) and first["position"] >= 43
+    wait_for(lambda: audio.evaluate("a => a.currentTime") >= first["position"] + 2)
+    status.evaluate("s => { s.textContent = ''; }")
+    page.clock.run_for(30_000)
+    wait_for(lambda: status.inner_text().startswith("Position saved"))
+    second, _ = pulls(server, media.url("/2.wav"))
+    assert second["started"] == first["position"] and second["position"] > first["position"]
+    ctx.close()
+
+
 def test_without_script_it_plays_and_says_the_position_is_not_saved_and_marks_by_forms(
     served: tuple[str, Config],
     media: MediaHost,

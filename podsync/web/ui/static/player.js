@@ -65,6 +65,9 @@
     if (to <= from && to < length) {
       return; // nothing played since the stretch began
     }
+    // The next report covers what is played from here: each play action is a
+    // stretch of its own, so time listened is not counted twice.
+    started = to;
     var body = new URLSearchParams();
     body.set("csrf", csrf);
     body.set("started", String(from));
