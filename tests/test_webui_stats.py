@@ -94,3 +94,20 @@ async def test_no_plays_is_a_page_of_empty_bars(
     html = await page.text()
     assert [w for _, w, _ in section(html, "Time listened per week")] == ["0.0"] * 12
     assert "No listening in the last 12 weeks." in text_of(html)
+
+
+def test_weeks_and_months_are_the_persons_time_zone() -> None:
+    """A play late on Sunday evening in UTC is Monday in Berlin: the next week."""
+    from datetime import date
+    from zoneinfo import ZoneInfo
+
+    from podsync.services.listening_stats import counted
+    from podsync.store.listening_stats import PlayRow
+
+    sunday_late = int(datetime(2026, 11, 22, 23, 30, tzinfo=UTC).timestamp() * 1e6)
+    rows = [PlayRow(sunday_late, 1, "k", 0, 600, 600)]
+    berlin = counted(rows, ZoneInfo("Europe/Berlin"), date(2026, 11, 27))
+    utc = counted(rows, UTC, date(2026, 11, 27))
+    assert berlin.weeks[-1] == (date(2026, 11, 23), 600) and berlin.weeks[-2][1] == 0
+    assert utc.weeks[-2] == (date(2026, 11, 16), 600) and utc.weeks[-1][1] == 0
+    assert berlin.months[-1] == (date(2026, 11, 1), 1) and berlin.podcasts == [("k", 600)]

@@ -12,6 +12,7 @@ month over the last MONTHS months; weeks and months in the person's time zone.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, tzinfo
 
@@ -45,34 +46,39 @@ class ListeningStats:
 
     async def stats(self, user: User, tz: tzinfo, now: datetime) -> Stats:
         today = now.astimezone(tz).date()
-        monday = today - timedelta(days=today.weekday())
-        first_week = monday - timedelta(weeks=WEEKS - 1)
-        first_month = _month_start(today, MONTHS - 1)
-        since = min(first_week, first_month)
+        since = min(_first_week(today), _month_start(today, MONTHS - 1))
         since_us = int(datetime(since.year, since.month, since.day, tzinfo=tz).timestamp() * 1e6)
         async with self.db.read(threaded=True) as conn:
             rows = await listening_stats.plays_since(conn, user.id, since_us)
-        weeks = dict.fromkeys((first_week + timedelta(weeks=n) for n in range(WEEKS)), 0)
-        months = dict.fromkeys((_month_start(today, MONTHS - 1 - n) for n in range(MONTHS)), 0)
-        podcasts: dict[str, int] = {}
-        done: set[int] = set()
-        for row in rows:
-            day = datetime.fromtimestamp(row.occurred_at / 1e6, tz).date()
-            if row.started is not None and row.position is not None and day >= first_week:
-                listened = min(max(0, row.position - row.started), MAX_STRETCH)
-                if listened:
-                    week = day - timedelta(days=day.weekday())
-                    weeks[week] = weeks.get(week, 0) + listened
-                    podcasts[row.podcast_key] = podcasts.get(row.podcast_key, 0) + listened
-            if row.episode_id not in done and finished(row.position, row.total):
-                done.add(row.episode_id)
-                month = day.replace(day=1)
-                if month in months:
-                    months[month] += 1
-        top = sorted(podcasts.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP]
-        return Stats(
-            [(w, s) for w, s in weeks.items() if w >= first_week][:WEEKS],
-            top,
-            list(months.items()),
-            len(rows),
-        )
+        # Counted on a worker thread too: a year of plays is many thousand rows.
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(None, counted, rows, tz, today)
+
+
+def _first_week(today: date) -> date:
+    monday = today - timedelta(days=today.weekday())
+    return monday - timedelta(weeks=WEEKS - 1)
+
+
+def counted(rows: list[listening_stats.PlayRow], tz: tzinfo, today: date) -> Stats:
+    """The statistics of these plays (oldest first) as of `today` in `tz`."""
+    first_week = _first_week(today)
+    weeks = dict.fromkeys((first_week + timedelta(weeks=n) for n in range(WEEKS)), 0)
+    months = dict.fromkeys((_month_start(today, MONTHS - 1 - n) for n in range(MONTHS)), 0)
+    podcasts: dict[str, int] = {}
+    done: set[int] = set()
+    for row in rows:
+        day = datetime.fromtimestamp(row.occurred_at / 1e6, tz).date()
+        if row.started is not None and row.position is not None and day >= first_week:
+            listened = min(max(0, row.position - row.started), MAX_STRETCH)
+            week = day - timedelta(days=day.weekday())
+            if listened and week in weeks:  # a clock in the future counts nowhere
+                weeks[week] += listened
+                podcasts[row.podcast_key] = podcasts.get(row.podcast_key, 0) + listened
+        if row.episode_id not in done and finished(row.position, row.total):
+            done.add(row.episode_id)
+            month = day.replace(day=1)
+            if month in months:
+                months[month] += 1
+    top = sorted(podcasts.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP]
+    return Stats(list(weeks.items()), top, list(months.items()), len(rows))
