@@ -124,8 +124,10 @@ class Checkpointer:
             self._idle_timer = loop.call_later(quiet, self._when_quiet)
 
     def _quiet_needed(self, wal_size: int) -> float:
-        """How long a quiet spell must last before a log this long is truncated."""
-        if wal_size > CHECKPOINT_WAL_BYTES:
+        """How long a quiet spell must last before a log this long is truncated. A log
+        of CHECKPOINT_WAL_BYTES exactly is a burst's too: one that started over after
+        growing past it, cut back to `journal_size_limit`."""
+        if wal_size >= CHECKPOINT_WAL_BYTES:
             return min(BIG_LOG_QUIET_SECONDS, self.idle_seconds)
         return self.idle_seconds
 
