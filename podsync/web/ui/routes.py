@@ -6,24 +6,40 @@ from aiohttp import web
 
 from podsync.services.accounts import AccountService
 from podsync.services.browsing import BrowseService
+from podsync.services.episode_pages import EpisodePages
+from podsync.services.episode_search import EpisodeSearch
 from podsync.services.listening import ListeningService
+from podsync.services.listening_stats import ListeningStats
 from podsync.services.opml_io import OpmlService
 from podsync.services.remote_import import RemoteImportService
 from podsync.services.remote_import.bounds import ImportBounds
 from podsync.services.remote_import.jobs import ImportJobs
+from podsync.services.web_listening import WebListening
 from podsync.services.web_sessions import WebSessionService
-from podsync.web.keys import AUTH, CONFIG, DB, ERROR_PAGE, FEED_FETCHER, GPODDER, SYNC
+from podsync.web.keys import (
+    AUTH,
+    CONFIG,
+    DB,
+    ERROR_PAGE,
+    FEED_FETCHER,
+    GPODDER,
+    SYNC,
+    SYNC_HEALTH,
+)
 from podsync.web.ui import (
     account,
     admin,
     app_passwords,
     artwork,
     devices,
+    episodes,
     grant,
     listening,
     lockout,
     pages,
     remote_import,
+    search,
+    stats,
     time_zone,
     transfer,
 )
@@ -31,11 +47,16 @@ from podsync.web.ui.guard import Handler, error_page, page_for_error, ui_route
 from podsync.web.ui.keys import (
     ACCOUNTS,
     BROWSE,
+    EPISODE_PAGES,
+    EPISODE_SEARCH,
     FAVICON,
     IMPORT_JOBS,
     LISTENING,
+    LISTENING_STATS,
     OPML,
+    PLAYER_SCRIPT,
     STYLESHEET,
+    WEB_LISTENING,
     WEB_SESSIONS,
 )
 from podsync.web.ui.render import FAVICON_FILE, STATIC_CSS, static_file, stylesheet
@@ -55,6 +76,11 @@ _UI: list[tuple[str, str, Handler, dict[str, bool]]] = [
     ("POST", "/ui/subscriptions/refresh", pages.refresh, {}),
     ("GET", "/ui/podcasts/{sync_id}", listening.podcast, {}),
     ("GET", "/ui/artwork/{digest}", artwork.artwork, {}),
+    ("POST", "/ui/episodes/mark", episodes.mark, {}),
+    ("GET", "/ui/episodes/{ref}", episodes.episode_page, {}),
+    ("POST", "/ui/episodes/{ref}/progress", episodes.progress, {}),
+    ("GET", "/ui/search", search.search, {}),
+    ("GET", "/ui/stats", stats.stats, {}),
     ("GET", "/ui/history", listening.history, {}),
     ("GET", "/ui/devices", devices.devices, {}),
     ("POST", "/ui/devices/rename", devices.rename_device, {}),
@@ -97,6 +123,19 @@ async def _stylesheet(request: web.Request) -> web.Response:
     )
 
 
+async def _player_script(request: web.Request) -> web.Response:
+    """The episode page's player script: the UI's one script, same-origin."""
+    return web.Response(
+        body=request.app[PLAYER_SCRIPT],
+        content_type="text/javascript",
+        charset="utf-8",
+        headers={
+            "Cache-Control": "public, max-age=86400",
+            "X-Content-Type-Options": "nosniff",
+        },
+    )
+
+
 async def _favicon(request: web.Request) -> web.Response:
     """The browser's tab icon, asked for at /favicon.ico by every browser."""
     return web.Response(
@@ -120,6 +159,13 @@ def open_services(app: web.Application) -> None:
     app[WEB_SESSIONS] = WebSessionService(db, auth, app[ACCOUNTS], app[CONFIG].ui.session_lifetime)
     app[BROWSE] = BrowseService(db, app[SYNC], app[FEED_FETCHER])
     app[LISTENING] = ListeningService(db)
+    app[EPISODE_PAGES] = EpisodePages(db)
+    app[EPISODE_SEARCH] = EpisodeSearch(db)
+    app[LISTENING_STATS] = ListeningStats(db)
+    gpodder = app[GPODDER]
+    app[WEB_LISTENING] = WebListening(
+        app[EPISODE_PAGES], gpodder.devices, gpodder.episodes, app[SYNC_HEALTH]
+    )
     app[OPML] = OpmlService(db, app[SYNC])
     bounds = ImportBounds.for_config(app[CONFIG])
     importer = RemoteImportService(app[OPML], app[GPODDER].episodes, bounds)
@@ -141,6 +187,7 @@ def ui_app() -> web.Application:
     app.on_shutdown.append(_stop_imports)
     app[STYLESHEET] = stylesheet()
     app[FAVICON] = static_file(FAVICON_FILE)
+    app[PLAYER_SCRIPT] = static_file(episodes.PLAYER_JS)
     app[ERROR_PAGE] = page_for_error
     routes = [
         web.route(method, path, ui_route(handler, **options), name=f"ui.r{n}_{handler.__name__}")
@@ -148,6 +195,11 @@ def ui_app() -> web.Application:
     ]
     routes.append(
         web.get(f"/ui/static/{STATIC_CSS}", _stylesheet, name="ui.static", allow_head=False)
+    )
+    routes.append(
+        web.get(
+            f"/ui/static/{episodes.PLAYER_JS}", _player_script, name="ui.player", allow_head=False
+        )
     )
     routes.append(web.get("/favicon.ico", _favicon, name="ui.favicon", allow_head=False))
     routes.append(
