@@ -5,10 +5,15 @@ from the database, fetched anew and as a browser that keeps it asks (a 304).
 The actions' own times are a permutation of their arrival order (as after devices
 that sync backlogs), so the history's (time, seq) pages are not the arrival order.
 The podcast whose page is measured has a feed of `--feed-episodes` items, stored
-as the fetcher stores one (half the episodes acted on are in it, the rest are not).
+as the fetcher stores one (half the episodes acted on are in it, the rest are not);
+every other subscription's feed has `--episodes-per-feed` items (titles made of
+words from a list of 50, indexed for search as the fetcher's writes index them),
+for the search page: a rare pair of words, a word in one title of 50, and one in
+every title. An episode's page (one acted on, in the feed) and the statistics (over
+the history's plays) are measured too.
 
     python bench/ui_pages.py [--subscriptions 1000] [--history 10000] [--requests 100]
-        [--feed-episodes 300]
+        [--feed-episodes 300] [--episodes-per-feed 300]
 
 Seeds through the real services (SyncService.apply for subscriptions, the episode
 store for the history, the device store for three devices), serves the real app on
@@ -131,7 +136,79 @@ async def seed_artwork_and_health(db: Database, user_id: int, feeds: list[str]) 
     return hashlib.sha256(image(3 % IMAGES)).hexdigest()
 
 
-async def seed(config: Config, subscriptions: int, history: int, items: int) -> str:
+WORDS = [
+    "harbour",
+    "tide",
+    "rope",
+    "salt",
+    "lantern",
+    "anchor",
+    "gull",
+    "storm",
+    "keel",
+    "mast",
+    "reef",
+    "compass",
+    "chart",
+    "beacon",
+    "drift",
+    "ferry",
+    "galley",
+    "hull",
+    "jetty",
+    "knot",
+    "ledger",
+    "mooring",
+    "net",
+    "oar",
+    "pier",
+    "quay",
+    "rudder",
+    "sail",
+    "tackle",
+    "voyage",
+    "wake",
+    "yard",
+    "buoy",
+    "cabin",
+    "deck",
+    "estuary",
+    "fathom",
+    "gale",
+    "helm",
+    "inlet",
+    "jib",
+    "kelp",
+    "lagoon",
+    "marlin",
+    "nautical",
+    "orca",
+    "pilot",
+    "quarter",
+    "rigging",
+    "shoal",
+]
+
+
+async def seed_feeds(db: Database, feeds: list[str], per_feed: int) -> None:
+    """`per_feed` items in the feed of each subscription but the measured podcast,
+    written as the fetcher writes them (a few hundred rows a write), newest first."""
+    start = timestamps.now_us()
+    for i, feed in enumerate(feeds):
+        if feed == PODCAST:
+            continue
+        rows = [
+            (f"{feed.rsplit('/', 1)[0]}/item-{n}.mp3", f"g{i}-{n}",
+             f"Episode {n} of show {i}: {WORDS[(i + n) % 50]} and {WORDS[(i * 7 + n) % 50]}",
+             start - n * 86_400_000_000, 1800, None, "audio/mpeg", None, per_feed - n)
+            for n in range(per_feed)
+        ]  # fmt: skip
+        for at in range(0, per_feed, 300):
+            async with db.write() as conn:
+                await feed_info.change_episodes(conn, url_key(feed), [], rows[at : at + 300])
+
+
+async def seed(config: Config, subscriptions: int, history: int, items: int, per_feed: int) -> str:
     async with Database(config.database.path, config.database.durability) as db:
         passwords = PasswordService()
         try:
@@ -148,32 +225,32 @@ async def seed(config: Config, subscriptions: int, history: int, items: int) -> 
         async with db.write() as conn:
             for n in range(3):
                 await devices.upsert(conn, user.id, f"device-{n}", f"Device {n}", "mobile", now)
-            rows = []
+            actions = []
             for i in range(history):
                 feed = feeds[i % min(50, subscriptions)]
                 action = ACTIONS[i % len(ACTIONS)]
                 play = action == "play"
-                rows.append(
-                    (
-                        EpisodeAction(
-                            seq=0,
-                            podcast_url=feed,
-                            podcast_key=url_key(feed),
-                            episode_url=f"{feed.rsplit('/', 1)[0]}/episode-{i}.mp3",
-                            action=action,
-                            occurred_at=moment + ((i * 7919) % history) * 1_000_000,
-                            device_id=f"device-{i % 3}",
-                            guid=None,
-                            started=0 if play else None,
-                            position=(i * 7) % 3600 if play else None,
-                            total=3600 if play else None,
-                        ),
-                        hashlib.sha256(f"bench-{i}".encode()).digest(),
+                actions.append(
+                    EpisodeAction(
+                        seq=0,
+                        podcast_url=feed,
+                        podcast_key=url_key(feed),
+                        episode_url=f"{feed.rsplit('/', 1)[0]}/episode-{i}.mp3",
+                        action=action,
+                        occurred_at=moment + ((i * 7919) % history) * 1_000_000,
+                        device_id=f"device-{i % 3}",
+                        guid=None,
+                        started=0 if play else None,
+                        position=(i * 7) % 3600 if play else None,
+                        total=3600 if play else None,
                     )
                 )
-            await episodes.insert_many(conn, user.id, rows, now)
+            batch = await episodes.resolve(conn, user.id, actions)
+            await episodes.store(conn, batch, now)
         await seed_feed(db, subscriptions, history, items)
-        return await seed_artwork_and_health(db, user.id, feeds)
+        digest = await seed_artwork_and_health(db, user.id, feeds)
+        await seed_feeds(db, feeds, per_feed)
+        return digest
 
 
 Timings = dict[str, list[tuple[float, float]]]  # (wall ms, CPU ms of the loop's thread)
@@ -187,13 +264,15 @@ def timing_middleware(timings: Timings) -> Callable[..., Awaitable[web.StreamRes
         began, cpu = time.perf_counter(), time.thread_time()
         response = await handler(request)
         wall = (time.perf_counter() - began) * 1000
-        timings[request.rel_url.path_qs].append((wall, (time.thread_time() - cpu) * 1000))
+        # The page as the bench names it (a query's spelling may change on the way).
+        page = request.headers.get("X-Bench-Page", request.rel_url.path_qs)
+        timings[page].append((wall, (time.thread_time() - cpu) * 1000))
         return response
 
     return middleware
 
 
-async def run(subscriptions: int, history: int, requests: int, items: int) -> None:
+async def run(subscriptions: int, history: int, requests: int, items: int, per_feed: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "podsync.toml"
         path.write_text(
@@ -204,10 +283,11 @@ async def run(subscriptions: int, history: int, requests: int, items: int) -> No
         config = load_config(path, environ={})
         print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         began = time.perf_counter()
-        digest = await seed(config, subscriptions, history, items)
+        digest = await seed(config, subscriptions, history, items, per_feed)
         print(
             f"seeded {subscriptions} subscriptions, {history} episode actions, "
-            f"a feed of {items} episodes in {time.perf_counter() - began:.1f} s"
+            f"a feed of {items} episodes, {per_feed} in each other feed "
+            f"in {time.perf_counter() - began:.1f} s"
         )
         timings: Timings = defaultdict(list)
         app = create_app(config)
@@ -241,6 +321,11 @@ async def run(subscriptions: int, history: int, requests: int, items: int) -> No
                 async with session.get("/ui/subscriptions?q=feeds3.example.org") as response:
                     podcast = re.search(r'href="(/ui/podcasts/[^"]+)"', await response.text())
                     assert podcast is not None
+                async with session.get(podcast.group(1)) as response:
+                    episode = re.search(
+                        r'<a class="episode" href="(/ui/episodes/[0-9]+)"', await response.text()
+                    )
+                    assert episode is not None
                 key = url_key(PODCAST)
                 pages = [
                     "/ui/",
@@ -258,6 +343,12 @@ async def run(subscriptions: int, history: int, requests: int, items: int) -> No
                     podcast.group(1),
                     podcast.group(1) + f"?page={last_podcast_page(subscriptions, history, items)}",
                     "/ui/subscriptions?sort=played",
+                    episode.group(1),
+                    f"/ui/search?q={WORDS[7]}+{WORDS[11]}",  # a rare pair
+                    f"/ui/search?q={WORDS[3]}",  # in one title of 50 or so
+                    f"/ui/search?q={WORDS[3]}&page=20",
+                    "/ui/search?q=episode",  # in every title
+                    "/ui/stats",
                     "/ui/devices",
                     "/ui/transfer",
                     "/ui/account",
@@ -268,14 +359,14 @@ async def run(subscriptions: int, history: int, requests: int, items: int) -> No
                 timings.clear()
                 for page in pages:
                     for _ in range(requests):
-                        async with session.get(page) as response:
+                        async with session.get(page, headers={"X-Bench-Page": page}) as response:
                             body = await response.read()
                             assert response.status == 200, (page, response.status)
                         sizes[page] = len(body)
                 # The artwork again, as a browser that has it asks: If-None-Match.
                 again = f"/ui/artwork/{digest}?again"
                 for _ in range(requests):
-                    headers = {"If-None-Match": f'"{digest}"'}
+                    headers = {"If-None-Match": f'"{digest}"', "X-Bench-Page": again}
                     async with session.get(again, headers=headers) as response:
                         assert response.status == 304, response.status
                 pages.append(again)
@@ -286,6 +377,7 @@ async def run(subscriptions: int, history: int, requests: int, items: int) -> No
                 cpus = [c for _, c in timings[page]]
                 p95 = walls[int(len(walls) * 0.95) - 1]
                 label = re.sub(r"/ui/podcasts/[^?]+", "/ui/podcasts/<id>", page)
+                label = re.sub(r"/ui/episodes/[0-9]+", "/ui/episodes/<id>", label)
                 label = re.sub(r"/ui/artwork/\w+", "/ui/artwork/<hash>", label)
                 label = label.replace("?again", " (304)")
                 print(
@@ -303,8 +395,17 @@ def main() -> None:
     parser.add_argument("--history", type=int, default=10000)
     parser.add_argument("--requests", type=int, default=100)
     parser.add_argument("--feed-episodes", type=int, default=300)
+    parser.add_argument("--episodes-per-feed", type=int, default=300)
     args = parser.parse_args()
-    asyncio.run(run(args.subscriptions, args.history, args.requests, args.feed_episodes))
+    asyncio.run(
+        run(
+            args.subscriptions,
+            args.history,
+            args.requests,
+            args.feed_episodes,
+            args.episodes_per_feed,
+        )
+    )
 
 
 if __name__ == "__main__":

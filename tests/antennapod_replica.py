@@ -136,3 +136,21 @@ class AntennaPod:
             timestamp = int(posted["timestamp"])
             self.queued_actions = self.queued_actions[EPISODE_BATCH:]
         self.last_episode_sync = timestamp
+
+    def positions(self) -> dict[str, tuple[int, bool]]:
+        """What AntennaPod does with the plays it received (EpisodeActionFilter,
+        then SyncService.processEpisodeAction): per episode, the play with the latest
+        timestamp wins; its position becomes the episode's (seconds), and it is
+        marked played when that is within the smart-mark window (30 s) of the end."""
+        latest: dict[str, dict[str, Any]] = {}
+        for action in self.received_actions:
+            if action["action"].lower() != "play":
+                continue
+            seen = latest.get(action["episode"])
+            if seen is None or action["timestamp"] >= seen["timestamp"]:
+                latest[action["episode"]] = action
+        applied = {}
+        for episode, action in latest.items():
+            position, total = int(action["position"]), int(action.get("total") or 0)
+            applied[episode] = (position, bool(total) and position >= total - 30)
+        return applied

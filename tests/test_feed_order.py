@@ -8,6 +8,8 @@ from __future__ import annotations
 from podsync.services.feeds.order import Changes, StoredRow, plan
 from podsync.store.feed_info import FeedItem
 
+NO_DETAILS = (None, None, None, None)  # duration, link, media type, show notes
+
 
 def items(*numbers: int, title: str = "Ep") -> list[FeedItem]:
     return [FeedItem(f"https://cdn.example/{n}.mp3", f"g{n}", f"{title} {n}", n) for n in numbers]
@@ -50,7 +52,9 @@ def test_an_edit_rewrites_that_row_only_and_keeps_its_place() -> None:
     edited[1] = edited[1]._replace(title="Ep 2, corrected", published_at=99)
     changes = plan(edited, stored.added)
     assert changes.removed == []
-    assert changes.added == [StoredRow("https://cdn.example/2.mp3", "g2", "Ep 2, corrected", 99, 1)]
+    assert changes.added == [
+        StoredRow("https://cdn.example/2.mp3", "g2", "Ep 2, corrected", 99, *NO_DETAILS, 1)
+    ]
 
 
 def test_between_two_kept_ones_a_free_rank_is_used_else_all_are_numbered_again() -> None:
@@ -68,7 +72,8 @@ def test_between_two_kept_ones_a_free_rank_is_used_else_all_are_numbered_again()
 
 def test_rows_of_the_release_before_and_doubles_are_written_once_in_order() -> None:
     old = [
-        StoredRow(f"https://cdn.example/{n}.mp3", f"g{n}", f"Ep {n}", None, None) for n in (1, 2)
+        StoredRow(f"https://cdn.example/{n}.mp3", f"g{n}", f"Ep {n}", None, *NO_DETAILS, None)
+        for n in (1, 2)
     ]
     doubled = [*old, old[0]._replace(title="Ep 1, an older title")]
     changes = plan(items(2, 1), doubled)

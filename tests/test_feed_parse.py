@@ -36,12 +36,22 @@ def test_a_typical_feed_lists_every_episode_with_guid_and_enclosure() -> None:
         "https://cdn.show.example/art.jpg",
     )
     assert len(feed.episodes) == 100
-    assert feed.episodes[0] == (
+    top = feed.episodes[0]
+    assert top[:4] == (
         "https://cdn.show.example/100.mp3",
         "show-100",
         "Episode 100: a conversation about things",
         (1_700_000_000 + 100 * 86400) * 1_000_000,  # its pubDate
     )
+    # What its page shows: the duration (itunes:duration 00:40:00), the item's web
+    # page, the enclosure's type, the show notes with their links (rel added).
+    assert (top.duration, top.link, top.media_type) == (
+        2400,
+        "https://show.example/100",
+        "audio/mpeg",
+    )
+    assert top.notes is not None and top.notes.count("<p>Show notes with <a href=") == 5
+    assert 'rel="noopener noreferrer nofollow"' in top.notes
 
 
 MESSY = (
@@ -65,7 +75,7 @@ def test_markup_becomes_text_links_are_resolved_and_only_web_urls_kept(parse: Pa
     assert feed.title == "A bold show"
     assert feed.link is None  # never a javascript: URL
     assert feed.artwork_url == "https://host.example/art.png"
-    assert list(feed.episodes) == [
+    assert [e[:4] for e in feed.episodes] == [
         ("https://host.example/podcast/media/1.mp3", "relative-guid", "Tab and newline", None),
         ("", "s", "alert(1)Safe", None),
         ("", "long", "x" * MAX_TITLE, None),
@@ -83,7 +93,7 @@ def test_a_link_urllib_refuses_is_dropped_not_raised(parse: Parser) -> None:
     )
     feed = parse(body, BASE)
     assert (feed.title, feed.link, feed.artwork_url) == ("Brackets", None, None)
-    assert list(feed.episodes) == [("", "1", "One", None)]
+    assert [e[:4] for e in feed.episodes] == [("", "1", "One", None)]
 
 
 def test_a_feed_that_is_not_well_formed_is_read_by_the_forgiving_parser() -> None:

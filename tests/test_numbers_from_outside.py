@@ -395,6 +395,7 @@ def test_no_number_anywhere_gives_a_500(server: ServeProcess, make_config: MakeC
         "flow_id": "f" * 32,
         "digest": "a" * 64,  # an image no feed has: a 404 whatever the numbers
         "tail": "nothing-here",
+        "ref": "1",  # alice's one episode (the play above)
     }
     app = create_app(make_config(**SERVER))
     routes = sorted(

@@ -32,8 +32,9 @@ pytestmark = pytest.mark.both_engines
 
 Client = TestClient[Any, Any]
 ROW = re.compile(
-    r'<li(?: class="untouched")?>\s*<div class="head">\s*<span class="episode">([^<]*)</span>'
-    r'\s*<span class="action[^"]*">([^<]*)</span>(.*?)</li>',
+    r'<li(?: class="untouched")?>\s*<div class="head">\s*'
+    r'<a class="episode" href="[^"]*">([^<]*)</a>'
+    r'\s*<span class="action[^"]*">([^<]*)</span>(.*?)(?:<div class="row-actions">.*?)?</li>',
     re.S,
 )
 PODCAST_LINK = re.compile(r'href="(/ui/podcasts/[^"?]+)"')

@@ -229,7 +229,7 @@ async def test_the_history_calls_each_play_what_it_was(ui: Client) -> None:
         assert answer.status == 200
     await sign_in(ui)
     rows = re.findall(
-        r'<span class="episode">([^<]+)</span>\s*<span class="action[^"]*">([^<]+)</span>',
+        r'<a class="episode" href="[^"]*">([^<]+)</a>\s*<span class="action[^"]*">([^<]+)</span>',
         await page_text(ui, "/ui/history"),
     )
     assert rows == [

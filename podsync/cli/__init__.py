@@ -1,12 +1,16 @@
 """The `podsync` command line: thin commands over the same services the server uses.
 
-The group and `serve` live here; each command group has its own module.
+The group and `serve` live here; each command group has its own module, loaded when
+its name is on the command line (or `--help` lists it): `podsync serve` runs without
+the other commands' modules and the services only they use (about 0.5 MB of a
+server's memory).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import logging
 import socket
 import sys
@@ -17,7 +21,6 @@ import click
 from click.core import ParameterSource
 
 from podsync import __version__
-from podsync.cli import configuration, db, opml, remote_import, users
 from podsync.cli.base import (
     Context,
     accept_config_option,
@@ -36,8 +39,36 @@ if TYPE_CHECKING:  # the server's modules load only when `serve` runs
 
 log = logging.getLogger("podsync")
 
+# The command groups by name: (module under podsync.cli, its click group).
+_GROUPS = {
+    "config": ("configuration", "config_group"),
+    "db": ("db", "db"),
+    "opml": ("opml", "opml"),
+    "user": ("users", "user"),
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+class _Commands(click.Group):
+    """The top-level group: `serve` and `version` here, the command groups loaded by
+    name on first use (click's documented way to load subcommands lazily)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *_GROUPS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in _GROUPS:
+            module, name = _GROUPS[cmd_name]
+            group: click.Group = getattr(importlib.import_module(f"podsync.cli.{module}"), name)
+            if cmd_name == "user":
+                from podsync.cli.remote_import import import_from
+
+                group.add_command(import_from)
+            accept_config_option(group)
+            self.add_command(group, cmd_name)
+        return self.commands.get(cmd_name)
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="podsync", message="%(prog)s %(version)s")
 @click.option(
     "--config",
@@ -168,11 +199,6 @@ def version() -> None:
     click.echo(f"podsync {__version__}")
 
 
-users.user.add_command(remote_import.import_from)
-cli.add_command(users.user)
-cli.add_command(opml.opml)
-cli.add_command(db.db)
-cli.add_command(configuration.config_group)
 for _command in cli.commands.values():
     accept_config_option(_command)
 

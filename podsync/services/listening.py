@@ -10,16 +10,27 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from podsync.model import User
+from podsync.services.episode_state import (
+    FINISHED,
+    IN_PROGRESS,
+    NOT_PLAYED,
+    EpisodeState,
+    finished,
+    merged,
+    played,
+    states,
+)
 from podsync.storage.engine import Engine
 from podsync.store import Connection, browse, devices, feed_info, listening
 from podsync.store.devices import Device
+from podsync.store.feed_info import FeedItem
 from podsync.store.listening import HistoryFilter, HistoryKey, HistoryRow
 
+__all__ = ["FILTERS", "EpisodeState", "ListeningService", "PodcastEpisode", "finished"]
+
 HISTORY_PAGE = 50
-# A play that stops this close to the end (seconds, or share of the length) is a
-# finished episode: apps stop a few seconds short, or at the outro.
-FINISHED_SECONDS = 30
-FINISHED_SHARE = 0.98
+# A podcast page's filters: its episodes in each of these states.
+FILTERS = (NOT_PLAYED, IN_PROGRESS, FINISHED)
 # Continue listening reads plays newest first in chunks, until it has enough
 # episodes or has read this many plays (a bounded cost on any history).
 PLAYS_CHUNK = 200
@@ -27,12 +38,6 @@ PLAYS_READ_MAX = 5000
 PODCAST_ACTIONS_MAX = 2000
 # A podcast's page lists this many episodes (a feed can hold thousands).
 PODCAST_PAGE = 100
-
-
-def finished(position: int | None, total: int | None) -> bool:
-    if position is None or not total:
-        return False
-    return position >= total - FINISHED_SECONDS or position >= total * FINISHED_SHARE
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,20 +53,6 @@ class ContinueListening:
     finished: list[HistoryRow]
 
 
-@dataclass(slots=True)
-class EpisodeState:
-    """One episode of a podcast as this person left it: the latest action of each
-    kind, and the latest of all (what the page calls its state)."""
-
-    episode_url: str
-    guid: str | None
-    latest: HistoryRow
-    play: HistoryRow | None = None
-    download: HistoryRow | None = None
-    delete: HistoryRow | None = None
-    actions: int = 0
-
-
 @dataclass(frozen=True, slots=True)
 class PodcastEpisode:
     """One episode on a podcast's page."""
@@ -72,6 +63,7 @@ class PodcastEpisode:
     published_at: int | None
     state: EpisodeState | None  # this person's latest actions; None: never acted on
     listed: bool  # in the feed as last fetched
+    duration: int | None = None  # seconds, as the feed says
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +141,8 @@ class ListeningService:
                     if row.episode_url in seen:
                         continue  # an older play of an episode already placed
                     seen.add(row.episode_url)
+                    if not row.position:
+                        continue  # a play at 0: not started (or marked not played)
                     if finished(row.position, row.total):
                         if len(ended) < done:
                             ended.append(row)
@@ -161,20 +155,39 @@ class ListeningService:
         return ContinueListening(going, ended)
 
     async def podcast(
-        self, user: User, podcast_key: str, page: int, per_page: int = PODCAST_PAGE
+        self,
+        user: User,
+        podcast_key: str,
+        page: int,
+        per_page: int = PODCAST_PAGE,
+        only: str | None = None,
     ) -> PodcastEpisodes:
         """One podcast's episodes, a page at a time: the feed's (as the fetcher last
         read it) newest first, then the episodes this person acted on that the feed
         no longer lists, newest first by their latest action; each with this
         person's latest state (None: never acted on). Without a fetched feed, the
-        episodes acted on. Read on a worker thread: up to PODCAST_ACTIONS_MAX
-        actions are grouped here."""
+        episodes acted on. `only`: those in one of FILTERS' states (the feed's
+        items are then all read: up to the fetcher's 5,000). Read on a worker
+        thread: up to PODCAST_ACTIONS_MAX actions are grouped here."""
         async with self.db.read(threaded=True) as conn:
             rows = await listening.podcast_actions(conn, user.id, podcast_key, PODCAST_ACTIONS_MAX)
             device_ids = await listening.podcast_devices(conn, user.id, podcast_key)
             in_feed = await feed_info.episode_count(conn, podcast_key)
-            states = _states(rows)
-            matched, unlisted = await _match(conn, podcast_key, states) if in_feed else ({}, states)
+            acted = states(rows)
+            matched, unlisted = await _match(conn, podcast_key, acted) if in_feed else ({}, acted)
+            if only is not None:
+                every = await feed_info.newest_episodes(conn, podcast_key, 0, in_feed)
+                chosen = [
+                    e
+                    for e in [*_listed(every, matched), *_unlisted(unlisted)]
+                    if played(e.state) == only
+                ]
+                pages = max(1, -(-len(chosen) // per_page))
+                page = min(max(page, 1), pages)
+                shown = chosen[(page - 1) * per_page : page * per_page]
+                return PodcastEpisodes(
+                    shown, page, pages, len(chosen), in_feed, len(unlisted), device_ids
+                )
             total = in_feed + len(unlisted)
             pages = max(1, -(-total // per_page))
             page = min(max(page, 1), pages)
@@ -184,73 +197,44 @@ class ListeningService:
                 if offset < in_feed
                 else []
             )
-        episodes: list[PodcastEpisode] = []
-        shown: set[tuple[str, str]] = set()
-        for item in items:
-            key = _item_key(item.episode_url, item.guid)
-            if key in shown:  # another enclosure of an item already listed
-                continue
-            shown.add(key)
-            episodes.append(
-                PodcastEpisode(
-                    item.episode_url,
-                    item.guid or None,
-                    item.title,
-                    item.published_at,
-                    matched.get(key),
-                    listed=True,
-                )
-            )
+        episodes = _listed(items, matched)
         start = max(0, offset - in_feed)
-        for state in unlisted[start : start + per_page - len(items)]:
-            episodes.append(
-                PodcastEpisode(state.episode_url, state.guid, None, None, state, listed=False)
-            )
+        episodes += _unlisted(unlisted[start : start + per_page - len(items)])
         return PodcastEpisodes(episodes, page, pages, total, in_feed, len(unlisted), device_ids)
 
 
-def _states(rows: list[HistoryRow]) -> list[EpisodeState]:
-    """Actions newest first grouped by episode (media URL), newest first by the
-    latest action of each, with the latest action of each kind."""
-    episodes: dict[str, EpisodeState] = {}
-    for row in rows:  # newest first: the first of each kind is the latest
-        state = episodes.get(row.episode_url)
-        if state is None:
-            state = episodes[row.episode_url] = EpisodeState(row.episode_url, row.guid, row)
-        state.actions += 1
-        if row.action in ("play", "download", "delete") and getattr(state, row.action) is None:
-            setattr(state, row.action, row)
-        if state.guid is None and row.guid:
-            state.guid = row.guid
-    return list(episodes.values())
+def _listed(
+    items: list[FeedItem], matched: dict[tuple[str, str], EpisodeState]
+) -> list[PodcastEpisode]:
+    episodes: list[PodcastEpisode] = []
+    shown: set[tuple[str, str]] = set()
+    for item in items:
+        key = _item_key(item.episode_url, item.guid)
+        if key in shown:  # another enclosure of an item already listed
+            continue
+        shown.add(key)
+        episodes.append(
+            PodcastEpisode(
+                item.episode_url,
+                item.guid or None,
+                item.title,
+                item.published_at,
+                matched.get(key),
+                listed=True,
+                duration=item.duration,
+            )
+        )
+    return episodes
+
+
+def _unlisted(acted: list[EpisodeState]) -> list[PodcastEpisode]:
+    return [PodcastEpisode(s.episode_url, s.guid, None, None, s, listed=False) for s in acted]
 
 
 def _item_key(episode_url: str, guid: str) -> tuple[str, str]:
     """One feed item: by its guid when it has one (all its enclosures), else by its
     enclosure URL."""
     return ("guid", guid) if guid else ("url", episode_url)
-
-
-def _newer(a: HistoryRow | None, b: HistoryRow | None) -> HistoryRow | None:
-    if a is None or b is None:
-        return a or b
-    return a if a.key >= b.key else b
-
-
-def _merged(a: EpisodeState, b: EpisodeState) -> EpisodeState:
-    """One feed item acted on under two media URLs (the host moved the file)."""
-    latest = _newer(a.latest, b.latest)
-    assert latest is not None
-    first = a if latest is a.latest else b
-    return EpisodeState(
-        first.episode_url,
-        first.guid or a.guid or b.guid,
-        latest,
-        _newer(a.play, b.play),
-        _newer(a.download, b.download),
-        _newer(a.delete, b.delete),
-        a.actions + b.actions,
-    )
 
 
 async def _match(
@@ -275,5 +259,5 @@ async def _match(
             unlisted.append(state)
         else:
             before = matched.get(key)
-            matched[key] = state if before is None else _merged(before, state)
+            matched[key] = state if before is None else merged(before, state)
     return matched, unlisted

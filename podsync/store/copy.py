@@ -18,11 +18,13 @@ CHUNK_OF = {"artwork": 16}
 
 
 async def tables_in_order(source: Connection) -> list[str]:
-    """The source's tables (SQLite), parents before the tables that refer to them."""
+    """The source's tables (SQLite), parents before the tables that refer to them.
+    Not the search index (a virtual table and its shadow tables: the target keeps
+    its own, PostgreSQL's index over the copied words)."""
     names = [
         str(r[0])
         for r in await source.fetch_all(
-            "SELECT name FROM sqlite_master WHERE type = 'table' "
+            "SELECT name FROM pragma_table_list WHERE schema = 'main' AND type = 'table' "
             "AND name NOT LIKE 'sqlite_%' ORDER BY name"
         )
     ]

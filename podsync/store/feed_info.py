@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from podsync.store import Connection
+from podsync.words import title_words
 
 # Keep IN lists modest on both engines.
 _CHUNK = 500
@@ -122,11 +123,14 @@ async def newest_episodes(
 ) -> list[FeedItem]:
     """A page of the feed's episode rows, newest first."""
     rows = await conn.fetch_all(
-        "SELECT episode_url, guid, title, published_at FROM feed_episodes "
+        "SELECT episode_url, guid, title, published_at, duration FROM feed_episodes "
         f"WHERE url_key = ? ORDER BY {_NEWEST} LIMIT ? OFFSET ?",
         (url_key, limit, offset),
     )
-    return [FeedItem(str(u), str(g), str(t), None if p is None else int(p)) for u, g, t, p in rows]
+    return [
+        FeedItem(str(u), str(g), str(t), _optional_int(p), _optional_int(d))
+        for u, g, t, p, d in rows
+    ]
 
 
 # --- The fetcher's side: discovering feeds, claiming them, recording outcomes.
@@ -180,6 +184,10 @@ class FeedItem(NamedTuple):
     guid: str
     title: str
     published_at: int | None = None  # microseconds since the epoch, None when unknown
+    duration: int | None = None  # seconds, as the feed says (itunes:duration)
+    link: str | None = None  # the item's web page
+    media_type: str | None = None  # the enclosure's declared type
+    notes: str | None = None  # show notes, sanitized HTML (services/feeds/notes.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,29 +302,36 @@ async def due_state(conn: Connection, url_key: str) -> DueFeed | None:
     return None if row is None else _due(row)
 
 
+_ITEM = "episode_url, guid, title, published_at, duration, link, media_type, notes"
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
 async def stored_episodes(conn: Connection, url_key: str) -> list[tuple[Any, ...]]:
-    """The feed's stored (episode_url, guid, title, published_at, feed_rank) rows."""
+    """The feed's stored rows: a FeedItem's fields, then feed_rank."""
     rows = await conn.fetch_all(
-        "SELECT episode_url, guid, title, published_at, feed_rank FROM feed_episodes "
-        "WHERE url_key = ?",
-        (url_key,),
+        f"SELECT {_ITEM}, feed_rank FROM feed_episodes WHERE url_key = ?", (url_key,)
     )
     return [
-        (str(u), str(g), str(t), None if p is None else int(p), None if r is None else int(r))
-        for u, g, t, p, r in rows
-    ]
+        (str(u), str(g), str(t), _optional_int(p), _optional_int(d), link, kind, notes,
+         _optional_int(r))
+        for u, g, t, p, d, link, kind, notes, r in rows
+    ]  # fmt: skip
 
 
 async def change_episodes(
     conn: Connection,
     url_key: str,
     removed: Sequence[tuple[str, str]],
-    added: Sequence[tuple[str, str, str, int | None, int | None]],
+    added: Sequence[Sequence[Any]],
 ) -> None:
     """Delete the rows of the (episode_url, guid) pairs `removed`; write the rows
-    `added` (episode_url, guid, title, published_at, feed_rank), each in place of
-    its pair's stored rows. Call in a write; the fetcher passes a few hundred at a
-    time, so that no write holds the lock long."""
+    `added` (a FeedItem's fields, then feed_rank), each in place of its pair's
+    stored rows, with the words search finds the title by (`podsync.words`). Call
+    in a write; the fetcher passes a few hundred at a time, so that no write holds
+    the lock long."""
     gone = [*removed, *((row[0], row[1]) for row in added)]
     if gone:
         await conn.execute_many(
@@ -325,9 +340,9 @@ async def change_episodes(
         )
     if added:
         await conn.execute_many(
-            "INSERT INTO feed_episodes (url_key, episode_url, guid, title, published_at, "
-            "feed_rank) VALUES (?, ?, ?, ?, ?, ?)",
-            [(url_key, *row) for row in added],
+            f"INSERT INTO feed_episodes (url_key, {_ITEM}, feed_rank, words) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(url_key, *row, title_words(str(row[2]))) for row in added],
         )
 
 

@@ -47,17 +47,17 @@ class HistoryFilter:
     action: str | None = None
 
 
-_COLUMNS = (
+HISTORY_COLUMNS = (
     "a.seq, coalesce(a.podcast_url, f.url), s.title, e.url, e.prefixed, f.prefix, "
     "e.guid, a.guid, a.action, a.occurred_at, a.device_id, a.position, a.total, e.id"
 )
-_JOINED = (
+HISTORY_JOINED = (
     "JOIN episode_feeds f ON f.id = e.feed_id "
     "LEFT JOIN subscriptions s ON s.user_id = a.user_id AND s.url_key = f.url_key "
 )
 
 
-def _row(r: Any) -> HistoryRow:
+def history_row(r: Any) -> HistoryRow:
     seq, podcast, title, url, prefixed, prefix, episode_guid, guid = r[:8]
     return HistoryRow(
         int(seq),
@@ -118,11 +118,11 @@ async def history_page(
             params += list(before)
         order = "DESC"
     rows = await conn.fetch_all(
-        f"SELECT {_COLUMNS} FROM {source}{_JOINED}WHERE {where} "
+        f"SELECT {HISTORY_COLUMNS} FROM {source}{HISTORY_JOINED}WHERE {where} "
         f"ORDER BY a.occurred_at {order}, a.seq {order} LIMIT ?",
         [*params, limit],
     )
-    found = [_row(r) for r in rows]
+    found = [history_row(r) for r in rows]
     return found if order == "DESC" else found[::-1]
 
 

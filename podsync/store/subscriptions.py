@@ -33,6 +33,16 @@ async def get_by_sync_id(conn: Connection, user_id: int, sync_id: str) -> Subscr
     return rows[0] if rows else None
 
 
+async def get_by_id(conn: Connection, user_id: int, entity_id: int) -> Subscription | None:
+    rows = await _select(conn, "user_id = ? AND id = ?", (user_id, entity_id))
+    return rows[0] if rows else None
+
+
+async def get_by_url_key(conn: Connection, user_id: int, key: str) -> Subscription | None:
+    rows = await _select(conn, "url_key = ? AND user_id = ?", (key, user_id))
+    return rows[0] if rows else None
+
+
 async def find_matching(
     conn: Connection,
     user_id: int,

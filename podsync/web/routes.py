@@ -11,13 +11,13 @@ from podsync.web.gpodder import handlers as gpodder
 from podsync.web.gpodder import slashes
 from podsync.web.gpodder import subscriptions as gpodder_subscriptions
 from podsync.web.gpodder.http import gpodder_route
+from podsync.web.lazy_app import LazyApp, LazyPart
 from podsync.web.middleware import Handler
 from podsync.web.nextcloud import login_flow as nextcloud_flow
 from podsync.web.nextcloud import sync as nextcloud
 from podsync.web.nextcloud.http import nextcloud_route
 from podsync.web.opa import auth as auth_handlers
 from podsync.web.opa import openapi, opml_export, subscriptions, sync
-from podsync.web.ui.routes import setup_ui
 
 
 def setup_routes(
@@ -63,7 +63,15 @@ def setup_routes(
         prefix = urlsplit(public_url).path.rstrip("/") if public_url else ""
         if prefix:
             app.router.add_routes(nextcloud_routes(prefix))
-    setup_ui(app)
+    # The web UI, built on its first request (web/lazy_app.py): a server whose pages
+    # nobody opens never loads them, nor the services only they use.
+    LazyApp(app, ("/ui",), ("/favicon.ico",), _load_ui).register()
+
+
+def _load_ui() -> LazyPart:
+    from podsync.web.ui import routes as ui
+
+    return LazyPart(ui.ui_app, ui.open_services)
 
 
 # The gpodder v2 API and the simple API v1 (the README's endpoint table): (method,

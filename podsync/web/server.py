@@ -139,8 +139,11 @@ def listen(host: str, port: int, backlog: int = BACKLOG) -> list[socket.socket]:
     when something already listens there). Made once and kept by the process
     that serves (or forks the workers): a reload keeps the address, and connections
     that come meanwhile wait in the backlog instead of being refused."""
+    # An ASCII name goes as bytes: as a str, getaddrinfo would load the "idna" codec
+    # (and stringprep, 0.1 MB) to encode it to the same bytes.
+    name: str | bytes = host.encode("ascii") if host.isascii() else host
     infos = socket.getaddrinfo(
-        host, port, family=socket.AF_UNSPEC, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        name, port, family=socket.AF_UNSPEC, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
     )
     sockets: list[socket.socket] = []
     try:

@@ -24,10 +24,16 @@ Identity = tuple[str, str]
 
 
 class StoredRow(NamedTuple):
+    """A FeedItem's fields, then its rank."""
+
     episode_url: str
     guid: str
     title: str
     published_at: int | None
+    duration: int | None
+    link: str | None
+    media_type: str | None
+    notes: str | None
     feed_rank: int | None
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import feedparser
 
-from podsync.services.feeds import NotAFeed, text
+from podsync.services.feeds import NotAFeed, notes, text
 from podsync.services.feeds.strict import NotStrict, parse_strict
 from podsync.store.feed_info import FeedItem, LearnedFeed
 
@@ -84,16 +84,34 @@ def _published(entry: Any) -> int | None:
     return None
 
 
+def _notes(entry: Any) -> Any:
+    """content:encoded (Atom's content), else the description (summary)."""
+    for content in entry.get("content") or ():
+        if isinstance(content, dict) and content.get("value"):
+            return content.get("value")
+    return entry.get("summary")
+
+
 def _episodes(entries: Any, base: str) -> list[FeedItem]:
     rows: list[FeedItem] = []
     for entry in entries[: text.MAX_EPISODES]:
-        urls = [
-            url
-            for enclosure in entry.get("enclosures") or ()
-            if (url := text.web_url(enclosure.get("href"), base)) is not None
-        ]
+        types: dict[str, str | None] = {}
+        for enclosure in entry.get("enclosures") or ():
+            url = text.web_url(enclosure.get("href"), base)
+            if url is not None:
+                types.setdefault(url, notes.media_type(enclosure.get("type")))
         title = _plain(entry.get("title"), entry.get("title_detail"))
-        rows += text.episode_rows(title, text.guid(entry.get("id")), urls, _published(entry))
+        guid = text.guid(entry.get("id"))
+        # A guid that is a permalink is the page when the item names none; taken
+        # only when it is an address by itself (as `strict` does).
+        link = text.web_url(guid, "") if entry.get("guidislink") else entry.get("link")
+        details = text.Details(
+            duration=notes.duration(entry.get("itunes_duration")),
+            link=text.web_url(link, base),
+            types=types,
+            notes=notes.show_notes(_notes(entry), base),
+        )
+        rows += text.episode_rows(title, guid, list(types), _published(entry), details)
     return rows
 
 

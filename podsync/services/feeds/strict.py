@@ -13,12 +13,13 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from itertools import islice
 
-from podsync.services.feeds import text
+from podsync.services.feeds import notes, text
 from podsync.store.feed_info import LearnedFeed
 
 ATOM = "{http://www.w3.org/2005/Atom}"
 ITUNES = "{http://www.itunes.com/dtds/podcast-1.0.dtd}"
 DC = "{http://purl.org/dc/elements/1.1/}"
+CONTENT = "{http://purl.org/rss/1.0/modules/content/}"
 
 
 class NotStrict(Exception):
@@ -50,6 +51,29 @@ def _atom_text(element: ET.Element | None) -> str | None:
     return text.plain(element.text or "", markup)
 
 
+def _markup(element: ET.Element | None) -> str | None:
+    """An element's content as HTML: its text (escaped HTML, or CDATA), or its child
+    elements written out (XHTML written into the feed as it is)."""
+    if element is None:
+        return None
+    if len(element):
+        inner = (element.text or "") + "".join(
+            ET.tostring(child, encoding="unicode") for child in element
+        )
+        return inner.strip() or None
+    return (element.text or "").strip() or None
+
+
+def _atom_notes(entry: ET.Element) -> str | None:
+    for name in ("content", "summary"):
+        element = entry.find(f"{ATOM}{name}")
+        if element is not None:
+            if element.get("type", "text") == "text":
+                return (element.text or "").strip() or None  # text: shown as text
+            return _markup(element)
+    return None
+
+
 def _rss(root: ET.Element, url: str) -> LearnedFeed:
     channel = root.find("channel")
     if channel is None:
@@ -62,14 +86,35 @@ def _rss(root: ET.Element, url: str) -> LearnedFeed:
         artwork = text.web_url(channel.findtext("image/url"), url)
     episodes = []
     for item in islice(channel.iterfind("item"), text.MAX_EPISODES):
-        urls = [
-            found
-            for enclosure in item.iterfind("enclosure")
-            if (found := text.web_url(enclosure.get("url"), url)) is not None
-        ]
-        guid = text.guid(item.findtext("guid"))
+        types: dict[str, str | None] = {}
+        for enclosure in item.iterfind("enclosure"):
+            found = text.web_url(enclosure.get("url"), url)
+            if found is not None:
+                types.setdefault(found, notes.media_type(enclosure.get("type")))
+        guid_element = item.find("guid")
+        guid = text.guid(None if guid_element is None else guid_element.text)
         when = text.published(item.findtext("pubDate") or item.findtext(f"{DC}date"))
-        episodes += text.episode_rows(_plain(item.find("title")), guid, urls, when)
+        link = text.web_url(item.findtext("link"), url)
+        # A guid is a permalink unless it says otherwise: the page when the item
+        # names none, if it is an address by itself.
+        if (
+            link is None
+            and guid_element is not None
+            and guid_element.get("isPermaLink", "true").strip().lower() != "false"
+        ):
+            link = text.web_url(guid, "")
+        details = text.Details(
+            duration=notes.duration(item.findtext(f"{ITUNES}duration")),
+            link=link,
+            types=types,
+            notes=notes.show_notes(
+                _markup(item.find(f"{CONTENT}encoded"))
+                or _markup(item.find("description"))
+                or _markup(item.find(f"{ITUNES}summary")),
+                url,
+            ),
+        )
+        episodes += text.episode_rows(_plain(item.find("title")), guid, list(types), when, details)
     return LearnedFeed(
         title=_plain(channel.find("title")),
         link=text.web_url(channel.findtext("link"), url),
@@ -88,17 +133,24 @@ def _atom_link(element: ET.Element, rel: str) -> str | None:
 def _atom(root: ET.Element, url: str) -> LearnedFeed:
     episodes = []
     for entry in islice(root.iterfind(f"{ATOM}entry"), text.MAX_EPISODES):
-        urls = [
-            found
-            for link in entry.iterfind(f"{ATOM}link")
-            if link.get("rel") == "enclosure"
-            and (found := text.web_url(link.get("href"), url)) is not None
-        ]
+        types: dict[str, str | None] = {}
+        for link in entry.iterfind(f"{ATOM}link"):
+            if link.get("rel") == "enclosure":
+                found = text.web_url(link.get("href"), url)
+                if found is not None:
+                    types.setdefault(found, notes.media_type(link.get("type")))
         guid = text.guid(entry.findtext(f"{ATOM}id"))
         when = text.published(
             entry.findtext(f"{ATOM}published") or entry.findtext(f"{ATOM}updated")
         )
-        episodes += text.episode_rows(_atom_text(entry.find(f"{ATOM}title")), guid, urls, when)
+        details = text.Details(
+            duration=notes.duration(entry.findtext(f"{ITUNES}duration")),
+            link=text.web_url(_atom_link(entry, "alternate"), url),
+            types=types,
+            notes=notes.show_notes(_atom_notes(entry), url),
+        )
+        title = _atom_text(entry.find(f"{ATOM}title"))
+        episodes += text.episode_rows(title, guid, list(types), when, details)
     return LearnedFeed(
         title=_atom_text(root.find(f"{ATOM}title")),
         link=text.web_url(_atom_link(root, "alternate"), url),

@@ -4,6 +4,7 @@ guids as written."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from html.parser import HTMLParser
@@ -68,16 +69,40 @@ def guid(value: Any) -> str:
     return value.strip()[:MAX_GUID]
 
 
+@dataclass(frozen=True, slots=True)
+class Details:
+    """What is kept of an item beside its title: how long, its web page, its
+    enclosures' declared types (by URL), its show notes (sanitized)."""
+
+    duration: int | None = None
+    link: str | None = None
+    types: dict[str, str | None] | None = None
+    notes: str | None = None
+
+
+NO_DETAILS = Details()
+
+
 def episode_rows(
-    title: str | None, guid: str, urls: list[str], published_at: int | None = None
+    title: str | None,
+    guid: str,
+    urls: list[str],
+    published_at: int | None = None,
+    details: Details = NO_DETAILS,
 ) -> list[FeedItem]:
     """The rows of one item: one per distinct enclosure URL, or one without a URL
     when it has a guid; none without a title."""
     if title is None:
         return []
+    d, types = details, details.types or {}
     if urls:
-        return [FeedItem(url, guid, title, published_at) for url in dict.fromkeys(urls)]
-    return [FeedItem("", guid, title, published_at)] if guid else []
+        return [
+            FeedItem(url, guid, title, published_at, d.duration, d.link, types.get(url), d.notes)
+            for url in dict.fromkeys(urls)
+        ]
+    if not guid:
+        return []
+    return [FeedItem("", guid, title, published_at, d.duration, d.link, None, d.notes)]
 
 
 # Dates kept: 1900 to 8999 (a year 1 or 99999 is a typo, and pages show the rest).

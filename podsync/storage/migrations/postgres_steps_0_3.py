@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 import asyncpg
 
 from podsync.storage.migrations.postgres_per_user import per_user_numbers
+from podsync.words import title_words
 
 # A step is a DDL script (statements separated by ";" at line ends) or an async
 # function on the asyncpg connection, run in the step's transaction.
@@ -72,6 +73,42 @@ async def _step_21(conn: asyncpg.Connection) -> None:
     utf8 = await conn.fetchval("SHOW server_encoding") == "UTF8"
     decomposed = "normalize(title, NFD)" if utf8 else "title"
     await conn.execute(_SORT_KEY.format(decomposed=decomposed))
+
+
+_EPISODE_PAGES = """
+ALTER TABLE feed_episodes ADD COLUMN duration BIGINT;
+ALTER TABLE feed_episodes ADD COLUMN link TEXT;
+ALTER TABLE feed_episodes ADD COLUMN media_type TEXT;
+ALTER TABLE feed_episodes ADD COLUMN notes TEXT;
+ALTER TABLE feed_episodes ADD COLUMN words TEXT NOT NULL DEFAULT '';
+UPDATE feed_info SET etag = NULL, last_modified = NULL;
+"""
+# The words as they are, one lexeme each (no text search parser splits them again),
+# so that both engines find a title by the same words (podsync/words.py).
+SEARCH_INDEX = (
+    "CREATE INDEX feed_episodes_words ON feed_episodes "
+    "USING gin (array_to_tsvector(string_to_array(words, ' ')))"
+)
+_WORDS_CHUNK = 5000
+_SET_WORDS = "UPDATE feed_episodes SET words = $2 WHERE ctid = $1::tid"
+
+
+async def _step_22(conn: asyncpg.Connection) -> None:
+    """A page per episode and its search (as SQLite's step 22): the words of the
+    titles kept so far made by podsync.words, a chunk of rows at a time."""
+    await conn.execute(_EPISODE_PAGES)
+    # A cursor sees the rows as they were when it opened, not the versions the
+    # updates make.
+    rows = conn.cursor("SELECT ctid, title FROM feed_episodes", prefetch=_WORDS_CHUNK)
+    chunk: list[tuple[object, str]] = []
+    async for ctid, title in rows:
+        chunk.append((ctid, title_words(title)))
+        if len(chunk) == _WORDS_CHUNK:
+            await conn.executemany(_SET_WORDS, chunk)
+            chunk = []
+    if chunk:
+        await conn.executemany(_SET_WORDS, chunk)
+    await conn.execute(SEARCH_INDEX)
 
 
 STEPS_0_3: tuple[Step, ...] = (
@@ -139,4 +176,5 @@ STEPS_0_3: tuple[Step, ...] = (
     # 20; postgres_per_user.py).
     per_user_numbers,
     _step_21,  # the web UI's third release (as SQLite's step 21)
+    _step_22,  # a page per episode, and finding one by a word of its title
 )

@@ -64,7 +64,7 @@ def _run_step(raw: sqlite3.Connection, version: int, step: Step) -> None:
             raw.execute("ROLLBACK")
             return
         if isinstance(step, str):
-            for statement in _statements(step):
+            for statement in statements(step):
                 raw.execute(statement)
         else:
             step(raw)
@@ -79,7 +79,7 @@ def _run_step(raw: sqlite3.Connection, version: int, step: Step) -> None:
         raise
 
 
-def _statements(script: str) -> list[str]:
+def statements(script: str) -> list[str]:
     """Split a migration script into complete statements (sqlite3.complete_statement)."""
     statements: list[str] = []
     buffer = ""

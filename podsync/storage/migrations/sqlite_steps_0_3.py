@@ -3,8 +3,49 @@ the earlier ones."""
 
 from __future__ import annotations
 
+import sqlite3
+
 from podsync.storage.migrations.sqlite_per_user import per_user_numbers
-from podsync.storage.migrations.sqlite_runner import Step
+from podsync.storage.migrations.sqlite_runner import Step, statements
+from podsync.words import title_words
+
+# 22: what an episode's page shows of its feed item, and the index that finds an
+# episode by a word of its title.
+_EPISODE_PAGES = """
+ALTER TABLE feed_episodes ADD COLUMN duration INTEGER;     -- seconds (itunes:duration)
+ALTER TABLE feed_episodes ADD COLUMN link TEXT;            -- the item's web page
+ALTER TABLE feed_episodes ADD COLUMN media_type TEXT;      -- the enclosure's declared type
+ALTER TABLE feed_episodes ADD COLUMN notes TEXT;           -- show notes, sanitized HTML
+ALTER TABLE feed_episodes ADD COLUMN words TEXT NOT NULL DEFAULT '';  -- podsync.words
+UPDATE feed_episodes SET words = podsync_title_words(title);
+UPDATE feed_info SET etag = NULL, last_modified = NULL;
+CREATE VIRTUAL TABLE feed_episode_words USING fts5(
+    words, content = 'feed_episodes', content_rowid = 'rowid',
+    tokenize = 'unicode61 remove_diacritics 0'
+);
+CREATE TRIGGER feed_episodes_words_added AFTER INSERT ON feed_episodes BEGIN
+    INSERT INTO feed_episode_words (rowid, words) VALUES (new.rowid, new.words);
+END;
+CREATE TRIGGER feed_episodes_words_removed AFTER DELETE ON feed_episodes BEGIN
+    INSERT INTO feed_episode_words (feed_episode_words, rowid, words)
+    VALUES ('delete', old.rowid, old.words);
+END;
+CREATE TRIGGER feed_episodes_words_changed AFTER UPDATE OF words ON feed_episodes BEGIN
+    INSERT INTO feed_episode_words (feed_episode_words, rowid, words)
+    VALUES ('delete', old.rowid, old.words);
+    INSERT INTO feed_episode_words (rowid, words) VALUES (new.rowid, new.words);
+END;
+INSERT INTO feed_episode_words (feed_episode_words) VALUES ('rebuild');
+"""
+
+
+def episode_pages(conn: sqlite3.Connection) -> None:
+    """22. The words of the titles kept so far are made by podsync.words, then
+    indexed at once."""
+    conn.create_function("podsync_title_words", 1, title_words, deterministic=True)
+    for statement in statements(_EPISODE_PAGES):
+        conn.execute(statement)
+
 
 STEPS_0_3: tuple[Step, ...] = (
     # 16: a failed login is kept once per wrong password (contract rev. 5), so that a
@@ -138,4 +179,11 @@ STEPS_0_3: tuple[Step, ...] = (
     ) STRICT, WITHOUT ROWID;
     CREATE INDEX revoked_app_passwords_user ON revoked_app_passwords(user_id, revoked_at);
     """,
+    # 22: a page per episode and a place to listen (the web UI's third release, its
+    # second half). Each feed item keeps its duration, its web page, its enclosure's
+    # type and its show notes (sanitized HTML, bounded: services/feeds/notes.py), and
+    # the words of its title (podsync/words.py) with an FTS5 index over them, kept by
+    # triggers, that finds an episode by a word of its title. The feeds' validators
+    # are forgotten: the next fetch of each reads the whole feed, and its notes.
+    episode_pages,
 )

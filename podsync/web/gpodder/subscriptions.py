@@ -10,7 +10,6 @@ from datetime import UTC, datetime
 from aiohttp import web
 
 from podsync.errors import Forbidden, InvalidInput
-from podsync.opml import OutlineFeed, parse_opml, serialise_opml
 from podsync.services.gpodder.cursor import device_key, post_cursor, session_key
 from podsync.services.gpodder.devices import check_device_id
 from podsync.services.gpodder.subscriptions import parse_url_list
@@ -83,7 +82,9 @@ async def get_list(request: web.Request) -> web.Response:
     if fmt == "txt":
         text = "".join(f"{url}\n" for url, _ in feeds)
         return web.Response(text=text, content_type="text/plain")
-    if fmt == "opml":
+    if fmt == "opml":  # the OPML module loads with the first OPML asked for
+        from podsync.opml import OutlineFeed, serialise_opml
+
         outlines = [OutlineFeed(url, title) for url, title in feeds]
         args = (outlines, f"podsync subscriptions of {user.name}", datetime.now(UTC))
         # A big list is formatted off the event loop (20,000 feeds held it ~1 s).
@@ -100,6 +101,8 @@ async def put_list(request: web.Request) -> web.Response:
     fmt = _format(request)
     body = await request.read()
     if fmt == "opml":
+        from podsync.opml import parse_opml
+
         # A big document takes the parser long: off the event loop.
         outlines = (
             await asyncio.to_thread(parse_opml, body) if len(body) > 65536 else parse_opml(body)

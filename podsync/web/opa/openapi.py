@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from functools import cache
-from importlib import resources
 from typing import Any
 
 from aiohttp import web
@@ -18,7 +17,10 @@ from podsync.web.keys import CONFIG
 @cache
 def document_bytes(page_size_max: int = SyncConfig().page_size_max, public_url: str = "") -> bytes:
     """The document as served when `sync.page_size_max` is `page_size_max` and
-    `server.public_url` is `public_url`."""
+    `server.public_url` is `public_url`. (importlib.resources loads with the first
+    request for it: an idle server never reads the file.)"""
+    from importlib import resources
+
     text = resources.files("podsync.web.opa").joinpath("openapi.json").read_text("utf-8")
     document: dict[str, Any] = json.loads(text)
     document["info"]["version"] = __version__  # the package's, not the file's

@@ -7,7 +7,6 @@ import asyncio
 
 from aiohttp import web
 
-from podsync.services.opml_io import OpmlService
 from podsync.web import params
 from podsync.web.keys import DB, SYNC, USER
 
@@ -15,6 +14,8 @@ OPML_CONTENT_TYPE = "text/x-opml"
 
 
 async def export_subscriptions(request: web.Request) -> web.StreamResponse:
+    from podsync.services.opml_io import OpmlService  # loads with the first export
+
     include_unsubscribed = params.boolean(request, "include_unsubscribed")
     service = OpmlService(request.app[DB], request.app[SYNC])
     response = web.StreamResponse(

@@ -6,17 +6,26 @@ from aiohttp import web
 
 from podsync.services.accounts import AccountService
 from podsync.services.browsing import BrowseService
+from podsync.services.episode_pages import EpisodePages
+from podsync.services.episode_search import EpisodeSearch
 from podsync.services.listening import ListeningService
+from podsync.services.listening_stats import ListeningStats
 from podsync.services.opml_io import OpmlService
 from podsync.services.remote_import.jobs import ImportJobs
+from podsync.services.web_listening import WebListening
 from podsync.services.web_sessions import SignedIn, WebSessionService
 
 WEB_SESSIONS = web.AppKey("web_sessions", WebSessionService)
 BROWSE = web.AppKey("browse", BrowseService)
 LISTENING = web.AppKey("listening", ListeningService)
+EPISODE_PAGES = web.AppKey("ui_episode_pages", EpisodePages)
+WEB_LISTENING = web.AppKey("ui_web_listening", WebListening)
+EPISODE_SEARCH = web.AppKey("ui_episode_search", EpisodeSearch)
+LISTENING_STATS = web.AppKey("ui_listening_stats", ListeningStats)
 ACCOUNTS = web.AppKey("ui_accounts", AccountService)
 OPML = web.AppKey("ui_opml", OpmlService)
 IMPORT_JOBS = web.AppKey("ui_import_jobs", ImportJobs)
 STYLESHEET = web.AppKey("ui_stylesheet", bytes)
 FAVICON = web.AppKey("ui_favicon", bytes)
+PLAYER_SCRIPT = web.AppKey("ui_player_script", bytes)
 SIGNED_IN = web.RequestKey("ui_signed_in", SignedIn)

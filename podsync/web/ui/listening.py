@@ -11,9 +11,12 @@ from urllib.parse import urlencode
 from aiohttp import web
 
 from podsync.feeds import url_key
+from podsync.model import Subscription
 from podsync.numbers import parse_int
+from podsync.services.episode_pages import feed_ref
+from podsync.services.episode_state import FINISHED, LABELS, NOT_PLAYED, played
 from podsync.services.feed_info import EpisodeRef
-from podsync.services.listening import PodcastEpisode, finished
+from podsync.services.listening import FILTERS, PodcastEpisode, finished
 from podsync.sorting import sort_key
 from podsync.store.listening import HistoryFilter, HistoryKey, HistoryRow
 from podsync.web.keys import FEED_INFO
@@ -51,6 +54,7 @@ ACTION_FILTERS = (
 @dataclass(frozen=True, slots=True)
 class HistoryItem:
     episode: str
+    href: str  # the episode's page
     podcast: str
     podcast_key: str
     action: str
@@ -98,6 +102,7 @@ async def history_items(
         items.append(
             HistoryItem(
                 episode=episode_titles.get(ref) or file_name(a.episode_url),
+                href=f"/ui/episodes/{a.episode_id}",
                 podcast=a.podcast_title
                 or podcast_titles.get(a.podcast_url)
                 or host_and_path(a.podcast_url),
@@ -186,6 +191,10 @@ async def history(request: web.Request) -> web.Response:
 @dataclass(frozen=True, slots=True)
 class EpisodeItem:
     title: str
+    href: str  # the episode's page
+    ref: str  # its id, for Mark played / not played
+    played: str  # NOT_PLAYED, IN_PROGRESS, FINISHED
+    length_known: bool  # the feed's duration, or a play's total: Mark played can say where
     published: Moment | None  # the feed's date for it
     state: str  # Not played, Finished, In progress, Downloaded, Deleted, Marked new
     acted: bool  # this person did something with it
@@ -199,20 +208,34 @@ class EpisodeItem:
     listed: bool  # in the feed as last fetched
 
 
-def _episode_item(episode: PodcastEpisode, captions: dict[str, str], tz: tzinfo) -> EpisodeItem:
+def _episode_item(
+    episode: PodcastEpisode, entity: Subscription, captions: dict[str, str], tz: tzinfo
+) -> EpisodeItem:
     title = episode.title or file_name(episode.episode_url)
     published = Moment(episode.published_at, tz) if episode.published_at is not None else None
     state = episode.state
+    if state is not None:
+        ref = str(state.episode_id)
+    else:
+        assert entity.id is not None
+        ref = feed_ref(entity.id, episode.guid, episode.episode_url)
+    href, key = f"/ui/episodes/{ref}", played(state)
+    length_known = bool(episode.duration) or bool(
+        state is not None and state.play is not None and state.play.total
+    )
     if state is None:
         return EpisodeItem(
-            title, published, "Not played", False, None, 0, 0, "", None, None, "", episode.listed
-        )
+            title, href, ref, key, length_known, published, "Not played", False, None,
+            0, 0, "", None, None, "", episode.listed,
+        )  # fmt: skip
     # A play says most (where the person got to); else the latest action.
     shown = state.play or state.latest
     progress = progress_of(shown)
     label = ACTION_LABELS.get(shown.action, shown.action)
     if progress is not None:
-        label = "Finished" if finished(shown.position, shown.total) else "In progress"
+        label = LABELS[key]
+        if key == NOT_PLAYED:  # marked not played, or stopped at 0
+            progress = None
     also = []
     if state.download is not None and (
         state.delete is None or state.delete.key < state.download.key
@@ -222,6 +245,10 @@ def _episode_item(episode: PodcastEpisode, captions: dict[str, str], tz: tzinfo)
         also.append("download deleted")
     return EpisodeItem(
         title=title,
+        href=href,
+        ref=ref,
+        played=key,
+        length_known=length_known,
         published=published,
         state=label,
         acted=True,
@@ -246,10 +273,14 @@ async def podcast(request: web.Request) -> web.Response:
     feed_info = request.app[FEED_INFO]
     info = (await feed_info.for_feeds([entity.feed_url])).get(entity.feed_url)
     asked = page_number(request)
-    found = await request.app[LISTENING].podcast(user, entity.url_key, asked)
+    only = request.query.get("show", "")
+    if only not in FILTERS:
+        only = ""
+    found = await request.app[LISTENING].podcast(user, entity.url_key, asked, only=only or None)
 
     def href(number: int) -> str:
-        return request.path + (f"?page={number}" if number > 1 else "")
+        query = {k: v for k, v in (("show", only), ("page", str(number))) if v and v != "1"}
+        return request.path + ("?" + urlencode(query) if query else "")
 
     if asked > found.page:
         raise web.HTTPFound(href(found.page))  # past the end: the last page
@@ -272,7 +303,11 @@ async def podcast(request: web.Request) -> web.Response:
         fetch_error=info.last_error if info else None,
         next_try=Moment(info.next_try_at, tz) if info and info.last_error else None,
         devices=[captions.get(d, d) for d in found.devices],
-        episodes=[_episode_item(e, captions, tz) for e in found.episodes],
+        episodes=[_episode_item(e, entity, captions, tz) for e in found.episodes],
+        show=only,
+        show_options=[("", "All"), *((k, LABELS[k]) for k in FILTERS)],
+        show_href=lambda key: request.path + ("?" + urlencode({"show": key}) if key else ""),
+        finished_key=FINISHED,
         from_feed=found.from_feed,
         in_feed=found.in_feed,
         unlisted=found.unlisted,
@@ -280,6 +315,6 @@ async def podcast(request: web.Request) -> web.Response:
         prev_href=href(found.page - 1) if found.page > 1 else None,
         next_href=href(found.page + 1) if found.page < found.pages else None,
         history_href="/ui/history?" + urlencode({"podcast": entity.url_key}),
-        back=request.path,
+        back=href(found.page),
         zone=zone_name(tz),
     )

@@ -210,6 +210,8 @@ NOTICES = {
     "refresh_failed": "The feed could not be fetched: its page says why and when the next try is.",
     "refresh_wait": "This feed was fetched less than a minute ago; try again in a minute.",
     "refresh_off": "Feeds are not fetched on this server (feeds.fetch_metadata is off).",
+    "played": "Marked played. Your apps get it at their next sync.",
+    "unplayed": "Marked not played. Your apps get it at their next sync.",
 }
 
 

@@ -2,30 +2,44 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 from aiohttp import web
 
 from podsync.services.accounts import AccountService
 from podsync.services.browsing import BrowseService
+from podsync.services.episode_pages import EpisodePages
+from podsync.services.episode_search import EpisodeSearch
 from podsync.services.listening import ListeningService
+from podsync.services.listening_stats import ListeningStats
 from podsync.services.opml_io import OpmlService
 from podsync.services.remote_import import RemoteImportService
 from podsync.services.remote_import.bounds import ImportBounds
 from podsync.services.remote_import.jobs import ImportJobs
+from podsync.services.web_listening import WebListening
 from podsync.services.web_sessions import WebSessionService
-from podsync.web.keys import AUTH, CONFIG, DB, ERROR_PAGE, FEED_FETCHER, GPODDER, SYNC
+from podsync.web.keys import (
+    AUTH,
+    CONFIG,
+    DB,
+    ERROR_PAGE,
+    FEED_FETCHER,
+    GPODDER,
+    SYNC,
+    SYNC_HEALTH,
+)
 from podsync.web.ui import (
     account,
     admin,
     app_passwords,
     artwork,
     devices,
+    episodes,
     grant,
     listening,
     lockout,
     pages,
     remote_import,
+    search,
+    stats,
     time_zone,
     transfer,
 )
@@ -33,11 +47,16 @@ from podsync.web.ui.guard import Handler, error_page, page_for_error, ui_route
 from podsync.web.ui.keys import (
     ACCOUNTS,
     BROWSE,
+    EPISODE_PAGES,
+    EPISODE_SEARCH,
     FAVICON,
     IMPORT_JOBS,
     LISTENING,
+    LISTENING_STATS,
     OPML,
+    PLAYER_SCRIPT,
     STYLESHEET,
+    WEB_LISTENING,
     WEB_SESSIONS,
 )
 from podsync.web.ui.render import FAVICON_FILE, STATIC_CSS, static_file, stylesheet
@@ -57,6 +76,11 @@ _UI: list[tuple[str, str, Handler, dict[str, bool]]] = [
     ("POST", "/ui/subscriptions/refresh", pages.refresh, {}),
     ("GET", "/ui/podcasts/{sync_id}", listening.podcast, {}),
     ("GET", "/ui/artwork/{digest}", artwork.artwork, {}),
+    ("POST", "/ui/episodes/mark", episodes.mark, {}),
+    ("GET", "/ui/episodes/{ref}", episodes.episode_page, {}),
+    ("POST", "/ui/episodes/{ref}/progress", episodes.progress, {}),
+    ("GET", "/ui/search", search.search, {}),
+    ("GET", "/ui/stats", stats.stats, {}),
     ("GET", "/ui/history", listening.history, {}),
     ("GET", "/ui/devices", devices.devices, {}),
     ("POST", "/ui/devices/rename", devices.rename_device, {}),
@@ -99,6 +123,19 @@ async def _stylesheet(request: web.Request) -> web.Response:
     )
 
 
+async def _player_script(request: web.Request) -> web.Response:
+    """The episode page's player script: the UI's one script, same-origin."""
+    return web.Response(
+        body=request.app[PLAYER_SCRIPT],
+        content_type="text/javascript",
+        charset="utf-8",
+        headers={
+            "Cache-Control": "public, max-age=86400",
+            "X-Content-Type-Options": "nosniff",
+        },
+    )
+
+
 async def _favicon(request: web.Request) -> web.Response:
     """The browser's tab icon, asked for at /favicon.ico by every browser."""
     return web.Response(
@@ -115,18 +152,24 @@ async def _not_found(request: web.Request) -> web.Response:
     return error_page(request, 404, "Not found", "There is no such page.")
 
 
-async def _services(app: web.Application) -> AsyncIterator[None]:
-    """The UI's services, on the app's database and auth (opened before this runs)."""
+def open_services(app: web.Application) -> None:
+    """The UI's services, on the app's database and auth (open before the first page)."""
     db, auth = app[DB], app[AUTH]
     app[ACCOUNTS] = AccountService(db, auth.passwords)
     app[WEB_SESSIONS] = WebSessionService(db, auth, app[ACCOUNTS], app[CONFIG].ui.session_lifetime)
     app[BROWSE] = BrowseService(db, app[SYNC], app[FEED_FETCHER])
     app[LISTENING] = ListeningService(db)
+    app[EPISODE_PAGES] = EpisodePages(db)
+    app[EPISODE_SEARCH] = EpisodeSearch(db)
+    app[LISTENING_STATS] = ListeningStats(db)
+    gpodder = app[GPODDER]
+    app[WEB_LISTENING] = WebListening(
+        app[EPISODE_PAGES], gpodder.devices, gpodder.episodes, app[SYNC_HEALTH]
+    )
     app[OPML] = OpmlService(db, app[SYNC])
     bounds = ImportBounds.for_config(app[CONFIG])
     importer = RemoteImportService(app[OPML], app[GPODDER].episodes, bounds)
     app[IMPORT_JOBS] = ImportJobs(db, importer, app[CONFIG].auth)
-    yield
 
 
 async def _stop_imports(app: web.Application) -> None:
@@ -136,13 +179,15 @@ async def _stop_imports(app: web.Application) -> None:
         await app[IMPORT_JOBS].shutdown()
 
 
-def setup_ui(app: web.Application) -> None:
-    """Templates, the style sheet, the services and the routes of /ui/. Call after the
-    app's own resources are in its cleanup_ctx (the services need them)."""
-    app.cleanup_ctx.append(_services)
+def ui_app() -> web.Application:
+    """The web UI's application: its routes, style sheet and error page, built on the
+    first request under /ui/ (web/routes.py registers it, web/lazy_app.py loads it;
+    its services come with `open_services`, over the main application's state)."""
+    app = web.Application()
     app.on_shutdown.append(_stop_imports)
     app[STYLESHEET] = stylesheet()
     app[FAVICON] = static_file(FAVICON_FILE)
+    app[PLAYER_SCRIPT] = static_file(episodes.PLAYER_JS)
     app[ERROR_PAGE] = page_for_error
     routes = [
         web.route(method, path, ui_route(handler, **options), name=f"ui.r{n}_{handler.__name__}")
@@ -151,8 +196,14 @@ def setup_ui(app: web.Application) -> None:
     routes.append(
         web.get(f"/ui/static/{STATIC_CSS}", _stylesheet, name="ui.static", allow_head=False)
     )
+    routes.append(
+        web.get(
+            f"/ui/static/{episodes.PLAYER_JS}", _player_script, name="ui.player", allow_head=False
+        )
+    )
     routes.append(web.get("/favicon.ico", _favicon, name="ui.favicon", allow_head=False))
     routes.append(
         web.get("/ui/{tail:.*}", ui_route(_not_found), name="ui.not_found", allow_head=False)
     )
     app.router.add_routes(routes)
+    return app
