@@ -60,7 +60,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 # its file, runs by default. Each of them also gets the marker `packaging`.
 PACKAGING_MARKERS = ("executable", "container", "arm64", "proxy")
 RUN_PACKAGING = "RUN_PACKAGING_TESTS"
-_NOT_SELECTED: list[pytest.Item] = []
+# The packaging tests left out, as (test id, file name): collected by this process,
+# or, under pytest-xdist (`-n`), by each worker and sent to the controller, which
+# prints the summary.
+_NOT_SELECTED: dict[str, str] = {}
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -75,7 +78,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     chosen = set(packaging)
     items[:] = [item for item in items if item not in chosen]
     config.hook.pytest_deselected(items=packaging)
-    _NOT_SELECTED.extend(packaging)
+    _NOT_SELECTED.update((item.nodeid, item.path.name) for item in packaging)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """(A pytest-xdist worker) hand the tests left out to the controller."""
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:
+        output["not_selected"] = dict(_NOT_SELECTED)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """(The pytest-xdist controller) what a worker left out."""
+    _NOT_SELECTED.update(getattr(node, "workeroutput", {}).get("not_selected", {}))
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -95,7 +111,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     """Say at the end which tests were not selected and how to run them. (Why a test
     skipped is in the short summary: `-rs` is in pytest's addopts.)"""
     if _NOT_SELECTED:
-        files = sorted({item.path.name for item in _NOT_SELECTED})
+        files = sorted(set(_NOT_SELECTED.values()))
         terminalreporter.write_line(
             f"{len(_NOT_SELECTED)} tests of packaging/ not selected (the binaries, the "
             f"images and Compose, nginx and Caddy: {', '.join(files)}); {RUN_PACKAGING}=1 "

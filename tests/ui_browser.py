@@ -7,6 +7,7 @@ installed with npm into build/npm once (a cache every later run reuses).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -48,21 +49,29 @@ def axe_source() -> str:
         if _NO_AXE:
             pytest.skip(_NO_AXE[0])
         NPM_PREFIX.mkdir(parents=True, exist_ok=True)
-        result = subprocess.run(
-            [npm, "install", "--prefix", str(NPM_PREFIX), "--no-audit", "--no-fund", "axe-core@4"],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-        if result.returncode != 0 or not AXE.exists():
-            said = [line for line in result.stderr.splitlines() if line.strip()]
-            _NO_AXE.append(
-                "axe-core could not be installed from the npm registry into build/npm: "
-                + (said[0] if said else f"npm exited with {result.returncode}")
-            )
-            pytest.skip(_NO_AXE[0])
+        # Several test processes (pytest -n) may get here at once: one installs.
+        with open(NPM_PREFIX / ".install-lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not AXE.exists():
+                _install_axe(npm)
     return AXE.read_text()
+
+
+def _install_axe(npm: str) -> None:
+    result = subprocess.run(
+        [npm, "install", "--prefix", str(NPM_PREFIX), "--no-audit", "--no-fund", "axe-core@4"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    if result.returncode != 0 or not AXE.exists():
+        said = [line for line in result.stderr.splitlines() if line.strip()]
+        _NO_AXE.append(
+            "axe-core could not be installed from the npm registry into build/npm: "
+            + (said[0] if said else f"npm exited with {result.returncode}")
+        )
+        pytest.skip(_NO_AXE[0])
 
 
 @pytest.fixture(scope="module")
