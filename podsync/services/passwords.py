@@ -48,7 +48,8 @@ LANES = 4
 # A hash of a random, forgotten password made with PasswordHasher()'s defaults.
 # Verifying against it for unknown users costs what a real verification costs, so
 # response time does not reveal which usernames exist. A test checks that its
-# parameters still match the hasher's. Another cost makes its own (`_dummy_hash`).
+# parameters still match the hasher's. Another cost makes its own on first need
+# (`PasswordService._verify`).
 DUMMY_HASH = (
     "$argon2id$v=19$m=65536,t=3,p=4$rfHzlTFG7PVsFCv800VnMg$"
     "TwtiNbPml1NgL9Bqf05NKW0up6GLZ22jbw+gYcBN2Q4"
