@@ -27,7 +27,7 @@ from click.testing import CliRunner, Result
 from podsync.cli import cli
 from podsync.config import Config, load_config
 from podsync.services.accounts import AccountService
-from podsync.services.passwords import PasswordService
+from podsync.services.passwords import HASH_THREADS, PasswordService
 from podsync.storage.engine import create_engine
 from podsync.storage.sqlite import Database
 from podsync.web.app import create_app
@@ -165,6 +165,8 @@ def make_config(tmp_path: Path, database_url: str) -> MakeConfig:
             # The feeds of these tests are not served anywhere: no test reaches for a
             # public host. A test that serves its feeds passes `feeds` (on 127.0.0.1).
             sections = {**sections, "feeds": {"fetch_metadata": False}}
+        # The cheapest cost the config allows, unless the test sets its own.
+        sections = {**sections, "auth": {**TEST_HASH_COST, **sections.get("auth", {})}}
         for section, values in sections.items():
             body = "".join(f"{key} = {_toml(value)}\n" for key, value in values.items())
             if section == "database":
@@ -176,6 +178,21 @@ def make_config(tmp_path: Path, database_url: str) -> MakeConfig:
         return load_config(path, environ={})
 
     return make
+
+
+# argon2id's cheapest allowed cost (OWASP's minimum): a hash takes about a tenth of
+# the default's CPU time, and the tests hash thousands of passwords. The tests of
+# the default cost build their PasswordService without it.
+TEST_MEMORY_KIB, TEST_TIME_COST = 7168, 5
+TEST_HASH_COST = {
+    "password_hash_memory_kib": TEST_MEMORY_KIB,
+    "password_hash_time_cost": TEST_TIME_COST,
+}
+
+
+def cheap_passwords(threads: int = HASH_THREADS) -> PasswordService:
+    """A PasswordService at the tests' cost, for a test that has no config at hand."""
+    return PasswordService(threads, TEST_MEMORY_KIB, TEST_TIME_COST)
 
 
 def _toml(value: Any) -> str:
@@ -203,7 +220,7 @@ async def with_accounts(config: Config, action: Callable[[AccountService], Await
     """Run an account operation on the test database, as the CLI would."""
     db = create_engine(config.database)
     await db.open()
-    passwords = PasswordService()
+    passwords = PasswordService.for_config(config.auth)
     try:
         return await action(AccountService(db, passwords))
     finally:
@@ -272,7 +289,7 @@ def seeded_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     async def seed() -> None:
         async with Database(str(path)) as db:
-            passwords = PasswordService()
+            passwords = cheap_passwords()
             try:
                 accounts = AccountService(db, passwords)
                 for name in SEEDED_USERS:

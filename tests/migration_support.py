@@ -14,11 +14,11 @@ import pytest
 from podsync.config import Config
 from podsync.feeds import derive_guid, new_uuid7, url_key
 from podsync.model import Subscription, episode_action_view, subscription_view
-from podsync.services.passwords import PasswordService
 from podsync.storage.engine import Engine, create_engine
 from podsync.storage.migrations import postgres as pg_migrations
 from podsync.storage.migrations import sqlite as sqlite_migrations
 from podsync.store.episodes import EpisodeAction
+from tests.conftest import cheap_passwords
 
 
 @asynccontextmanager
@@ -41,7 +41,7 @@ async def add_user(db: Engine, name: str, password: str | None = None) -> int:
     `password`, one that can sign in (else the hash is no hash)."""
     password_hash = "x"
     if password is not None:
-        passwords = PasswordService(threads=1)
+        passwords = cheap_passwords(threads=1)
         try:
             password_hash = await passwords.hash(password)
         finally:

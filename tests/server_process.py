@@ -18,6 +18,7 @@ import urllib.request
 from pathlib import Path
 
 from podsync.config import Config, load_config
+from tests.conftest import TEST_HASH_COST
 
 SERVER_START_TIMEOUT = 20.0
 
@@ -31,6 +32,7 @@ def free_port() -> int:
 
 def write_server_config(directory: Path, port: int, **auth: int) -> Config:
     """Config of a test server: its own DB in `directory`, durability full, quiet."""
+    auth = {**TEST_HASH_COST, **auth}  # the cheapest cost, unless the test sets its own
     extra = "".join(f"{key} = {value}\n" for key, value in auth.items())
     path = directory / "server.toml"
     path.write_text(

@@ -132,7 +132,7 @@ async def seed(client: TestClient[Any, Any], config: Config) -> dict[str, str]:
     """Fill a fresh database through the APIs; returns the secrets the replay needs."""
     app = client.server.app
     assert app is not None
-    passwords = PasswordService()
+    passwords = PasswordService.for_config(config.auth)
     try:
         service = AccountService(app[DB], passwords)
         users = {name: await service.add_user(name, PASSWORD) for name in ("alice", "bob", "carol")}

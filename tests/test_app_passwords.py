@@ -46,7 +46,7 @@ async def with_service(
     """Run `action` on the test database's app password and account services."""
     db = create_engine(config.database)
     await db.open()
-    passwords = PasswordService()
+    passwords = PasswordService.for_config(config.auth)
     try:
         return await action(AppPasswordService(db), AccountService(db, passwords))
     finally:

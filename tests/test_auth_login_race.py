@@ -14,7 +14,7 @@ from podsync.services.accounts import AccountService
 from podsync.services.auth import AuthService
 from podsync.services.passwords import PasswordService
 from podsync.storage.sqlite import Database
-from tests.conftest import PASSWORD
+from tests.conftest import PASSWORD, TEST_MEMORY_KIB, TEST_TIME_COST, cheap_passwords
 
 Revoke = Callable[[AccountService], Awaitable[Any]]
 
@@ -23,7 +23,7 @@ class RevokingPasswords(PasswordService):
     """Verifies for real, then lets an admin act before the login writes its token."""
 
     def __init__(self, revoke: Revoke, accounts: Callable[[], AccountService]) -> None:
-        super().__init__()
+        super().__init__(memory_kib=TEST_MEMORY_KIB, time_cost=TEST_TIME_COST)
         self.revoke = revoke
         self.accounts = accounts
 
@@ -48,7 +48,7 @@ async def test_a_login_racing_a_revocation_gets_no_token(
 ) -> None:
     user = await create_user("alice")
     async with Database(config.database.path) as db:
-        plain = PasswordService()
+        plain = cheap_passwords()
         passwords = RevokingPasswords(revoke, lambda: AccountService(db, plain))
         try:
             auth = AuthService(db, config.auth, "a-secret-key-for-this-test", passwords)

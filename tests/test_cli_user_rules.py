@@ -46,7 +46,7 @@ def _users(config: Config) -> list[list[str]]:
 def _password_matches(config: Config, name: str, password: str) -> bool:
     async def check() -> bool:
         user = await with_accounts(config, lambda accounts: accounts.get_user(name))
-        passwords = PasswordService()
+        passwords = PasswordService.for_config(config.auth)
         try:
             return await passwords.verify(user.password_hash, password)
         finally:

@@ -179,7 +179,7 @@ async def test_a_grant_written_after_the_logins_ended_is_refused(config: Config)
     could no longer end."""
     db = create_engine(config.database)
     await db.open()
-    passwords = PasswordService()
+    passwords = PasswordService.for_config(config.auth)
     try:
         accounts = AccountService(db, passwords)
         await accounts.add_user("alice", PASSWORD)

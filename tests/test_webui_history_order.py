@@ -135,7 +135,7 @@ async def test_step_14_on_a_database_of_the_release_before(
 ) -> None:
     """The release before stored a backlog's play after a newer one; once the step
     has run, the history shows them in the order they happened."""
-    passwords = PasswordService()
+    passwords = PasswordService.for_config(config.auth)
     try:
         async with database_at(config, db_engine, RELEASE_BEFORE) as db:
             user_id = await add_user(db, "alice", PASSWORD)

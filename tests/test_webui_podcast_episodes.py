@@ -194,7 +194,7 @@ async def test_the_step_on_a_database_of_the_release_before(
     brings the order."""
     config = fetching(make_config)
     show = site.url("/show.xml")
-    passwords = PasswordService()
+    passwords = PasswordService.for_config(config.auth)
     try:
         async with database_at(config, db_engine, STEP) as db:
             await add_user(db, "alice", PASSWORD)

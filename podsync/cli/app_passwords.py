@@ -52,7 +52,7 @@ def user_app_passwords(
         raise click.UsageError("give --create or --revoke, not both")
 
     async def run(db: Engine) -> tuple[list[AppPassword], AppPassword | None, str | None]:
-        passwords = PasswordService(threads=1)
+        passwords = PasswordService.for_config(ctx.config.auth, threads=1)
         try:
             user = await AccountService(db, passwords).get_user(name)
         finally:

@@ -177,7 +177,7 @@ def run_with_accounts(
     config: Config, action: Callable[[AccountService], Awaitable[T]], create: bool = False
 ) -> T:
     async def with_accounts(db: Engine) -> T:
-        passwords = PasswordService()
+        passwords = PasswordService.for_config(config.auth)
         try:
             return await action(AccountService(db, passwords))
         finally:

@@ -26,6 +26,12 @@ LOG_FORMATS = ("text", "json")
 # Each worker is a whole server (its memory, its database connections): far past the
 # cores of any machine podsync is meant for, more only costs.
 MAX_WORKERS = 64
+# argon2id's cost: OWASP's Password Storage Cheat Sheet's weakest line is m=7168 KiB,
+# t=5 (its other lines trade memory for passes at about the same product); the
+# ceilings keep a typo from making every login take minutes or 4 GiB.
+MIN_HASH_MEMORY_KIB, MAX_HASH_MEMORY_KIB = 7168, 4194304
+MIN_HASH_TIME_COST, MAX_HASH_TIME_COST = 1, 20
+MIN_HASH_COST_PRODUCT = 7168 * 5  # memory_kib * time_cost
 
 
 class ConfigError(Exception):
@@ -68,6 +74,26 @@ def _split(url: str) -> SplitResult | None:
         return urlsplit(url)
     except ValueError:
         return None
+
+
+def _check_hash_cost(a: AuthConfig) -> None:
+    m, t = a.password_hash_memory_kib, a.password_hash_time_cost
+    _require(
+        MIN_HASH_MEMORY_KIB <= m <= MAX_HASH_MEMORY_KIB,
+        f"auth.password_hash_memory_kib must be between {MIN_HASH_MEMORY_KIB} (OWASP's "
+        f"minimum for argon2id) and {MAX_HASH_MEMORY_KIB}, not {m}",
+    )
+    _require(
+        MIN_HASH_TIME_COST <= t <= MAX_HASH_TIME_COST,
+        f"auth.password_hash_time_cost must be between {MIN_HASH_TIME_COST} and "
+        f"{MAX_HASH_TIME_COST}, not {t}",
+    )
+    _require(
+        m * t >= MIN_HASH_COST_PRODUCT,
+        f"auth.password_hash_memory_kib * auth.password_hash_time_cost must be at least "
+        f"{MIN_HASH_COST_PRODUCT} (OWASP's minimum for argon2id: 7168 KiB with a time "
+        f"cost of 5, 19456 KiB with 2, ...), not {m} * {t} = {m * t}",
+    )
 
 
 def validate(config: C) -> C:
@@ -143,6 +169,7 @@ def validate(config: C) -> C:
     ):
         value = getattr(a, key)
         _require(value >= 1, f"auth.{key} must be at least 1, not {value}")
+    _check_hash_cost(a)
     _require(y.max_clock_skew >= 0, f"sync.max_clock_skew must be >= 0, not {y.max_clock_skew}")
     _require(y.page_size_max >= 1, f"sync.page_size_max must be at least 1, not {y.page_size_max}")
     _require(

@@ -156,7 +156,7 @@ class AuthService:
         if USERNAME.fullmatch(username):
             async with self.db.read() as conn:
                 user = await users.get_by_name(conn, username)
-        # Unknown users still cost one verification (DUMMY_HASH) so timing tells nothing.
+        # Unknown users still cost one verification (a dummy hash) so timing tells nothing.
         ok = await self.passwords.verify(user.password_hash if user else None, password)
         return user, ok
 

@@ -12,6 +12,10 @@ p99 during a storm of 20 logins was 7.9 times its quiet p99. The result is the s
 hash, byte for byte (argon2's output depends on its lanes, not on its threads).
 On Linux the hash threads also run at a lower priority (nice +10): on a machine busy
 with other work, the event loop still wins the core it needs over a queue of logins.
+
+The cost (memory and passes, `auth.password_hash_memory_kib` and `..._time_cost`)
+is a setting; the lanes stay 4. A hash of another cost `needs_rehash`, and the
+Open Podcast API's login rehashes it.
 """
 
 from __future__ import annotations
@@ -31,15 +35,21 @@ from podsync.errors import InvalidInput
 if TYPE_CHECKING:
     from argon2 import PasswordHasher
 
+    from podsync.config import AuthConfig
+
 HASH_THREADS = max(1, min(2, (os.cpu_count() or 1) - 1))
 HASH_NICENESS = 10  # added to the hash threads' nice value (Linux)
 MIN_PASSWORD_LENGTH = 8
 MAX_PASSWORD_LENGTH = 1024
+DEFAULT_MEMORY_KIB = 65536  # PasswordHasher()'s defaults, and the settings'
+DEFAULT_TIME_COST = 3
+LANES = 4
 
 # A hash of a random, forgotten password made with PasswordHasher()'s defaults.
 # Verifying against it for unknown users costs what a real verification costs, so
 # response time does not reveal which usernames exist. A test checks that its
-# parameters still match the hasher's.
+# parameters still match the hasher's. Another cost makes its own on first need
+# (`PasswordService._verify`).
 DUMMY_HASH = (
     "$argon2id$v=19$m=65536,t=3,p=4$rfHzlTFG7PVsFCv800VnMg$"
     "TwtiNbPml1NgL9Bqf05NKW0up6GLZ22jbw+gYcBN2Q4"
@@ -59,11 +69,25 @@ def _encode(password: str) -> bytes:
 
 
 class PasswordService:
-    def __init__(self, threads: int = HASH_THREADS) -> None:
+    def __init__(
+        self,
+        threads: int = HASH_THREADS,
+        memory_kib: int = DEFAULT_MEMORY_KIB,
+        time_cost: int = DEFAULT_TIME_COST,
+    ) -> None:
+        """`memory_kib` and `time_cost`: argon2id's cost of each new hash (the
+        config validates them against OWASP's minimum)."""
+        self.memory_kib, self.time_cost = memory_kib, time_cost
+        default = (memory_kib, time_cost) == (DEFAULT_MEMORY_KIB, DEFAULT_TIME_COST)
+        self._dummy: str | None = DUMMY_HASH if default else None
         self._hasher_made: PasswordHasher | None = None
         self._executor = ThreadPoolExecutor(
             max_workers=threads, thread_name_prefix="argon2", initializer=_lower_priority
         )
+
+    @classmethod
+    def for_config(cls, auth: AuthConfig, threads: int = HASH_THREADS) -> PasswordService:
+        return cls(threads, auth.password_hash_memory_kib, auth.password_hash_time_cost)
 
     @property
     def _hasher(self) -> PasswordHasher:
@@ -72,7 +96,9 @@ class PasswordService:
         if self._hasher_made is None:
             from argon2 import PasswordHasher
 
-            self._hasher_made = PasswordHasher()
+            self._hasher_made = PasswordHasher(
+                time_cost=self.time_cost, memory_cost=self.memory_kib, parallelism=LANES
+            )
         return self._hasher_made
 
     def _hash(self, password: bytes) -> str:
@@ -94,17 +120,17 @@ class PasswordService:
     async def verify(self, password_hash: str | None, password: str) -> bool:
         """True when `password` matches; a None hash spends a dummy verification."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(
-            self._executor,
-            self._verify,
-            password_hash or DUMMY_HASH,
-            password,
-            password_hash is not None,
-        )
+        return await loop.run_in_executor(self._executor, self._verify, password_hash, password)
 
-    def _verify(self, password_hash: str, password: str, real: bool) -> bool:
+    def _verify(self, password_hash: str | None, password: str) -> bool:
         from argon2.exceptions import HashingError, InvalidHashError, VerificationError
 
+        real = password_hash is not None
+        if password_hash is None:
+            password_hash = self._dummy
+            if password_hash is None:  # making it costs what a verification costs
+                self._dummy = self._hash(os.urandom(32))
+                return False
         try:
             ok = _verify_one_thread(password_hash, _encode(password))
             if ok is None:  # not an argon2id v1.3 hash: argon2-cffi's own check

@@ -128,7 +128,7 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
     turn = os.path.join(worker.shared_dir, WRITE_TURN_FILE) if worker.shared_dir else ""
     db = create_engine(config.database, _checkpoints(worker), turn)
     await open_when_up(db, config.database)
-    passwords = PasswordService()
+    passwords = PasswordService.for_config(config.auth)
     pruner: asyncio.Task[None] | None = None
     fetcher: FeedFetcher | None = None
     fetching: asyncio.Task[None] | None = None
