@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from aiohttp import web
 
 from podsync.services.accounts import AccountService
@@ -111,41 +113,24 @@ _UI: list[tuple[str, str, Handler, dict[str, bool]]] = [
 ]
 
 
-async def _stylesheet(request: web.Request) -> web.Response:
-    return web.Response(
-        body=request.app[STYLESHEET],
-        content_type="text/css",
-        charset="utf-8",
-        headers={
-            "Cache-Control": "public, max-age=86400",
-            "X-Content-Type-Options": "nosniff",
-        },
-    )
+def _constant(
+    key: web.AppKey[bytes], content_type: str, max_age: int, charset: str | None = None
+) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """A handler for one of the UI's constant files (read once, kept in the app):
+    the style sheet, the player script (the UI's one script, same-origin), the tab
+    icon every browser asks for at /favicon.ico."""
+    headers = {"Cache-Control": f"public, max-age={max_age}", "X-Content-Type-Options": "nosniff"}
+
+    async def answer(request: web.Request) -> web.Response:
+        body = request.app[key]
+        return web.Response(body=body, content_type=content_type, charset=charset, headers=headers)
+
+    return answer
 
 
-async def _player_script(request: web.Request) -> web.Response:
-    """The episode page's player script: the UI's one script, same-origin."""
-    return web.Response(
-        body=request.app[PLAYER_SCRIPT],
-        content_type="text/javascript",
-        charset="utf-8",
-        headers={
-            "Cache-Control": "public, max-age=86400",
-            "X-Content-Type-Options": "nosniff",
-        },
-    )
-
-
-async def _favicon(request: web.Request) -> web.Response:
-    """The browser's tab icon, asked for at /favicon.ico by every browser."""
-    return web.Response(
-        body=request.app[FAVICON],
-        content_type="image/vnd.microsoft.icon",
-        headers={
-            "Cache-Control": "public, max-age=604800",
-            "X-Content-Type-Options": "nosniff",
-        },
-    )
+_stylesheet = _constant(STYLESHEET, "text/css", 86400, "utf-8")
+_player_script = _constant(PLAYER_SCRIPT, "text/javascript", 86400, "utf-8")
+_favicon = _constant(FAVICON, "image/vnd.microsoft.icon", 604800)
 
 
 async def _not_found(request: web.Request) -> web.Response:
