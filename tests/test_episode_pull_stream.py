@@ -16,7 +16,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from podsync.errors import Unavailable
-from podsync.services.gpodder import pulls
+from podsync.services.episodes import pieces as pulls
 from podsync.store import episode_reads
 from tests.gpodder_support import GpWith, basic
 

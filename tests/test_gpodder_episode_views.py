@@ -19,8 +19,9 @@ from podsync import timestamps
 from podsync.config import Config
 from podsync.episode_keys import ACTION_NAMES
 from podsync.model import episode_action_view, json_string
+from podsync.services.episodes.pieces import render
+from podsync.services.episodes.writes import EpisodeWrites
 from podsync.services.gpodder.episodes import EpisodeService
-from podsync.services.gpodder.pulls import render
 from podsync.storage.engine import create_engine
 from podsync.storage.migrations import postgres as pg_migrations
 from podsync.storage.migrations import sqlite as sqlite_migrations
@@ -202,7 +203,8 @@ async def test_migrating_an_earlier_database_fills_every_view(
     db = create_engine(config.database)
     await db.open()
     try:
-        pull = await EpisodeService(db, 20_000).pull(user, "0", None, None, False)
+        service = EpisodeService(db, 20_000, EpisodeWrites(db))
+        pull = await service.pull(user, "0", None, None, False)
         body = pull.pieces.first + b"".join([piece async for piece in pull.pieces.rest()])
     finally:
         await db.close()
