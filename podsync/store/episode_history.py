@@ -48,11 +48,19 @@ async def window_end(conn: Connection, user_id: int, after_seq: int, size: int) 
     return None if row is None or row[0] is None else int(row[0])
 
 
-def _by_episode(conn: Connection) -> str:
-    """A later action of the same episode is looked up per action through the
-    episode's actions, one index probe (SQLite would take the user's whole range; a
-    LIMIT keeps PostgreSQL from joining the whole window at once)."""
-    return " INDEXED BY episode_actions_episode" if conn.dialect == "sqlite" else ""
+def later_of_same(conn: Connection, scope: str = "") -> str:
+    """The one rule of "superseded": a condition on an action `a`, true when a later
+    action `b` of the same user, episode and kind exists (a later client time, or the
+    same time and a higher seq), among those `scope` (conditions on `b`) admits. The
+    aggregated pull passes its window and device; the pruning nothing. Looked up per
+    action through the episode's actions, one index probe (SQLite would take the
+    user's whole range; a LIMIT keeps PostgreSQL from joining the whole window)."""
+    pinned = " INDEXED BY episode_actions_episode" if conn.dialect == "sqlite" else ""
+    return (
+        f"(SELECT 1 FROM episode_actions b{pinned} WHERE b.episode_id = a.episode_id"
+        " AND b.occurred_at >= a.occurred_at AND b.action = a.action AND b.user_id = a.user_id"
+        f"{scope} AND (b.occurred_at > a.occurred_at OR b.seq > a.seq) LIMIT 1) IS NOT NULL"
+    )
 
 
 async def superseded_between(
@@ -63,10 +71,7 @@ async def superseded_between(
     client time, or the same time and a higher seq): what the pruning deletes."""
     rows = await conn.fetch_all(
         "SELECT a.seq FROM episode_actions a WHERE a.user_id = ? AND a.seq > ? AND a.seq <= ? "
-        f"AND a.occurred_at < ? AND (SELECT 1 FROM episode_actions b{_by_episode(conn)} "
-        "WHERE b.episode_id = a.episode_id AND b.occurred_at >= a.occurred_at "
-        "AND b.action = a.action AND (b.occurred_at > a.occurred_at OR b.seq > a.seq) "
-        "LIMIT 1) IS NOT NULL",
+        f"AND a.occurred_at < ? AND {later_of_same(conn)}",
         (user_id, after_seq, upto_seq, older_than),
     )
     return [int(r[0]) for r in rows]

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from podsync.store import Connection
+from podsync.store.episode_history import later_of_same
 
 # The columns of an ActionRow, from `episode_actions a JOIN episodes e`.
 _ROW = (
@@ -92,17 +93,10 @@ async def page(
         params.append(device_id)
     if aggregated:
         # A later action of the same episode and kind in the range: not the latest.
-        # Looked up per action through the episode's actions (few), never the user's
-        # (SQLite would take the primary key's range); a LIMIT keeps PostgreSQL from
-        # turning it into an anti-join over the whole range for every piece.
-        pinned = " INDEXED BY episode_actions_episode" if conn.dialect == "sqlite" else ""
-        where += (
-            f" AND (SELECT 1 FROM episode_actions b{pinned} WHERE b.episode_id = a.episode_id"
-            " AND b.occurred_at >= a.occurred_at AND b.action = a.action AND b.user_id = a.user_id"
-            " AND b.seq > ? AND b.seq <= ?"
-            + (" AND b.device_id = ?" if device_id is not None else "")
-            + " AND (b.occurred_at > a.occurred_at OR b.seq > a.seq) LIMIT 1) IS NULL"
-        )
+        scope = " AND b.seq > ? AND b.seq <= ?"
+        if device_id is not None:
+            scope += " AND b.device_id = ?"
+        where += f" AND NOT ({later_of_same(conn, scope)})"
         params += [window_after, upto_seq] + ([device_id] if device_id is not None else [])
     if feed is None:
         source = "episode_actions a JOIN episodes e ON e.id = a.episode_id"

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from podsync.episode_keys import ACTION_CODES, stored_url, url_hash, url_prefix
+from podsync.episode_keys import ACTION_CODES, full_url, stored_url, url_hash, url_prefix
 from podsync.store import Connection
 
 _KEYS = 300  # keys per lookup statement (two parameters each)
@@ -166,7 +166,7 @@ async def _episodes(
         )
         for episode_id, feed_id, url, prefixed, guid in rows:
             key, prefix = by_id[int(feed_id)]
-            full = (key, prefix + str(url) if prefixed else str(url))
+            full = (key, full_url(str(url), prefixed, prefix))
             if full in hashes:  # not another URL of the same hash
                 found[full] = (int(episode_id), None if guid is None else str(guid))
     return found

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from podsync.episode_keys import ACTION_CODES, ACTION_NAMES
+from podsync.episode_keys import ACTION_CODES, ACTION_NAMES, full_url
 from podsync.store import Connection
 
 # A position in the history: (occurred_at, seq) of an action.
@@ -63,7 +63,7 @@ def history_row(r: Any) -> HistoryRow:
         int(seq),
         str(podcast),
         None if title is None else str(title),
-        prefix + url if prefixed else str(url),
+        full_url(str(url), prefixed, prefix),
         episode_guid if guid is None else (guid or None),
         ACTION_NAMES[r[8]],
         int(r[9]),

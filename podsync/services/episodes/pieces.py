@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import cache
 
 from podsync import timestamps
-from podsync.episode_keys import ACTION_NAMES
+from podsync.episode_keys import ACTION_NAMES, full_url
 from podsync.model import json_string
 from podsync.storage.engine import Connection, Engine
 from podsync.store import episode_reads
@@ -125,7 +125,7 @@ def render(rows: list[ActionRow], feeds: dict[int, tuple[str, str]]) -> str:
         hour = seconds // 3600
         when = (hours.get(hour) or _hour(hour)) + minutes[seconds - hour * 3600]
         add(
-            f'{{"podcast":{podcast_json},"episode":{string(prefix + url if prefixed else url)},'
+            f'{{"podcast":{podcast_json},"episode":{string(full_url(url, prefixed, prefix))},'
             f'"action":"{names[action]}","timestamp":"{when}"'
         )
         if guid is None:
