@@ -13,12 +13,12 @@ import pytest
 from podsync import timestamps
 from podsync.config import Config
 from podsync.errors import LimitExceeded
-from podsync.model import episode_action_view
 from podsync.services.episodes.bounds import UploadBounds
 from podsync.services.episodes.items import parse_item
 from podsync.services.episodes.writes import EpisodeWrites
 from podsync.storage.engine import Engine, create_engine
 from podsync.storage.maintenance import check
+from podsync.storage.migrations.episode_views import episode_action_view
 from tests.conftest import MakeConfig
 from tests.migration_support import add_user, database_at, old_content_hash
 

@@ -106,9 +106,9 @@ def _hour(hour: int) -> str:
 
 
 def render(rows: list[ActionRow], feeds: dict[int, tuple[str, str]]) -> str:
-    """The rows as `model.episode_action_json` writes them, joined by commas (the same
-    text, written out here a fragment at a time and joined once: a pull renders up to
-    200,000 of them)."""
+    """The rows as schema step 7 wrote them (`storage/migrations/episode_views.py`),
+    joined by commas (the same text, written out here a fragment at a time and joined
+    once: a pull renders up to 200,000 of them)."""
     out: list[str] = []
     add = out.append
     string = json_string
