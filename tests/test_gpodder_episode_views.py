@@ -26,7 +26,7 @@ from podsync.storage.engine import create_engine
 from podsync.storage.migrations import postgres as pg_migrations
 from podsync.storage.migrations import sqlite as sqlite_migrations
 from podsync.storage.migrations.episode_views import episode_action_view
-from podsync.store.episode_reads import ActionRow
+from podsync.store.episode_actions import ActionRow
 from tests.gpodder_support import basic
 
 pytestmark = pytest.mark.both_engines

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from podsync.config import GpodderConfig
 from podsync.errors import LimitExceeded
 from podsync.services.devices import device_limit_message
-from podsync.store import Connection, devices, episode_history
+from podsync.store import Connection, devices, episode_actions
 from podsync.store.episodes import EpisodeAction
 
 log = logging.getLogger("podsync.gpodder")
@@ -90,10 +90,10 @@ class UploadBounds:
     async def _count(self, conn: Connection, user_id: int, fresh: bool) -> int:
         remembered = self._counts.get(user_id)
         if fresh or remembered is None or time.monotonic() - remembered[2] > COUNT_TTL_S:
-            count, high = await episode_history.count_and_high(conn, user_id)
+            count, high = await episode_actions.count_and_high(conn, user_id)
             self._counts[user_id] = (count, high, time.monotonic())
             return count
         count, high, taken = remembered
-        added, new_high = await episode_history.count_after(conn, user_id, high)
+        added, new_high = await episode_actions.count_after(conn, user_id, high)
         self._counts[user_id] = (count + added, max(high, new_high), taken)
         return count + added

@@ -20,8 +20,8 @@ from podsync import timestamps
 from podsync.episode_keys import ACTION_NAMES, full_url
 from podsync.model import json_string
 from podsync.storage.engine import Connection, Engine
-from podsync.store import episode_reads
-from podsync.store.episode_reads import ActionRow
+from podsync.store import episode_feeds
+from podsync.store.episode_actions import ActionRow
 
 PIECE = 1000  # actions read and rendered at a time (~250 KB of JSON)
 
@@ -53,7 +53,7 @@ class ActionPieces:
         rows = await self.reader(conn, self.after, want)
         missing = {r[1] for r in rows} - self._feeds.keys()  # feed ids
         if missing:
-            found = await episode_reads.feeds(conn, self.user_id, missing)
+            found = await episode_feeds.by_ids(conn, self.user_id, missing)
             self._feeds.update((i, (json_string(f.url), f.prefix)) for i, f in found.items())
         if rows:
             self.after = rows[-1][0]  # seq

@@ -23,8 +23,9 @@ from podsync.services.devices import check_new_device
 from podsync.services.episodes.bounds import UploadBounds
 from podsync.services.episodes.items import SkipItem, parse_item
 from podsync.storage.engine import Connection, Engine
-from podsync.store import devices, episodes, meta
-from podsync.store.episodes import Batch, EpisodeAction, Feed
+from podsync.store import devices, episode_actions, episodes, meta
+from podsync.store.episode_feeds import Feed
+from podsync.store.episodes import Batch, EpisodeAction
 
 log = logging.getLogger("podsync.gpodder")
 
@@ -104,7 +105,7 @@ class EpisodeWrites:
             await meta.lock_user(conn, user_id)
             if as_device is not None:
                 await self._make_device(conn, user_id, as_device, now)
-            before = await episodes.max_seq(conn, user_id)
+            before = await episode_actions.max_seq(conn, user_id)
             kept, refused = await self.bounds.admit(conn, user_id, actions, now)
             known = self._known_feeds(user_id)
             batch = await episodes.resolve(conn, user_id, kept, known)

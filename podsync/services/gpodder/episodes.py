@@ -15,8 +15,8 @@ from podsync.services.episodes.pieces import ActionPieces
 from podsync.services.episodes.writes import EpisodeWrites, Upload
 from podsync.services.gpodder import cursor
 from podsync.storage.engine import Connection, Engine
-from podsync.store import episode_reads, episodes
-from podsync.store.episode_reads import ActionRow
+from podsync.store import episode_actions, episode_feeds
+from podsync.store.episode_actions import ActionRow
 
 
 class Pull:
@@ -66,15 +66,15 @@ class EpisodeService:
         # The range, the podcast and the first piece from one read transaction (a
         # piece is a few ms of work, on the loop; pulls.py).
         async with self.db.snapshot() as conn:
-            high = await episodes.max_seq(conn, user_id)
+            high = await episode_actions.max_seq(conn, user_id)
             threshold = cursor.decode(since, high)
             feed = None
             if podcast_key is not None and not matches_nothing:
-                feed = await episode_reads.feed_id(conn, user_id, podcast_key)
+                feed = await episode_feeds.feed_id(conn, user_id, podcast_key)
                 matches_nothing = feed is None
 
             async def reader(c: Connection, after: int, count: int) -> list[ActionRow]:
-                return await episode_reads.page(
+                return await episode_actions.page(
                     c,
                     user_id,
                     window_after=threshold,

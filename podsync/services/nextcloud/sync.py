@@ -30,8 +30,8 @@ from podsync.services.episodes.pieces import ActionPieces
 from podsync.services.episodes.writes import EpisodeWrites
 from podsync.services.served import ServedPositions
 from podsync.storage.engine import Connection, Engine
-from podsync.store import episode_reads, nextcloud_feed, subscription_stream
-from podsync.store.episode_reads import ActionRow
+from podsync.store import episode_actions, nextcloud_feed, subscription_stream
+from podsync.store.episode_actions import ActionRow
 
 # Seconds before `since` that a pull still answers: the second Kasts' + 1 skips, a
 # change committed by another process after a pull that was stamped before it, a
@@ -164,14 +164,16 @@ class NextcloudSync:
         after = 0
         async with self.db.snapshot() as conn:  # a piece at a time (pulls.py)
             if cutoff != 0:
-                from_seq, since_seq = await episode_reads.received_bounds(
+                from_seq, since_seq = await episode_actions.received_bounds(
                     conn, user_id, cutoff, start
                 )
                 after = -1 if from_seq is None else from_seq - 1
                 before_since = (since_seq, device_id if own else None)
 
             async def reader(c: Connection, after_seq: int, count: int) -> list[ActionRow]:
-                return await episode_reads.received_page(c, user_id, after_seq, count, before_since)
+                return await episode_actions.received_page(
+                    c, user_id, after_seq, count, before_since
+                )
 
             pieces = ActionPieces(self.db, user_id, reader, after, None)
             if after < 0:
