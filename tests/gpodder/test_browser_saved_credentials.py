@@ -21,8 +21,10 @@ from urllib.parse import urlsplit
 import pytest
 
 from podsync.config import Config
+from podsync.web.app import create_app
 from tests.conftest import PASSWORD, ServeProcess
 from tests.support.gpodder_support import basic, call
+from tests.support.route_table import live_routes, named, not_covered, writes
 from tests.support.ui_browser import browser  # noqa: F401 - a fixture
 
 FEEDS = [f"http://show-{n}.example/feed.xml" for n in range(20)]
@@ -49,6 +51,14 @@ WRITES = [
     ("POST", "/api/2/auth/alice/logout.json", b""),
     ("POST", "/api/2/auth/alice/login.json", b""),
 ]
+
+
+def test_the_writes_are_every_state_changing_route_of_the_gpodder_layer(
+    config: Config,
+) -> None:
+    """A new gpodder write route fails here until it joins WRITES."""
+    served = live_routes(create_app(config), lambda r: named("gpodder.")(r) and writes(r))
+    assert not_covered(served, [(method, path) for method, path, _ in WRITES]) == []
 
 
 @pytest.fixture

@@ -23,8 +23,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from podsync.storage.sqlite_checkpoint import IDLE_SECONDS
 from tests.conftest import PASSWORD
-from tests.ops.test_crash_safety import Ledger, check_survivors, db_check, login, new_batch
 from tests.support.feed_site import FeedSite
+from tests.support.ledger import OpaWriter, db_check, opa_login
 from tests.support.workers_support import SERVING, ServerTree
 
 CLIENTS = 6
@@ -105,17 +105,18 @@ async def test_a_worker_killed_under_load_loses_nothing_and_is_replaced(tmp_path
     assert (
         tree.cli("user", "add", "alice", "--password-stdin", stdin=PASSWORD + "\n").returncode == 0
     )
-    ledger = Ledger()
+    writer = OpaWriter()
+    ledger = writer.ledger
     with tree:
         pids = tree.worker_pids()
         connector = aiohttp.TCPConnector(force_close=True)  # a new worker per request
         async with aiohttp.ClientSession(
             tree.base_url, connector=connector, timeout=TIMEOUT
         ) as session:
-            auth = await login(session)
+            await writer.prepare(session)
             stop = asyncio.Event()
             clients = [
-                asyncio.create_task(keep_posting(session, auth, ledger, f"c{c}", stop))
+                asyncio.create_task(writer.keep_posting(session, f"c{c}", stop))
                 for c in range(CLIENTS)
             ]
             await until(lambda: len(ledger.acknowledged) >= 20)
@@ -125,7 +126,7 @@ async def test_a_worker_killed_under_load_loses_nothing_and_is_replaced(tmp_path
             await until(lambda: len(ledger.acknowledged) >= acknowledged + 20)
             stop.set()
             await asyncio.gather(*clients)
-            await check_survivors(session, ledger)
+            await writer.check_survivors(session)
         killed = tree.wait_for(KILLED)
         assert (killed[0].group(1), killed[0].group(2)) == ("0", str(pids[0]))
         new_pids = tree.worker_pids()
@@ -135,31 +136,6 @@ async def test_a_worker_killed_under_load_loses_nothing_and_is_replaced(tmp_path
         assert tree.stop() == 0
     checked = db_check(tree.config_path)
     assert checked.returncode == 0, checked.stderr
-
-
-async def keep_posting(
-    session: aiohttp.ClientSession,
-    auth: dict[str, str],
-    ledger: Ledger,
-    tag: str,
-    stop: asyncio.Event,
-) -> None:
-    """Post fresh batches until told to stop; a batch cut off (its worker killed) is
-    left unacknowledged, and the client goes on with the next."""
-    seq = 0
-    while not stop.is_set():
-        batch = new_batch(f"{tag}/{seq}")
-        seq += 1
-        ledger.batches.append(batch)
-        try:
-            async with session.post(
-                "/api/v1/sync", json={"requests": batch.actions}, headers=auth
-            ) as response:
-                body = await response.json()
-                assert response.status == 200, body
-                batch.results = body["results"]
-        except (TimeoutError, aiohttp.ClientError):
-            continue
 
 
 async def until(condition: Callable[[], bool], seconds: float = 30) -> None:
@@ -180,7 +156,7 @@ async def test_a_revocation_ends_a_credential_on_every_worker_at_once(tmp_path: 
         async with aiohttp.ClientSession(
             tree.base_url, connector=connector, timeout=TIMEOUT
         ) as session:
-            bearer = await login(session)
+            bearer = await opa_login(session)
         basic = {
             "Authorization": "Basic " + base64.b64encode(f"alice:{PASSWORD}".encode()).decode()
         }
@@ -294,11 +270,12 @@ async def test_the_background_tasks_run_on_the_leader_alone(tmp_path: Path) -> N
             async with aiohttp.ClientSession(
                 tree.base_url, connector=connector, timeout=TIMEOUT
             ) as session:
-                auth = await login(session)
-                ledger = Ledger()
+                writer = OpaWriter()
+                ledger = writer.ledger
+                await writer.prepare(session)
                 stop = asyncio.Event()
                 writers = [
-                    asyncio.create_task(keep_posting(session, auth, ledger, f"w{c}", stop))
+                    asyncio.create_task(writer.keep_posting(session, f"w{c}", stop))
                     for c in range(4)
                 ]
                 await until(lambda: len(ledger.acknowledged) >= 40)

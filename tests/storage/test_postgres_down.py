@@ -32,6 +32,7 @@ from tests.support.cli_support import add_user
 from tests.support.gpodder_support import basic
 from tests.support.http_calls import Answer, call
 from tests.support.pg_cluster import Cluster, start_cluster
+from tests.support.route_table import live_routes, not_covered
 from tests.support.server_process import free_port
 from tests.support.server_support import podsync_command, serving
 from tests.support.sync_helpers import action
@@ -101,25 +102,14 @@ def _routes(token: str, refresh: str, sync_id: str) -> list[Route]:
 def _covers_every_route(routes: list[Route], make_config: MakeConfig) -> None:
     app = create_app(make_config(server={"metrics": True}))
     served = {
-        (r.method, r.resource.canonical)
-        for r in app.router.routes()
-        if r.resource is not None
-        and r.method != "HEAD"
-        and not r.resource.canonical.startswith("//")
+        (method, pattern)
+        for method, pattern in live_routes(app)
         # The web UI's pages answer people, with a page rather than the error shape:
-        # they are not part of this API-level check.
-        and not (r.resource.canonical + "/").startswith("/ui/")
-        # The browser's tab icon is a constant that needs no database.
-        and r.resource.canonical != "/favicon.ico"
+        # they are not part of this API-level check. The browser's tab icon is a
+        # constant that needs no database.
+        if not (pattern + "/").startswith("/ui/") and pattern != "/favicon.ico"
     }
-    sent = {(m, p.split("?")[0]) for m, p, _, _ in routes}
-    for method, pattern in served:
-        assert any(m == method and _matches(pattern, p) for m, p in sent), (method, pattern)
-
-
-def _matches(pattern: str, path: str) -> bool:
-    regex = re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(pattern))
-    return re.fullmatch(regex, path) is not None
+    assert not_covered(served, [(m, p) for m, p, _, _ in routes]) == []
 
 
 def _send(base: str, route: Route) -> Answer:

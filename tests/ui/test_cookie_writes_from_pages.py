@@ -21,10 +21,12 @@ import pytest
 from mygpoclient import api
 
 from podsync.config import Config
+from podsync.web.app import create_app
 from tests.conftest import PASSWORD, MakeConfig, ServeProcess
 from tests.support.antennapod_replica import AntennaPod
 from tests.support.gpodder_support import call
 from tests.support.replica_http import basic_header
+from tests.support.route_table import live_routes, named, not_covered, writes
 
 FEED = "http://listed.example/feed"
 EVIL = "http://evil.example/feed"
@@ -66,6 +68,14 @@ WRITES = [
     ("POST", "/api/2/auth/alice/logout.json", b""),
     ("POST", "/api/2/auth/alice/login.json", b""),
 ]
+
+
+def test_the_writes_are_every_state_changing_route_of_the_gpodder_layer(
+    config: Config,
+) -> None:
+    """A new gpodder write route fails here until it joins WRITES."""
+    served = live_routes(create_app(config), lambda r: named("gpodder.")(r) and writes(r))
+    assert not_covered(served, [(method, path) for method, path, _ in WRITES]) == []
 
 
 @pytest.fixture
