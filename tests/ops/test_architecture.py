@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import grimp
@@ -95,3 +96,19 @@ def test_no_module_is_past_the_size_a_reader_takes_in() -> None:
         if (lines := len(path.read_text("utf-8").splitlines())) > MAX_LINES
     }
     assert long == {}
+
+
+def test_the_domain_contract_names_every_module_at_the_package_root() -> None:
+    """A domain module left out of the contract could import a layer unseen."""
+    config = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text("utf-8"))
+    [domain] = [
+        contract
+        for contract in config["tool"]["importlinter"]["contracts"]
+        if contract["name"] == "The domain modules at the package root import no layer"
+    ]
+    at_the_root = {
+        f"podsync.{path.stem}"
+        for path in PACKAGE.glob("*.py")
+        if path.stem not in ("__init__", "__main__")
+    }
+    assert sorted(at_the_root - set(domain["source_modules"])) == []
