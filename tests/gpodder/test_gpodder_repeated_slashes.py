@@ -12,9 +12,11 @@ from collections.abc import Callable
 import pytest
 
 from podsync.config import Config
+from podsync.web.app import create_app
 from tests.conftest import PASSWORD, ServeProcess
 from tests.support.gpodder_support import call
 from tests.support.replica_http import basic_header
+from tests.support.route_table import live_routes, named, not_covered, writes
 
 FEED = "http://slashes.example/feed"
 AUTH = {"Authorization": basic_header("alice", PASSWORD)}
@@ -34,9 +36,16 @@ READS = [
     "/api/2/devices/alice.json",
     "/api/2/subscriptions/alice/phone.json?since=0",
     "/api/2/episodes/alice.json?since=0",
+    "/api/2/sync-devices/alice.json",
     "/subscriptions/alice.opml",
     "/subscriptions/alice/phone.txt",
 ]
+
+
+def test_the_reads_are_every_read_of_the_gpodder_layer(config: Config) -> None:
+    """A new gpodder read fails here until it joins READS."""
+    served = live_routes(create_app(config), lambda r: named("gpodder.")(r) and not writes(r))
+    assert not_covered(served, [("GET", path) for path in READS]) == []
 
 
 def _doubled(path: str) -> list[str]:
