@@ -126,3 +126,11 @@ async def totals(conn: Connection, user_id: int, spans: Sequence[Span]) -> list[
         [*(n for span in spans for n in span), user_id],
     )
     return [(int(i), str(key), int(seconds), int(done)) for i, key, seconds, done in rows]
+
+
+async def first_quarter(conn: Connection, user_id: int) -> int | None:
+    """The quarter of the person's first play counted (None: none yet)."""
+    row = await conn.fetch_one(
+        "SELECT min(quarter) FROM listening_totals WHERE user_id = ?", (user_id,)
+    )
+    return None if row is None or row[0] is None else int(row[0])

@@ -121,6 +121,9 @@ async def test_300_saves_of_one_session_are_one_play_every_puller_sees_updated(
         for _ in range(300):
             status, body = await player.save(0, 3600)
             assert status == 200 and body["saved"], body
+        # The statistics count the hour once, not 300 times.
+        status, stats = await player.browser.page("/ui/stats")
+        assert status == 200 and "1 h 00 min in all" in stats, stats
     finally:
         await player.browser.close()
     # One action of the session, whatever the number of saves.

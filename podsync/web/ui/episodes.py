@@ -21,8 +21,8 @@ from podsync.errors import InvalidInput, NotFound, Unavailable
 from podsync.numbers import parse_int
 from podsync.services.episode_pages import Episode
 from podsync.services.episode_state import FINISHED, IN_PROGRESS, LABELS, NOT_PLAYED, played
-from podsync.services.feeds.notes import sanitize
 from podsync.services.episodes.sessions import check_session
+from podsync.services.feeds.notes import sanitize
 from podsync.services.web_listening import WEB_CAPTION, check_progress, length_of
 from podsync.web.keys import FEED_INFO
 from podsync.web.ui.artwork import artwork_path
@@ -177,7 +177,8 @@ def _json(status: int, **body: Any) -> web.Response:
 
 async def progress(request: web.Request) -> web.Response:
     """The player's script: a save of a listening session (`started`, `position`,
-    `total` in seconds; `session`, the token the script made when playback began). JSON both ways; the form's CSRF token as every POST of the UI."""
+    `total` in seconds; `session`, the token the script made when playback began).
+    JSON both ways; the form's CSRF token as every POST of the UI."""
     user = request[SIGNED_IN].user
     numbers = [parse_int(form_text(request, name, 20)) for name in PROGRESS_FIELDS]
     try:
