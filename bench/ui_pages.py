@@ -45,16 +45,27 @@ from aiohttp import web
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from podsync import timestamps
-from podsync.config import Config, load_config
+from podsync.config import Config, GpodderConfig, load_config
 from podsync.feeds import url_key
 from podsync.rules import Subscribe
 from podsync.services.accounts import AccountService
+from podsync.services.episodes import sessions
+from podsync.services.episodes.bounds import UploadBounds
+from podsync.services.episodes.writes import EpisodeWrites
 from podsync.services.feeds.fetcher import FeedFetcher
 from podsync.services.feeds.http import FeedClient
 from podsync.services.passwords import PasswordService
 from podsync.services.sync import SyncService
 from podsync.storage.sqlite import Database
-from podsync.store import app_passwords, artwork, devices, episodes, feed_info, sync_health
+from podsync.store import (
+    app_passwords,
+    artwork,
+    devices,
+    episodes,
+    feed_info,
+    listening_totals,
+    sync_health,
+)
 from podsync.store.episodes import EpisodeAction
 from podsync.store.feed_info import FeedItem, LearnedFeed
 from podsync.web.app import create_app
@@ -247,10 +258,42 @@ async def seed(config: Config, subscriptions: int, history: int, items: int, per
                 )
             batch = await episodes.resolve(conn, user.id, actions)
             await episodes.store(conn, batch, now)
+            await listening_totals.count_plays(conn, user.id, sessions.plays_of(batch))
         await seed_feed(db, subscriptions, history, items)
         digest = await seed_artwork_and_health(db, user.id, feeds)
         await seed_feeds(db, feeds, per_feed)
         return digest
+
+
+LISTENER = "listener"
+YEAR_US = 365 * 86_400_000_000
+
+
+async def seed_listener(config: Config, plays: int) -> None:
+    """A person with `plays` plays over the last year, through EpisodeWrites.record
+    (a thousand a write, as an app's upload)."""
+    async with Database(config.database.path, config.database.durability) as db:
+        passwords = PasswordService()
+        try:
+            user = await AccountService(db, passwords).add_user(LISTENER, PASSWORD)
+        finally:
+            passwords.close()
+        writes = EpisodeWrites(db, UploadBounds(GpodderConfig(max_episode_actions_per_user=10**7)))
+        start = timestamps.now_us() - YEAR_US
+        for first in range(0, plays, 1000):
+            batch = []
+            for i in range(first, min(first + 1000, plays)):
+                episode = i // 10
+                feed = f"https://listen{episode % 20}.example.org/feed.xml"
+                stretch = (i % 10) * 360
+                batch.append(
+                    EpisodeAction(
+                        0, feed, url_key(feed), f"https://listen.example.org/{episode}.mp3",
+                        "play", start + i * (YEAR_US // plays), f"device-{i % 3}", None,
+                        stretch, stretch + 360, 3600,
+                    )
+                )  # fmt: skip
+            await writes.record(user.id, batch, timestamps.now_us())
 
 
 Timings = dict[str, list[tuple[float, float]]]  # (wall ms, CPU ms of the loop's thread)
@@ -272,7 +315,9 @@ def timing_middleware(timings: Timings) -> Callable[..., Awaitable[web.StreamRes
     return middleware
 
 
-async def run(subscriptions: int, history: int, requests: int, items: int, per_feed: int) -> None:
+async def run(
+    subscriptions: int, history: int, requests: int, items: int, per_feed: int, stats_plays: int
+) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "podsync.toml"
         path.write_text(
@@ -284,10 +329,12 @@ async def run(subscriptions: int, history: int, requests: int, items: int, per_f
         print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         began = time.perf_counter()
         digest = await seed(config, subscriptions, history, items, per_feed)
+        if stats_plays:
+            await seed_listener(config, stats_plays)
         print(
             f"seeded {subscriptions} subscriptions, {history} episode actions, "
-            f"a feed of {items} episodes, {per_feed} in each other feed "
-            f"in {time.perf_counter() - began:.1f} s"
+            f"a feed of {items} episodes, {per_feed} in each other feed, "
+            f"{stats_plays} plays of another person in {time.perf_counter() - began:.1f} s"
         )
         timings: Timings = defaultdict(list)
         app = create_app(config)
@@ -371,6 +418,10 @@ async def run(subscriptions: int, history: int, requests: int, items: int, per_f
                         assert response.status == 304, response.status
                 pages.append(again)
                 sizes[again] = 0
+            if stats_plays:
+                page = f"/ui/stats ({stats_plays} plays)"
+                await time_listener_stats(base, page, requests, sizes)
+                pages.append(page)
             print(f"{'page':42} {'wall ms':>8} {'p95':>7} {'CPU ms':>7} {'KiB':>6}")
             for page in pages:
                 walls = sorted(w for w, _ in timings[page])
@@ -389,6 +440,22 @@ async def run(subscriptions: int, history: int, requests: int, items: int, per_f
             await runner.cleanup()
 
 
+async def time_listener_stats(base: str, page: str, requests: int, sizes: dict[str, int]) -> None:
+    """The statistics page of the person with many plays, signed in as them."""
+    async with aiohttp.ClientSession(base, cookie_jar=aiohttp.CookieJar(unsafe=True)) as session:
+        async with session.post(
+            "/ui/login",
+            data={"username": LISTENER, "password": PASSWORD},
+            headers={"Origin": base},
+        ) as response:
+            assert response.status == 200, await response.text()
+        for _ in range(requests):
+            async with session.get("/ui/stats", headers={"X-Bench-Page": page}) as response:
+                body = await response.read()
+                assert response.status == 200, response.status
+            sizes[page] = len(body)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--subscriptions", type=int, default=1000)
@@ -396,6 +463,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=100)
     parser.add_argument("--feed-episodes", type=int, default=300)
     parser.add_argument("--episodes-per-feed", type=int, default=300)
+    parser.add_argument("--stats-plays", type=int, default=200_000)
     args = parser.parse_args()
     asyncio.run(
         run(
@@ -404,6 +472,7 @@ def main() -> None:
             args.requests,
             args.feed_episodes,
             args.episodes_per_feed,
+            args.stats_plays,
         )
     )
 
