@@ -189,6 +189,9 @@ CREATE TABLE listening_totals (
     PRIMARY KEY (user_id, quarter, feed_id)
 ) STRICT, WITHOUT ROWID;
 
+CREATE INDEX listening_totals_finished ON listening_totals(user_id, quarter, finished)
+    WHERE finished > 0;
+
 CREATE TABLE login_failures (
         id        INTEGER PRIMARY KEY,
         name_hash BLOB NOT NULL,

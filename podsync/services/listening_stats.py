@@ -81,17 +81,17 @@ class ListeningStats:
         today = now.astimezone(tz).date()
         weeks, months, spans = spans_of(tz, today)
         async with self.db.read() as conn:
-            rows = await listening_totals.totals(conn, user.id, spans)
+            rows = await listening_totals.listened(conn, user.id, spans[:WEEKS])
+            done = await listening_totals.finishes(conn, user.id, spans[WEEKS:])
             first = await listening_totals.first_quarter(conn, user.id)
         by_week = [0] * WEEKS
         finished = [0] * MONTHS
         podcasts: dict[str, int] = {}
-        for slot, podcast_key, seconds, done in rows:
-            if slot < WEEKS:
-                by_week[slot] += seconds
-                podcasts[podcast_key] = podcasts.get(podcast_key, 0) + seconds
-            else:
-                finished[slot - _MONTH_SLOTS] += done
+        for slot, podcast_key, seconds in rows:
+            by_week[slot] += seconds
+            podcasts[podcast_key] = podcasts.get(podcast_key, 0) + seconds
+        for slot, count in done:
+            finished[slot - _MONTH_SLOTS] += count
         by_week = [min(seconds, WEEK_SECONDS) for seconds in by_week]
         window = sum(by_week)
         top = sorted(

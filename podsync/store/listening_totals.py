@@ -113,19 +113,36 @@ class Span(NamedTuple):
     high: int
 
 
-async def totals(conn: Connection, user_id: int, spans: Sequence[Span]) -> list[Any]:
-    """(span index, podcast url key, seconds, episodes finished) per span and podcast
-    with any, from the running totals: a few rows whatever the person's history."""
+def _spans(spans: Sequence[Span]) -> tuple[str, list[int]]:
     values = ",".join(["(CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT))"] * len(spans))
+    return f"WITH s (i, lo, hi) AS (VALUES {values}) ", [n for span in spans for n in span]
+
+
+async def listened(conn: Connection, user_id: int, spans: Sequence[Span]) -> list[Any]:
+    """(span slot, podcast url key, seconds) per span and podcast with any."""
+    with_spans, params = _spans(spans)
     rows = await conn.fetch_all(
-        f"WITH s (i, lo, hi) AS (VALUES {values}) "
-        "SELECT s.i, f.url_key, sum(t.seconds), sum(t.finished) FROM s "
-        "JOIN listening_totals t ON t.user_id = ? AND t.quarter >= s.lo AND t.quarter < s.hi "
-        "JOIN episode_feeds f ON f.id = t.feed_id "
-        "GROUP BY s.i, f.url_key",
-        [*(n for span in spans for n in span), user_id],
+        f"{with_spans}, t (i, feed_id, seconds) AS ("
+        "SELECT s.i, t.feed_id, sum(t.seconds) FROM s JOIN listening_totals t "
+        "ON t.user_id = ? AND t.quarter >= s.lo AND t.quarter < s.hi AND t.seconds > 0 "
+        "GROUP BY s.i, t.feed_id) "
+        "SELECT t.i, f.url_key, t.seconds FROM t JOIN episode_feeds f ON f.id = t.feed_id",
+        [*params, user_id],
     )
-    return [(int(i), str(key), int(seconds), int(done)) for i, key, seconds, done in rows]
+    return [(int(i), str(key), int(seconds)) for i, key, seconds in rows]
+
+
+async def finishes(conn: Connection, user_id: int, spans: Sequence[Span]) -> list[Any]:
+    """(span slot, episodes first finished) per span with any: from the partial index
+    of the quarters with a finish."""
+    with_spans, params = _spans(spans)
+    rows = await conn.fetch_all(
+        f"{with_spans}SELECT s.i, sum(t.finished) FROM s JOIN listening_totals t "
+        "ON t.user_id = ? AND t.quarter >= s.lo AND t.quarter < s.hi AND t.finished > 0 "
+        "GROUP BY s.i",
+        [*params, user_id],
+    )
+    return [(int(i), int(done)) for i, done in rows]
 
 
 async def first_quarter(conn: Connection, user_id: int) -> int | None:

@@ -43,6 +43,8 @@ CREATE TABLE listening_totals (
     finished INTEGER NOT NULL,              -- episodes first finished
     PRIMARY KEY (user_id, quarter, feed_id)
 ) STRICT, WITHOUT ROWID;
+CREATE INDEX listening_totals_finished ON listening_totals(user_id, quarter, finished)
+    WHERE finished > 0;
 """
 
 POSTGRES_TABLES = """
@@ -63,6 +65,8 @@ CREATE TABLE listening_totals (
     finished BIGINT NOT NULL,
     PRIMARY KEY (user_id, quarter, feed_id)
 );
+CREATE INDEX listening_totals_finished ON listening_totals(user_id, quarter, finished)
+    WHERE finished > 0;
 """
 
 _PLAYS = (
