@@ -80,7 +80,8 @@ class ListeningStats:
     async def stats(self, user: User, tz: tzinfo, now: datetime) -> Stats:
         today = now.astimezone(tz).date()
         weeks, months, spans = spans_of(tz, today)
-        async with self.db.read() as conn:
+        # On a worker thread: the weeks' rows of a heavy listener are some thousands.
+        async with self.db.read(threaded=True) as conn:
             rows = await listening_totals.listened(conn, user.id, spans[:WEEKS])
             done = await listening_totals.finishes(conn, user.id, spans[WEEKS:])
             first = await listening_totals.first_quarter(conn, user.id)
