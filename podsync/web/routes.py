@@ -6,7 +6,6 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from podsync.web import health, home
 from podsync.web.gpodder import handlers as gpodder
 from podsync.web.gpodder import slashes
 from podsync.web.gpodder import subscriptions as gpodder_subscriptions
@@ -18,6 +17,7 @@ from podsync.web.nextcloud import sync as nextcloud
 from podsync.web.nextcloud.http import nextcloud_route
 from podsync.web.opa import auth as auth_handlers
 from podsync.web.opa import openapi, opml_export, subscriptions, sync
+from podsync.web.ops import health, home
 
 
 def setup_routes(
@@ -27,9 +27,9 @@ def setup_routes(
     public_url: str = "",
 ) -> None:
     if metrics_enabled:  # prometheus-client (the `metrics` extra) is loaded only then
-        from podsync.web.prometheus import metrics_page
+        from podsync.web.ops.prometheus import metrics_page
     else:
-        from podsync.web.metrics import metrics_off as metrics_page
+        from podsync.web.ops.metrics import metrics_off as metrics_page
     app.router.add_routes(
         [
             web.get("/", home.home, allow_head=False),

@@ -18,8 +18,8 @@ from aiohttp.http_exceptions import HttpProcessingError
 from multidict import MultiDictProxy
 
 from podsync.errors import InvalidInput, NotFound, TooManyRequests, Unavailable
-from podsync.web.home import server_address
 from podsync.web.keys import CLIENT_ADDRESS, CONFIG, REQUEST_ID
+from podsync.web.ops.home import server_address
 from podsync.web.ui.keys import SIGNED_IN, WEB_SESSIONS
 from podsync.web.ui.render import render
 
