@@ -32,7 +32,7 @@ from podsync.services.listing import NEXT, ListingService
 from podsync.services.passwords import PasswordService
 from podsync.services.sync import SyncService
 from podsync.storage.sqlite import Database
-from podsync.web.server import start
+from podsync.serve.server import start
 
 PASSWORD = "benchmark-password"
 PAGE = 50
