@@ -193,7 +193,7 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
 
 def create_app(config: Config, worker: Worker = ALONE) -> web.Application:
     # Outermost first. CORS and metrics sit outside podsync's middleware (request id,
-    # client address, bearer check, errors) so that they see (and decorate) the
+    # client address, errors) so that they see (and decorate) the
     # final response of every error too. (The gpodder layer's transport and auth
     # rules wrap its own routes' handlers: web/gpodder/http.py.)
     middlewares: list[Middleware] = []

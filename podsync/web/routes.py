@@ -17,6 +17,7 @@ from podsync.web.nextcloud import sync as nextcloud
 from podsync.web.nextcloud.http import nextcloud_route
 from podsync.web.opa import auth as auth_handlers
 from podsync.web.opa import openapi, opml_export, subscriptions, sync
+from podsync.web.opa.guard import bearer_route
 from podsync.web.ops import health, home
 
 
@@ -30,25 +31,31 @@ def setup_routes(
         from podsync.web.ops.prometheus import metrics_page
     else:
         from podsync.web.ops.metrics import metrics_off as metrics_page
+    # The API's own routes need an access token (web/opa/guard.py) but login,
+    # refresh and the OpenAPI document; the home page, /healthz and /metrics none.
     app.router.add_routes(
         [
             web.get("/", home.home, allow_head=False),
             web.get("/healthz", health.healthz),  # HEAD too, for load balancers
             web.post("/auth/login", auth_handlers.login),
             web.post("/auth/refresh", auth_handlers.refresh),
-            web.get("/api/v1/subscriptions", subscriptions.list_subscriptions, allow_head=False),
+            web.get(
+                "/api/v1/subscriptions",
+                bearer_route(subscriptions.list_subscriptions),
+                allow_head=False,
+            ),
             web.get(
                 "/api/v1/subscriptions.opml",
-                opml_export.export_subscriptions,
+                bearer_route(opml_export.export_subscriptions),
                 allow_head=False,
             ),
             web.get(
                 "/api/v1/subscriptions/{sync_id}",
-                subscriptions.get_subscription,
+                bearer_route(subscriptions.get_subscription),
                 allow_head=False,
             ),
             web.post("/api/v1/sync", sync.post_batch),
-            web.get("/api/v1/sync", sync.get_changes, allow_head=False),
+            web.get("/api/v1/sync", bearer_route(sync.get_changes), allow_head=False),
             web.get("/api/v1/openapi.json", openapi.openapi, allow_head=False),
             # 404 unless server.metrics is on
             web.get("/metrics", metrics_page, allow_head=False),
@@ -77,8 +84,7 @@ def _load_ui() -> LazyPart:
 # The gpodder v2 API and the simple API v1 (the README's endpoint table): (method,
 # path, handler, kind). Under these prefixes repeated slashes route as one (Kasts
 # with a trailing "/" typed after the host sends "//api/2/..."), not by a redirect.
-# Route names start "gpodder.": the bearer check leaves these to the layer's
-# own auth.
+# Route names start "gpodder."; web/gpodder/http.py checks their callers.
 GPODDER_PREFIXES = ("/api/2/", "/subscriptions/")
 _U = "{username}"
 _D = "{device}"
@@ -105,8 +111,8 @@ GPODDER_ROUTES = [
 
 
 # The Nextcloud "GPodder Sync" API and Login Flow v2 (the nextcloud spec): (method,
-# path, handler, whether it takes Basic). Route names start "nextcloud.": the bearer
-# check leaves these to web/nextcloud/http.py.
+# path, handler, whether it takes Basic). Route names start "nextcloud.";
+# web/nextcloud/http.py checks their callers.
 _NC = "/index.php/apps/gpoddersync"
 _NEXTCLOUD: list[tuple[str, str, Handler, bool]] = [
     ("GET", f"{_NC}/subscriptions", nextcloud.get_subscriptions, True),

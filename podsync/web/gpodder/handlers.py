@@ -14,9 +14,8 @@ from aiohttp import web
 from podsync.errors import InvalidInput
 from podsync.services.gpodder.cursor import post_cursor, session_key
 from podsync.web.gpodder.http import COOKIE
-from podsync.web.http import json_bytes, json_ok, read_body
+from podsync.web.http import StreamedJson, json_bytes, json_ok, read_body
 from podsync.web.keys import GPODDER, GPODDER_SESSION, USER
-from podsync.web.streaming import StreamedJson
 
 EPISODES = "episodes"
 TRUE = frozenset({"true", "1", "yes"})

@@ -26,7 +26,8 @@ from aiohttp import web
 from podsync.errors import Forbidden, InvalidInput, TooManyRequests, Unauthorized
 from podsync.services.gpodder import Gpodder
 from podsync.services.gpodder.auth import Session
-from podsync.web.http import basic_credentials, json_error, login_caller, note_refusal
+from podsync.web.errors import basic_refusal
+from podsync.web.http import basic_credentials, login_caller, note_refusal
 from podsync.web.keys import CONFIG, GPODDER, GPODDER_SESSION, SYNC_HEALTH, USER
 from podsync.web.middleware import Handler, is_trusted_proxy
 from podsync.web.origin import refuse_foreign_write
@@ -104,10 +105,8 @@ def gpodder_route(handler: Handler, kind: str = "") -> Handler:
     async def gpodder_handler(request: web.Request) -> web.StreamResponse:
         try:
             response = await _authenticated(request, handler, kind)
-        except Unauthorized as exc:
-            response = json_error(401, str(exc), headers={"WWW-Authenticate": CHALLENGE})
-        except Forbidden as exc:
-            response = json_error(403, str(exc))
+        except (Unauthorized, Forbidden) as exc:
+            response = basic_refusal(exc, CHALLENGE)
         response.headers["Cache-Control"] = "no-store"
         return response
 

@@ -22,7 +22,8 @@ from aiohttp import web
 
 from podsync.errors import Forbidden, TooManyRequests, Unauthorized
 from podsync.model import User
-from podsync.web.http import basic_credentials, json_error, login_caller, note_refusal
+from podsync.web.errors import basic_refusal
+from podsync.web.http import basic_credentials, login_caller, note_refusal
 from podsync.web.keys import BASIC_AUTH, SYNC_HEALTH
 from podsync.web.middleware import Handler
 from podsync.web.origin import refuse_foreign_write
@@ -70,10 +71,8 @@ def nextcloud_route(handler: Handler, basic: bool = True) -> Handler:
             response = await handler(request)
             if basic and response.status < 300:
                 await request.app[SYNC_HEALTH].synced(request[NC_USER].id, request[NC_DEVICE])
-        except Unauthorized as exc:
-            response = json_error(401, str(exc), headers={"WWW-Authenticate": CHALLENGE})
-        except Forbidden as exc:
-            response = json_error(403, str(exc))
+        except (Unauthorized, Forbidden) as exc:
+            response = basic_refusal(exc, CHALLENGE)
         response.headers["Cache-Control"] = "no-store"
         return response
 

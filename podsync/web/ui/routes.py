@@ -43,8 +43,8 @@ from podsync.web.ui.keys import (
 )
 from podsync.web.ui.render import FAVICON_FILE, STATIC_CSS, static_file, stylesheet
 
-# (method, path, handler, options). Route names start "ui.": the bearer check
-# leaves these to the UI's own session rules (web/ui/guard.py).
+# (method, path, handler, options). Route names start "ui."; the UI's own
+# session rules (web/ui/guard.py) check their callers.
 _UI: list[tuple[str, str, Handler, dict[str, bool]]] = [
     ("GET", "/ui/login", account.login_form, {"public": True}),
     ("POST", "/ui/login", account.login, {"public": True}),
