@@ -43,6 +43,7 @@ from podsync.web.keys import (
     WORKER,
 )
 from podsync.web.middleware import request_middleware, set_server_header
+from podsync.web.opa.guard import check_bearer
 from podsync.web.ops.metrics import METRICS, metrics_middleware
 from podsync.web.process import ALONE, Worker
 from podsync.web.routes import setup_routes
@@ -201,7 +202,7 @@ def create_app(config: Config, worker: Worker = ALONE) -> web.Application:
         middlewares.append(metrics_middleware)
     if config.server.cors_origins:
         middlewares.append(cors_middleware(config.server.cors_origins))
-    middlewares.append(request_middleware(config.server.trusted_proxies))
+    middlewares.append(request_middleware(config.server.trusted_proxies, check_bearer))
     app = web.Application(client_max_size=config.server.max_body_bytes, middlewares=middlewares)
     app[CONFIG] = config
     app[WORKER] = worker

@@ -19,6 +19,7 @@ import logging
 import re
 import secrets
 from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
@@ -31,6 +32,13 @@ from podsync.web.keys import CLIENT_ADDRESS, FROM_TRUSTED_PROXY, REQUEST_ID
 log = logging.getLogger("podsync.web")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+H = TypeVar("H", bound=Handler)
+Guard = Callable[[web.Request], Awaitable[None]]
+# Routes anyone may call; every other needs the guard's check or its protocol's own.
+PUBLIC_PATHS = frozenset(
+    {"/", "/healthz", "/metrics", "/auth/login", "/auth/refresh", "/api/v1/openapi.json"}
+)
+_OWN_CALLERS = "podsync_checks_own_callers"
 REQUEST_ID_PATTERN = re.compile(r"[A-Za-z0-9._:-]{1,128}", re.ASCII)
 # The Server header names the product, never a version (contract 8).
 SERVER_HEADER = "podsync"
@@ -56,8 +64,18 @@ def _assign_request_id(request: web.Request) -> str:
     return given
 
 
-def request_middleware(trusted_proxies: tuple[str, ...]) -> Middleware:
-    """The middleware: outermost but for metrics and CORS (web/app.py)."""
+def checks_own_callers(handler: H) -> H:
+    """Mark a route's handler as one whose protocol checks its callers itself (the
+    gpodder, Nextcloud and web UI wrappers): the middleware's `guard` passes it by."""
+    setattr(handler, _OWN_CALLERS, True)
+    return handler
+
+
+def request_middleware(trusted_proxies: tuple[str, ...], guard: Guard) -> Middleware:
+    """The middleware: outermost but for metrics and CORS (web/app.py). `guard`
+    checks the caller of every route but the public ones and those whose protocol
+    checks its own (`checks_own_callers`): the API's bearer check, web/opa/guard.py.
+    Protected unless said otherwise, so that a new route is never open by mistake."""
     proxies = tuple(ipaddress.ip_network(p, strict=False) for p in trusted_proxies)
 
     @web.middleware
@@ -72,8 +90,8 @@ def request_middleware(trusted_proxies: tuple[str, ...]) -> Middleware:
         try:
             if request.body_exists:
                 _check_body_charset(request)
-            # Each protocol checks its callers in its own wrapper (web/opa/guard.py,
-            # web/gpodder/http.py, web/nextcloud/http.py, web/ui/guard.py).
+            if _needs_guard(request):
+                await guard(request)
             response = await handler(request)
         except web.HTTPException as exc:
             if exc.status < 400:  # podsync never redirects; let any other success through
@@ -141,6 +159,15 @@ def _set_client_address(request: web.Request, proxies: Networks) -> None:
         request[CLIENT_ADDRESS] = _forwarded_client(peer, forwarded, proxies) if forwarded else peer
     else:
         request[CLIENT_ADDRESS] = peer
+
+
+def _needs_guard(request: web.Request) -> bool:
+    """Every route outside PUBLIC_PATHS, unless its protocol checks its own callers.
+    Unknown paths and wrong methods do not, so that they answer 404/405, not 401."""
+    match_info = request.match_info
+    if match_info.http_exception is not None or request.path in PUBLIC_PATHS:
+        return False
+    return not getattr(match_info.handler, _OWN_CALLERS, False)
 
 
 async def set_server_header(request: web.Request, response: web.StreamResponse) -> None:

@@ -29,7 +29,7 @@ from podsync.services.gpodder.auth import Session
 from podsync.web.errors import basic_refusal
 from podsync.web.http import basic_credentials, login_caller, note_refusal
 from podsync.web.keys import CONFIG, GPODDER, GPODDER_SESSION, SYNC_HEALTH, USER
-from podsync.web.middleware import Handler, is_trusted_proxy
+from podsync.web.middleware import Handler, checks_own_callers, is_trusted_proxy
 from podsync.web.origin import refuse_foreign_write
 
 COOKIE = "sessionid"
@@ -110,7 +110,7 @@ def gpodder_route(handler: Handler, kind: str = "") -> Handler:
         response.headers["Cache-Control"] = "no-store"
         return response
 
-    return gpodder_handler
+    return checks_own_callers(gpodder_handler)
 
 
 async def _authenticated(request: web.Request, handler: Handler, kind: str) -> web.StreamResponse:

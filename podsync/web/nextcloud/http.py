@@ -25,7 +25,7 @@ from podsync.model import User
 from podsync.web.errors import basic_refusal
 from podsync.web.http import basic_credentials, login_caller, note_refusal
 from podsync.web.keys import BASIC_AUTH, SYNC_HEALTH
-from podsync.web.middleware import Handler
+from podsync.web.middleware import Handler, checks_own_callers
 from podsync.web.origin import refuse_foreign_write
 
 CHALLENGE = 'Basic realm="podsync", charset="UTF-8"'
@@ -76,4 +76,4 @@ def nextcloud_route(handler: Handler, basic: bool = True) -> Handler:
         response.headers["Cache-Control"] = "no-store"
         return response
 
-    return nextcloud_handler
+    return checks_own_callers(nextcloud_handler)

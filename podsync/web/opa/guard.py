@@ -1,21 +1,19 @@
 """The Open Podcast API's authentication: every route of it but login, refresh and
 the OpenAPI document needs a valid access token, `Authorization: Bearer <token>`.
 
-`bearer_route` wraps each such handler (web/routes.py), as the gpodder, Nextcloud
-and web UI folders wrap theirs: a refusal is an Unauthorized, answered 401 with the
-Bearer challenge by the middleware (web/errors.py). Unknown paths and wrong methods
-reach no handler, so they answer 404 and 405, not 401.
+`check_bearer` is the middleware's guard (web/app.py passes it): it checks the
+caller of every route that is not public and whose protocol does not check its
+own (the gpodder, Nextcloud and web UI wrappers), so a new route is protected
+unless said otherwise. A refusal is an Unauthorized, answered 401 with the Bearer
+challenge by the middleware (web/errors.py).
 """
 
 from __future__ import annotations
-
-import functools
 
 from aiohttp import web
 
 from podsync.errors import Unauthorized
 from podsync.web.keys import AUTH, USER
-from podsync.web.middleware import Handler
 
 
 def bearer_token(request: web.Request) -> str:
@@ -29,12 +27,6 @@ def bearer_token(request: web.Request) -> str:
     return token
 
 
-def bearer_route(handler: Handler) -> Handler:
-    """`handler` for the caller of a valid access token (`request[USER]`)."""
-
-    @functools.wraps(handler)
-    async def opa_handler(request: web.Request) -> web.StreamResponse:
-        request[USER] = await request.app[AUTH].authenticate(bearer_token(request))
-        return await handler(request)
-
-    return opa_handler
+async def check_bearer(request: web.Request) -> None:
+    """The caller of a valid access token, as `request[USER]`; else Unauthorized."""
+    request[USER] = await request.app[AUTH].authenticate(bearer_token(request))

@@ -8,6 +8,7 @@ from aiohttp import web
 
 from podsync.services.compose.rare import RareServices
 from podsync.web.keys import ERROR_PAGE, SERVICES
+from podsync.web.middleware import checks_own_callers
 from podsync.web.ui import (
     account,
     admin,
@@ -105,7 +106,7 @@ def _constant(
         body = request.app[key]
         return web.Response(body=body, content_type=content_type, charset=charset, headers=headers)
 
-    return answer
+    return checks_own_callers(answer)  # anyone's: the sign-in page needs them
 
 
 _stylesheet = _constant(STYLESHEET, "text/css", 86400, "utf-8")
