@@ -24,6 +24,8 @@ CLIENTS = 4
 ROUNDS = 3  # of the CLI's commands
 OPML_FEEDS = 150
 TIMEOUT = aiohttp.ClientTimeout(total=30)
+# Batches the clients must have written meanwhile (a quiet machine writes over 1000).
+MIN_BATCHES = 50
 
 
 async def post_until(base: str, ledger: Ledger, tag: str, stop: threading.Event) -> list[int]:
@@ -99,7 +101,8 @@ async def test_cli_writes_beside_two_busy_workers_are_neither_refused_nor_lost(
         assert tree.stop() == 0
     assert failures == []
     assert len(done) == 3 * ROUNDS
-    assert statuses and set(statuses) == {200}, sorted(set(statuses))
+    assert set(statuses) == {200}, sorted(set(statuses))
+    assert len(statuses) >= MIN_BATCHES  # the workers did write all along
     database = tmp_path / "podsync.db"
     feeds = rows(database, "SELECT feed_url FROM subscriptions")
     for n in range(ROUNDS):
