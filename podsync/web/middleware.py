@@ -39,6 +39,7 @@ PUBLIC_PATHS = frozenset(
     {"/", "/healthz", "/metrics", "/auth/login", "/auth/refresh", "/api/v1/openapi.json"}
 )
 _OWN_CALLERS = "podsync_checks_own_callers"
+_OWN_FORMS = "podsync_reads_own_forms"
 REQUEST_ID_PATTERN = re.compile(r"[A-Za-z0-9._:-]{1,128}", re.ASCII)
 # The Server header names the product, never a version (contract 8).
 SERVER_HEADER = "podsync"
@@ -68,6 +69,13 @@ def checks_own_callers(handler: H) -> H:
     """Mark a route's handler as one whose protocol checks its callers itself (the
     gpodder, Nextcloud and web UI wrappers): the middleware's `guard` passes it by."""
     setattr(handler, _OWN_CALLERS, True)
+    return handler
+
+
+def reads_own_forms(handler: H) -> H:
+    """Mark a route's handler as one whose protocol reads its bodies itself and
+    answers an unreadable one on its own page (the web UI's form reader)."""
+    setattr(handler, _OWN_FORMS, True)
     return handler
 
 
@@ -110,7 +118,7 @@ def _check_body_charset(request: web.Request) -> None:
     """A body labelled with a charset no codec decodes is refused before any handler
     reads it (called for requests with a body). The web UI's forms are read by its
     own form reader, which answers this (and a multipart part's charset) on its page."""
-    if (request.match_info.route.name or "").startswith("ui."):
+    if getattr(request.match_info.handler, _OWN_FORMS, False):
         return
     charset = unknown_charset(request)
     if charset is not None:

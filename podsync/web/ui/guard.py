@@ -20,7 +20,7 @@ from multidict import MultiDictProxy
 from podsync.errors import InvalidInput, PodsyncError
 from podsync.web.errors import answer_for, retry_after
 from podsync.web.keys import CLIENT_ADDRESS, CONFIG, REQUEST_ID
-from podsync.web.middleware import checks_own_callers
+from podsync.web.middleware import checks_own_callers, reads_own_forms
 from podsync.web.ops.home import server_address
 from podsync.web.ui.keys import SIGNED_IN, WEB_SESSIONS
 from podsync.web.ui.render import render
@@ -88,7 +88,7 @@ def ui_route(
 
     wrapped.__name__ = handler.__name__
     wrapped.__doc__ = handler.__doc__
-    return checks_own_callers(wrapped)
+    return reads_own_forms(checks_own_callers(wrapped))
 
 
 async def _run(
