@@ -2,10 +2,10 @@
 
 One process (the default) is the whole server. With `server.workers = N`, a parent
 process (`serve/workers.py`) binds the address and forks N workers (`serve/fork.py`);
-each is a whole
-podsync with its own event loop and database connections, and worker 0, the leader,
-also runs what must run once per server: the pruner, the feed fetcher's passes and
-the SQLite checkpoints. When the leader dies, the parent starts another worker 0.
+each is a whole podsync with its own event loop and database connections, and
+worker 0, the leader, also runs what must run once per server: the pruner, the feed
+fetcher's passes and the SQLite checkpoints. When the leader dies, the parent starts
+another worker 0. This module is only what the app needs to know of that.
 """
 
 from __future__ import annotations
