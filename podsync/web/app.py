@@ -17,23 +17,25 @@ from podsync.config import Config
 from podsync.errors import METRICS_EXTRA, MissingExtra
 from podsync.services.auth import load_secret_key
 from podsync.services.compose.core import Services
+from podsync.services.episodes.history import prune_superseded
 from podsync.services.gpodder import Gpodder
-from podsync.services.gpodder.history import prune_superseded
 from podsync.services.health import require_writable
 from podsync.services.nextcloud.login_flows import LoginFlows
 from podsync.services.served import ServedPositions
 from podsync.services.sync import SyncService
 from podsync.storage.engine import Engine, create_engine, open_when_up
 from podsync.web.cors import cors_middleware
+from podsync.web.gpodder.keys import GPODDER
 from podsync.web.keys import (
     APP_PASSWORDS,
     AUTH,
     BASIC_AUTH,
     CONFIG,
     DB,
+    DEVICES,
+    EPISODE_WRITES,
     FEED_FETCHER,
     FEED_INFO,
-    GPODDER,
     LISTING,
     LOGIN_FLOWS,
     NEXTCLOUD,
@@ -144,6 +146,8 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
         app[LISTING] = services.listing
         app[APP_PASSWORDS] = services.app_passwords
         app[BASIC_AUTH] = services.basic_auth
+        app[DEVICES] = services.devices
+        app[EPISODE_WRITES] = services.episode_writes
         app[GPODDER] = services.gpodder
         app[NEXTCLOUD] = services.nextcloud
         app[SYNC_HEALTH] = services.sync_health

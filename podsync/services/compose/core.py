@@ -10,6 +10,9 @@ from podsync.config import Config
 from podsync.services.app_passwords import AppPasswordService
 from podsync.services.auth import AuthService
 from podsync.services.basic_auth import BasicAuth
+from podsync.services.devices import DeviceService
+from podsync.services.episodes.bounds import UploadBounds
+from podsync.services.episodes.writes import EpisodeWrites
 from podsync.services.feed_info import FeedInfoService
 from podsync.services.gpodder import Gpodder, build_gpodder
 from podsync.services.health import HealthService
@@ -88,6 +91,16 @@ class Services:
         return ServedPositions(self.db)
 
     @cached_property
+    def devices(self) -> DeviceService:
+        return DeviceService(self.db, self.config.gpodder.max_devices_per_user)
+
+    @cached_property
+    def episode_writes(self) -> EpisodeWrites:
+        """The one write path of episode actions: every protocol, the web player and
+        the import (services/episodes/)."""
+        return EpisodeWrites(self.db, UploadBounds(self.config.gpodder))
+
+    @cached_property
     def gpodder(self) -> Gpodder:
         return build_gpodder(
             self.db,
@@ -97,11 +110,13 @@ class Services:
             self.config.gpodder,
             self.basic_auth,
             self.served,
+            self.devices,
+            self.episode_writes,
         )
 
     @cached_property
     def nextcloud(self) -> NextcloudSync:
-        return NextcloudSync(self.db, self.gpodder, self.served)
+        return NextcloudSync(self.db, self.episode_writes, self.gpodder.subscriptions, self.served)
 
     @cached_property
     def sync_health(self) -> SyncHealth:

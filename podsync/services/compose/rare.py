@@ -12,8 +12,6 @@ from podsync.services.browsing import BrowseService
 from podsync.services.compose.core import Services
 from podsync.services.episode_pages import EpisodePages
 from podsync.services.episode_search import EpisodeSearch
-from podsync.services.gpodder.bounds import UploadBounds
-from podsync.services.gpodder.episodes import EpisodeService
 from podsync.services.listening import ListeningService
 from podsync.services.listening_stats import ListeningStats
 from podsync.services.remote_import import RemoteImportService
@@ -41,18 +39,11 @@ class RareServices:
         return self.core.opml
 
     @cached_property
-    def episodes(self) -> EpisodeService:
-        """The gpodder layer's episode service when the server built it; the CLI,
-        which signs no token, builds the same one without the rest of that layer."""
-        if "gpodder" in self.core.__dict__:
-            return self.core.gpodder.episodes
-        gpodder = self.core.config.gpodder
-        return EpisodeService(self.core.db, gpodder.episode_page_size, UploadBounds(gpodder))
-
-    @cached_property
     def import_jobs(self) -> ImportJobs:
         config = self.core.config
-        importer = RemoteImportService(self.opml, self.episodes, ImportBounds.for_config(config))
+        importer = RemoteImportService(
+            self.opml, self.core.episode_writes, ImportBounds.for_config(config)
+        )
         return ImportJobs(self.core.db, importer, config.auth)
 
     @cached_property
@@ -82,7 +73,4 @@ class RareServices:
 
     @cached_property
     def web_listening(self) -> WebListening:
-        gpodder = self.core.gpodder
-        return WebListening(
-            self.episode_pages, gpodder.devices, gpodder.episodes, self.core.sync_health
-        )
+        return WebListening(self.episode_pages, self.core.episode_writes, self.core.sync_health)

@@ -27,8 +27,9 @@ from podsync.errors import Forbidden, InvalidInput, TooManyRequests, Unauthorize
 from podsync.services.gpodder import Gpodder
 from podsync.services.gpodder.auth import Session
 from podsync.web.errors import basic_refusal
+from podsync.web.gpodder.keys import GPODDER
 from podsync.web.http import basic_credentials, login_caller, note_refusal
-from podsync.web.keys import CONFIG, GPODDER, GPODDER_SESSION, SYNC_HEALTH, USER
+from podsync.web.keys import CONFIG, GPODDER_SESSION, SYNC_HEALTH, USER
 from podsync.web.middleware import Handler, checks_own_callers, is_trusted_proxy
 from podsync.web.origin import refuse_foreign_write
 
