@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import socket
-from functools import cache
 
 
 def _start_time(pid: int) -> str | None:
@@ -28,9 +27,9 @@ def _start_time(pid: int) -> str | None:
     return fields[19] if len(fields) > 19 else None
 
 
-@cache
 def claimer() -> str:
-    """This process as a claimer: "HOST PID START"."""
+    """This process as a claimer: "HOST PID START" (asked per fetcher, never kept
+    for the process: a worker forked from the parent is another process)."""
     return f"{socket.gethostname()} {os.getpid()} {_start_time(os.getpid()) or '-'}"
 
 
