@@ -108,7 +108,7 @@ def test_serve_reads_the_user_s_config_directory_and_names_it(tmp_path: Path) ->
     mine = home / ".config" / "podsync" / "podsync.toml"
     mine.parent.mkdir(parents=True)
     mine.write_text(
-        f'[server]\nport = {port}\n[feeds]\nfetch_metadata = false\n[log]\naccess_log = false\n'
+        f"[server]\nport = {port}\n[feeds]\nfetch_metadata = false\n[log]\naccess_log = false\n"
     )
     proc, url = start_listening(
         [sys.executable, "-m", "podsync", "serve"], tmp_path / "serve.log", env, cwd=cwd

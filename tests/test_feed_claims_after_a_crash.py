@@ -4,6 +4,7 @@ so in the log, and fetches the feed within a minute, not when the lease runs out
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 from pathlib import Path
@@ -27,11 +28,11 @@ async def test_a_restart_after_a_kill_mid_fetch_fetches_the_feed_within_a_minute
         deadline = time.monotonic() + 30
         while host.hits["/show-1.xml"] == 0:  # the fetch has begun
             assert time.monotonic() < deadline, log_text(tree)
-            time.sleep(0.05)
+            await asyncio.sleep(0.05)
         assert tree.proc is not None
         killed = tree.proc.pid  # one process: the fetcher runs in it
         tree.kill_tree()  # SIGKILL: nothing of the stop runs
-        time.sleep(8.5)  # the host's slow answer has gone nowhere; the feed is claimed
+        await asyncio.sleep(8.5)  # the host's slow answer has gone nowhere; the feed is claimed
         assert "The Slow Show" not in log_text(tree)
 
         tree.start()

@@ -75,4 +75,3 @@ async def test_turning_allow_private_on_by_sighup_fetches_the_refused_feed(
             if browser is not None:
                 await browser.close()
         host.close()
-

@@ -202,7 +202,7 @@ def read_password(from_stdin: bool) -> str:
     value: str = click.prompt(
         f"Password (at least {MIN_PASSWORD_LENGTH} characters)",
         hide_input=True,
-        confirmation_prompt="Repeat the password",
+        confirmation_prompt=True,
         value_proc=_keep_if_valid,
     )
     return value
