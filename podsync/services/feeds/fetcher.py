@@ -30,6 +30,7 @@ from podsync.services.feeds.artwork import ArtworkKeeper, Found
 from podsync.services.feeds.failures import FailureLog, shown
 from podsync.services.feeds.http import FeedClient, Fetched, FetchError, HostFaults
 from podsync.storage.engine import Connection, Engine
+from podsync.store import feed_claims
 from podsync.store import feed_info as store
 
 log = logging.getLogger("podsync.feeds")
@@ -140,11 +141,11 @@ class FeedFetcher:
         refusal that no longer holds)."""
         now = self.clock()
         async with self.db.write() as conn:
-            gone = [c for c in await store.claimers(conn, now) if claims.is_gone(c)]
-            released = await store.release_claims(conn, gone, now)
+            gone = [c for c in await feed_claims.claimers(conn, now) if claims.is_gone(c)]
+            released = await feed_claims.release_claims(conn, gone, now)
             retried = 0
             if self.client.allow_private:
-                retried = await store.retry_refused(conn, refusals.PREFIX, now)
+                retried = await feed_claims.retry_refused(conn, refusals.PREFIX, now)
         if released:
             pids = ", ".join(sorted({c.split(" ")[1] for c in gone}))
             log.info(
@@ -166,7 +167,7 @@ class FeedFetcher:
         process fetches."""
         now = self.clock()
         async with self.db.write() as conn:
-            await store.release_claims(conn, [self.claimer], now)
+            await feed_claims.release_claims(conn, [self.claimer], now)
 
     async def run_once(self) -> int:
         """One pass: discover, then claim and fetch until nothing is due. Returns how
