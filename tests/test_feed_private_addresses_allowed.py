@@ -5,8 +5,10 @@ with no Refresh, whatever backoff the refusal had put it in."""
 
 from __future__ import annotations
 
+import os
 import re
 import signal
+import sys
 from pathlib import Path
 
 from tests.feed_server_support import (
@@ -17,6 +19,8 @@ from tests.feed_server_support import (
     subscribe,
     until_shown,
 )
+from tests.server_process import start_listening
+from tests.ui_session import Browser
 from tests.workers_support import ServerTree
 
 ON = "[feeds]\nfetch_metadata = true\nallow_private = true\n"
@@ -74,4 +78,33 @@ async def test_turning_allow_private_on_by_sighup_fetches_the_refused_feed(
         for browser in (admin, person):
             if browser is not None:
                 await browser.close()
+        host.close()
+
+
+async def test_a_start_with_the_environment_variable_fetches_the_refused_feed(
+    tmp_path: Path,
+) -> None:
+    host = feed_host("The Home Show")
+    tree = ServerTree(tmp_path, workers=1, extra=OFF)
+    subscribe(tree, "bob", [host.url("/show-1.xml")])
+    person = None
+    proc = None
+    try:
+        with tree:
+            tree.wait_for(re.compile(r"fetching the feed \S+ failed"), timeout=30)
+            assert tree.stop() == 0
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PODSYNC_")}
+        env["PODSYNC_FEEDS_ALLOW_PRIVATE"] = "true"
+        argv = [sys.executable, "-m", "podsync", "--config", str(tree.config_path), "serve"]
+        proc, base = start_listening(argv, tmp_path / "again.log", env)
+        person = Browser(base)
+        await person.sign_in("bob")
+        assert await until_shown(person, "/ui/subscriptions", "The Home Show", 60) < 60
+        assert host.hits["/show-1.xml"] == 1
+    finally:
+        if person is not None:
+            await person.close()
+        if proc is not None:
+            proc.terminate()
+            proc.wait(timeout=30)
         host.close()
