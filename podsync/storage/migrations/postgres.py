@@ -7,8 +7,9 @@ import time
 
 import asyncpg
 
-from podsync.model import Subscription, episode_action_view, subscription_view
+from podsync.model import Subscription, subscription_view
 from podsync.storage.migrations import check_version, log_upgrade
+from podsync.storage.migrations.episode_views import episode_action_view
 from podsync.storage.migrations.postgres_steps_0_3 import STEPS_0_3, Step
 
 # Any constant: the key of the advisory lock that lets one process migrate at a time.
