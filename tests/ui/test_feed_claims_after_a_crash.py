@@ -52,3 +52,30 @@ async def test_a_restart_after_a_kill_mid_fetch_fetches_the_feed_within_a_minute
             await browser.close()
         tree.kill_tree()
         host.close()
+
+
+async def test_a_stop_mid_fetch_gives_the_claim_back_for_the_next_start(tmp_path: Path) -> None:
+    """SIGTERM cancels the fetch under way; the stop gives its claim back, so the next
+    start fetches the feed at once (nothing for it to take back)."""
+    host = feed_host("The Slow Show")
+    host.delays["/show-1.xml"] = [8.0]
+    tree = ServerTree(tmp_path, workers=1, extra=FEEDS)
+    subscribe(tree, "alice", [host.url("/show-1.xml")])
+    browser = None
+    try:
+        tree.start()
+        deadline = time.monotonic() + 30
+        while host.hits["/show-1.xml"] == 0:
+            assert time.monotonic() < deadline, log_text(tree)
+            await asyncio.sleep(0.05)
+        assert tree.stop() == 0
+        tree.start()
+        browser = await signed_in(tree, "alice")
+        assert await until_shown(browser, "/ui/subscriptions", "The Slow Show", 60) < 60
+        assert "took back" not in log_text(tree)
+        assert tree.stop() == 0
+    finally:
+        if browser is not None:
+            await browser.close()
+        tree.kill_tree()
+        host.close()
