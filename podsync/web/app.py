@@ -190,6 +190,10 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
         await _stop(pruner)
         await _stop(fetching)
         if fetcher is not None:
+            try:
+                await fetcher.let_go()
+            except Exception as exc:  # the database is gone: the claims run out instead
+                log.warning("the feed fetcher's claims were not given back: %s", exc)
             await fetcher.close()
         if services is not None:
             await services.close()
