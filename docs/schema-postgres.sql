@@ -141,9 +141,11 @@ CREATE TABLE feed_info (
     artwork_last_modified text,
     artwork_error text,
     artwork_checked_at bigint,
+    claimed_by text,
     CONSTRAINT feed_info_pkey PRIMARY KEY (url_key)
 );
 CREATE INDEX feed_info_artwork ON feed_info USING btree (artwork_hash) WHERE (artwork_hash IS NOT NULL);
+CREATE INDEX feed_info_claimed ON feed_info USING btree (claimed_by) WHERE (claimed_by IS NOT NULL);
 CREATE INDEX feed_info_due ON feed_info USING btree (next_try_at);
 
 CREATE TABLE gpodder_devices (

@@ -145,9 +145,11 @@ CREATE TABLE feed_info (
         last_error    TEXT,                    -- why the last fetch failed, if it did
         failures      INTEGER NOT NULL DEFAULT 0,  -- failed fetches in a row
         next_try_at   INTEGER NOT NULL         -- due then (a claim moves it past the fetch)
-    , artwork_hash TEXT, artwork_source TEXT, artwork_etag TEXT, artwork_last_modified TEXT, artwork_error TEXT, artwork_checked_at INTEGER) STRICT;
+    , artwork_hash TEXT, artwork_source TEXT, artwork_etag TEXT, artwork_last_modified TEXT, artwork_error TEXT, artwork_checked_at INTEGER, claimed_by TEXT) STRICT;
 
 CREATE INDEX feed_info_artwork ON feed_info(artwork_hash) WHERE artwork_hash IS NOT NULL;
+
+CREATE INDEX feed_info_claimed ON feed_info(claimed_by) WHERE claimed_by IS NOT NULL;
 
 CREATE INDEX feed_info_due ON feed_info(next_try_at);
 
