@@ -10,6 +10,7 @@ import asyncpg
 from podsync.model import Subscription, subscription_view
 from podsync.storage.migrations import check_version, log_upgrade
 from podsync.storage.migrations.episode_views import episode_action_view
+from podsync.storage.migrations.listening_totals import postgres_step
 from podsync.storage.migrations.postgres_steps_0_3 import STEPS_0_3, Step
 
 # Any constant: the key of the advisory lock that lets one process migrate at a time.
@@ -326,6 +327,9 @@ MIGRATIONS: tuple[Step, ...] = (
     ALTER TABLE feed_info ADD COLUMN claimed_by TEXT;
     CREATE INDEX feed_info_claimed ON feed_info(claimed_by) WHERE claimed_by IS NOT NULL;
     """,
+    # 24: statistics from running totals, and the web player's listening sessions
+    # (listening_totals.py).
+    postgres_step,
 )
 
 

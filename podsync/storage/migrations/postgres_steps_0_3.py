@@ -7,7 +7,6 @@ from collections.abc import Awaitable, Callable
 
 import asyncpg
 
-from podsync.storage.migrations.listening_totals import postgres_step
 from podsync.storage.migrations.postgres_per_user import per_user_numbers
 from podsync.words import title_words
 
@@ -178,7 +177,4 @@ STEPS_0_3: tuple[Step, ...] = (
     per_user_numbers,
     _step_21,  # the web UI's third release (as SQLite's step 21)
     _step_22,  # a page per episode, and finding one by a word of its title
-    # 23: statistics from running totals, and the web player's listening sessions
-    # (listening_totals.py).
-    postgres_step,
 )

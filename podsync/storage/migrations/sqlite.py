@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
+from podsync.storage.migrations.listening_totals import sqlite_step
 from podsync.storage.migrations.sqlite_backfills import episode_views, stored_views
 from podsync.storage.migrations.sqlite_runner import Step, run
 from podsync.storage.migrations.sqlite_steps_0_3 import STEPS_0_3
@@ -323,6 +324,9 @@ MIGRATIONS: tuple[Step, ...] = (
     ALTER TABLE feed_info ADD COLUMN claimed_by TEXT;
     CREATE INDEX feed_info_claimed ON feed_info(claimed_by) WHERE claimed_by IS NOT NULL;
     """,
+    # 24: statistics from running totals, and the web player's listening sessions
+    # (listening_totals.py).
+    sqlite_step,
 )
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import sqlite3
 
-from podsync.storage.migrations.listening_totals import sqlite_step
 from podsync.storage.migrations.sqlite_per_user import per_user_numbers
 from podsync.storage.migrations.sqlite_runner import Step, statements
 from podsync.words import title_words
@@ -187,7 +186,4 @@ STEPS_0_3: tuple[Step, ...] = (
     # triggers, that finds an episode by a word of its title. The feeds' validators
     # are forgotten: the next fetch of each reads the whole feed, and its notes.
     episode_pages,
-    # 23: statistics from running totals, and the web player's listening sessions
-    # (listening_totals.py).
-    sqlite_step,
 )
