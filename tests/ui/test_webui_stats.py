@@ -172,3 +172,20 @@ def test_weeks_and_months_are_the_persons_time_zone() -> None:
     assert spans[WEEKS - 1].low * QUARTER_US == int(
         datetime(2026, 11, 23, tzinfo=ZoneInfo("Asia/Kolkata")).timestamp() * 1e6
     )
+
+
+def test_merged_stretches_are_bounded_and_never_count_time_twice() -> None:
+    from podsync.stretches import MAX_SPANS, covered
+
+    spans: list[tuple[int, int]] = []
+    counted = 0
+    # 100 stretches of 10 s, 20 s apart: more than are kept apart.
+    for n in range(100):
+        spans, added = covered(spans, (n * 30, n * 30 + 10))
+        counted += added
+    assert counted == 1000 and len(spans) <= MAX_SPANS
+    # Played again whole: only what the kept stretches do not cover counts, and
+    # never more than the gaps that are left.
+    spans, added = covered(spans, (0, 3000))
+    assert 0 <= added <= 2000 and spans == [(0, 3000)]
+    assert covered(spans, (100, 2900)) == ([(0, 3000)], 0)
