@@ -110,4 +110,4 @@ def test_the_log_says_why_an_item_was_skipped(
     assert plays(server.url) == []
     server.stop()
     text = server.log_path.read_text()
-    assert "item 0 skipped: position nan is not a number of seconds" in text, text[-2000:]
+    assert "item 0 skipped: position is not a finite number" in text, text[-2000:]

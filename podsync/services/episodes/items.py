@@ -9,6 +9,7 @@ would block every later one forever.
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import UTC, datetime
 from typing import Any
@@ -91,8 +92,12 @@ def _play_field(item: dict[str, Any], name: str) -> int | None:
         raise SkipItem(f"{name} is not a number")
     if value == UNKNOWN:
         return None
-    if not 0 <= value < INT32_MAX + 1:  # NaN compares false, an infinity out of range
-        raise SkipItem(f"{name} {value!r} is not a number of seconds from 0 to 2^31 - 1")
+    if kind is float and not math.isfinite(value):
+        raise SkipItem(f"{name} is not a finite number")
+    if value < 0:
+        raise SkipItem(f"{name} {value} is negative")
+    if value >= INT32_MAX + 1:  # 2^31 - 0.5 is 2^31 - 1 rounded down
+        raise SkipItem(f"{name} {value} is out of range")
     return int(value)  # a fraction rounded down (int() of a non-negative float)
 
 
