@@ -4,7 +4,8 @@ fresh (`[feeds] fetch_metadata = true`).
 Each pass: notice the feeds of subscriptions changed since the last pass (any
 process's), claim the feeds that are due and still subscribed (a claim in the
 database, so several server processes on one database fetch each feed once), fetch
-a few at a time, parse in one worker thread, and record the outcomes of a claimed
+a few at a time, parse in one worker thread (a person's Subscribe and Refresh in
+threads of their own, so that they never wait behind a pass), and record the outcomes of a claimed
 batch in one write (the one that claims the next batch). A feed is fetched at most
 once per `refresh_hours` whoever subscribes to it; a failure is recorded with its
 reason and tried again after a backoff that doubles per failure. When a host's name
@@ -102,9 +103,12 @@ class FeedFetcher:
         self.poll_interval_s = poll_interval_s
         self.batch_min_s = batch_min_s
         self.clock = clock
-        # One parse at a time, off the event loop: a large feed costs the loop nothing
-        # but the GIL's switch interval, and never more than one core in all.
+        # One parse at a time for the passes, off the event loop: a large feed costs
+        # the loop nothing but the GIL's switch interval. A parse ends within its
+        # deadline (parse.parse_feed); a person's Subscribe or Refresh is parsed on
+        # threads of its own, so a pass busy with a hostile feed never holds it back.
         self._parser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="podsync-feed-parse")
+        self._asked = ThreadPoolExecutor(max_workers=2, thread_name_prefix="podsync-feed-asked")
         self.failure_log = FailureLog(log)
         self.artwork = ArtworkKeeper(client, artwork_max_bytes, artwork_store_bytes, clock)
 
@@ -116,6 +120,7 @@ class FeedFetcher:
         # A parse under way finishes on its thread (it touches no database); the
         # server's shutdown does not wait for it here.
         self._parser.shutdown(wait=False, cancel_futures=True)
+        self._asked.shutdown(wait=False, cancel_futures=True)
 
     async def run_forever(self) -> None:
         """Passes until cancelled; a pass that fails is logged and the next one runs."""
@@ -170,26 +175,29 @@ class FeedFetcher:
         self, gate: asyncio.Semaphore, feed: store.DueFeed, faults: HostFaults
     ) -> Outcome:
         async with gate:
-            return await self._attempt(feed, faults)
+            return await self._attempt(feed, faults, self._parser)
 
     async def fetch_one(self, feed: store.DueFeed) -> None:
-        """Fetch, parse and record one claimed feed; never raises for the feed's
-        faults (they are recorded)."""
-        outcome = await self._attempt(feed, None)
+        """Fetch, parse and record one claimed feed (a person asked for it); never
+        raises for the feed's faults (they are recorded)."""
+        outcome = await self._attempt(feed, None, self._asked)
         async with self.db.write() as conn:
             await self._record(conn, [outcome])
         self._log([outcome])
 
-    async def _attempt(self, feed: store.DueFeed, faults: HostFaults | None) -> Outcome:
-        """Fetch and parse one claimed feed and store its changed episodes; the
-        feed's row is left for `_record`. Never raises for the feed's faults."""
+    async def _attempt(
+        self, feed: store.DueFeed, faults: HostFaults | None, parser: ThreadPoolExecutor
+    ) -> Outcome:
+        """Fetch and parse (on `parser`) one claimed feed and store its changed
+        episodes; the feed's row is left for `_record`. Never raises for the feed's
+        faults."""
         try:
             fetched = await self.client.fetch(feed.feed_url, feed.etag, feed.last_modified, faults)
             learned = None
             if not fetched.not_modified:
                 loop = asyncio.get_running_loop()
                 learned = await loop.run_in_executor(
-                    self._parser, _parse_feed, fetched.body, fetched.url, fetched.content_type
+                    parser, _parse_feed, fetched.body, fetched.url, fetched.content_type
                 )
         except (FetchError, NotAFeed) as exc:
             return Outcome(feed, self.clock(), error=str(exc))
@@ -199,7 +207,7 @@ class FeedFetcher:
             return Outcome(feed, self.clock(), error=error)
         found = None
         if learned is not None:
-            await self._store_episodes(feed.url_key, learned)
+            await self._store_episodes(feed.url_key, learned, parser)
             found = await self._look_at_artwork(feed, learned.artwork_url, faults)
         return Outcome(feed, self.clock(), fetched, learned, artwork=found)
 
@@ -242,11 +250,11 @@ class FeedFetcher:
                 self.failure_log.failed(o.feed.url_key, o.feed.failures + 1, o.error)
 
     async def parse(self, fetched: Fetched) -> store.LearnedFeed:
-        """What a fetched feed holds, read on the parser's thread; NotAFeed when it
-        is something else."""
+        """What a fetched feed holds, read on a thread for what people ask; NotAFeed
+        when it is something else."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
-            self._parser, _parse_feed, fetched.body, fetched.url, fetched.content_type
+            self._asked, _parse_feed, fetched.body, fetched.url, fetched.content_type
         )
 
     async def keep_checked(self, feed_url: str, url_key: str, learned: store.LearnedFeed) -> None:
@@ -256,7 +264,7 @@ class FeedFetcher:
         now = self.clock()
         async with self.db.write() as conn:
             await store.add_feed(conn, url_key, feed_url, now)
-        await self._store_episodes(url_key, learned)
+        await self._store_episodes(url_key, learned, self._asked)
         async with self.db.write() as conn:
             await store.record_fetched(
                 conn, url_key, learned, None, None, now, now + self.refresh_us
@@ -292,7 +300,9 @@ class FeedFetcher:
         await self.fetch_one(due)
         return True
 
-    async def _store_episodes(self, url_key: str, learned: store.LearnedFeed) -> None:
+    async def _store_episodes(
+        self, url_key: str, learned: store.LearnedFeed, worker: ThreadPoolExecutor
+    ) -> None:
         """Write only what changed since the last fetch (usually an episode or two: a
         kept item keeps its rank, `order.plan`), a few hundred rows per write, so
         that no write holds the lock for long; the stored rows are read, and the
@@ -300,7 +310,7 @@ class FeedFetcher:
         async with self.db.read(threaded=True) as conn:
             stored = await store.stored_episodes(conn, url_key)
         loop = asyncio.get_running_loop()
-        changes = await loop.run_in_executor(self._parser, order.plan, learned.episodes, stored)
+        changes = await loop.run_in_executor(worker, order.plan, learned.episodes, stored)
         removed, added = changes
         for start in range(0, max(len(removed), len(added)), EPISODES_PER_WRITE):
             async with self.db.write() as conn:
