@@ -90,11 +90,13 @@ class FeedInfoService:
                 found[ref] = title
         return found
 
-    async def artwork(self, digest: str) -> tuple[str, bytes] | None:
-        """(type, bytes) of an image the fetcher keeps, by its hash (hex), or None.
-        Read on a worker thread: an image may be a megabyte."""
+    async def artwork(self, user_id: int, digest: str) -> tuple[str, bytes] | None:
+        """(type, bytes) of an image the fetcher keeps, by its hash (hex), when one of
+        the user's podcasts has it; else None, as for an image not kept (a hash says
+        nothing of what others subscribe to). Read on a worker thread: an image may
+        be a megabyte."""
         async with self.db.read(threaded=True) as conn:
-            return await artwork.image(conn, digest)
+            return await artwork.image_for(conn, user_id, digest)
 
     async def failing(self, limit: int = 100) -> list[FeedInfo]:
         """Feeds whose last fetch failed (with the error and the next try), the

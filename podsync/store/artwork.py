@@ -128,7 +128,13 @@ async def forget(conn: Connection, url_key: str) -> None:
         await _collect(conn, before)
 
 
-async def image(conn: Connection, digest: str) -> tuple[str, bytes] | None:
-    """(type, bytes) of a kept image by its hash, or None."""
-    row = await conn.fetch_one("SELECT content_type, bytes FROM artwork WHERE hash = ?", (digest,))
+async def image_for(conn: Connection, user_id: int, digest: str) -> tuple[str, bytes] | None:
+    """(type, bytes) of a kept image by its hash, when a podcast of the user (one
+    subscribed to now or before) has it; else None."""
+    row = await conn.fetch_one(
+        "SELECT content_type, bytes FROM artwork WHERE hash = ? AND EXISTS ("
+        "SELECT 1 FROM feed_info f JOIN subscriptions s ON s.url_key = f.url_key "
+        "WHERE f.artwork_hash = ? AND s.user_id = ?)",
+        (digest, digest, user_id),
+    )
     return None if row is None else (str(row[0]), bytes(row[1]))
