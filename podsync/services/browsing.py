@@ -184,11 +184,12 @@ class BrowseService:
 
     async def refresh(self, user: User, sync_id: str) -> bool | None:
         """Fetch one of the user's feeds now: True when fetched (or tried), False when
-        it was fetched a moment ago, None when the fetcher is off."""
+        it was fetched a moment ago, None when the fetcher is off; TooManyRequests past
+        the user's bound on fetches a minute (the Subscribe form's, shared)."""
         entity = await self.subscription(user, sync_id)
-        if self.fetcher is None:
+        if self.checks is None:
             return None
-        return await self.fetcher.refresh(entity.url_key, entity.feed_url)
+        return await self.checks.refresh(user.id, entity.url_key, entity.feed_url)
 
     async def set_subscribed(self, user: User, sync_id: str, subscribed: bool) -> None:
         """Unsubscribe, or subscribe again to, one of the user's subscriptions."""

@@ -6,12 +6,14 @@ that look is a download on someone's request. So it is bounded like one:
   the minute, by anyone, gets the answer of the first without a fetch (a fetch still
   under way: "try again in a minute"); a feed the fetcher or `Refresh` fetched in
   the last minute is judged by that fetch (a failed one: "try again in a minute");
-- at most CHECKS_PER_USER fetches a minute per user;
+- at most FETCHES_PER_USER fetches a minute per user, a Refresh's fetches and
+  refused import addresses counted with them (`services/person_fetches.py`);
 - both counted in the database (`feed_checks`), so they hold whichever process of a
   server answers, and across restarts.
 
 Past a bound the form comes back with the problem named (TooManyRequests): nothing is
-fetched and nothing is subscribed. Loaded only when the fetcher is on.
+fetched and nothing is subscribed. A Refresh (`refresh`) has the same per-user bound on
+top of its per-feed minute. Loaded only when the fetcher is on.
 """
 
 from __future__ import annotations
@@ -21,10 +23,11 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from podsync.errors import TooManyRequests
+from podsync.services.person_fetches import FETCHES_PER_USER, WINDOW_US, seconds, take_turn
 from podsync.services.feeds import NotAFeed
 from podsync.services.feeds.http import FetchError, HttpStatusError
 from podsync.storage.engine import Connection, Engine
-from podsync.store import feed_checks, feed_info, meta
+from podsync.store import feed_checks, feed_info, meta, user_fetches
 from podsync.store.feed_checks import FEED, NOT_A_FEED, UNREACHABLE
 from podsync.store.feed_info import LearnedFeed
 
@@ -33,9 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = ["FEED", "NOT_A_FEED", "UNREACHABLE", "FeedChecks", "Verdict"]
 
-# A minute: per address (as `Refresh`), and the window of the per-user count.
-WINDOW_US = 60_000_000
-CHECKS_PER_USER = 5
+CHECKS_PER_USER = FETCHES_PER_USER
 UNDER_WAY = "This address is being fetched right now. Try again in a minute."
 
 
@@ -90,7 +91,7 @@ class FeedChecks:
         recent = await feed_checks.find(conn, url_key)
         if recent is not None:
             if recent.answer is None:
-                raise TooManyRequests(UNDER_WAY, _seconds(recent.checked_at + WINDOW_US - now))
+                raise TooManyRequests(UNDER_WAY, seconds(recent.checked_at + WINDOW_US - now))
             return Verdict(recent.answer, recent.reason)
         info = (await feed_info.infos(conn, [url_key])).get(url_key)
         if info is not None and info.checked_at is not None and info.checked_at >= since:
@@ -102,20 +103,27 @@ class FeedChecks:
             )
             raise TooManyRequests(
                 UNDER_WAY if info.last_error is None else failed,
-                _seconds(info.checked_at + WINDOW_US - now),
+                seconds(info.checked_at + WINDOW_US - now),
             )
-        made = await feed_checks.made_by(conn, user_id, since)
-        if len(made) >= self.per_user:
-            wait = _seconds(made[-self.per_user] + WINDOW_US - now)
-            raise TooManyRequests(
-                f"You had {len(made)} feed addresses checked in the last minute, the "
-                f"most there can be. Try again in {wait} s; to add many feeds at once, "
-                "import them as an OPML file.",
-                wait,
-            )
+        await take_turn(conn, user_id, now, self.per_user)
         if not await feed_checks.claim(conn, url_key, user_id, now):
-            raise TooManyRequests(UNDER_WAY, _seconds(WINDOW_US))
+            raise TooManyRequests(UNDER_WAY, seconds(WINDOW_US))
         return None
+
+    async def refresh(self, user_id: int, url_key: str, feed_url: str) -> bool:
+        """Fetch one of the user's feeds now (a person's `Refresh`): True when it was
+        fetched (or tried), False when it was fetched less than a minute ago or is
+        being fetched (no fetch, nothing counted); TooManyRequests past the user's
+        bound."""
+        now = self.clock()
+        async with self.db.write() as conn:
+            await take_turn(conn, user_id, now, self.per_user)
+            due = await self.fetcher.claim_refresh(conn, url_key, feed_url, now)
+            if due is None:
+                return False
+            await user_fetches.record(conn, user_id, now, user_fetches.REFRESH)
+        await self.fetcher.fetch_one(due)
+        return True
 
     async def _fetch(self, feed_url: str) -> Verdict:
         try:
@@ -133,7 +141,3 @@ class FeedChecks:
             return Verdict(NOT_A_FEED, f"{exc}" + (f" (it is {kind})" if kind else ""))
         return Verdict(FEED, learned=learned)
 
-
-def _seconds(us: int) -> int:
-    """Whole seconds to wait, at least one."""
-    return max(1, -(-us // 1_000_000))

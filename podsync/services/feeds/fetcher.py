@@ -288,13 +288,21 @@ class FeedFetcher:
             later = next_try_after_failure(now, known[url_key].failures + 1, self.refresh_us)
             await store.record_failures(conn, [(url_key, error, now, later)])
 
+    async def claim_refresh(
+        self, conn: Connection, url_key: str, feed_url: str, now: int
+    ) -> store.DueFeed | None:
+        """Claim one feed for a fetch now (a person's `Refresh`, which then calls
+        `fetch_one`); None when it was fetched or tried less than REFRESH_GAP_US ago,
+        or another fetch of it is under way. Call in a write."""
+        await store.add_feed(conn, url_key, feed_url, now)
+        return await store.claim_now(conn, url_key, now, now - REFRESH_GAP_US, now + LEASE_US)
+
     async def refresh(self, url_key: str, feed_url: str) -> bool:
-        """Fetch one feed now (a person's `Refresh`); False when it was fetched or
-        tried less than REFRESH_GAP_US ago, or another fetch of it is under way."""
-        now = self.clock()
+        """Fetch one feed now, bound by REFRESH_GAP_US alone (a person's Refresh goes
+        through `FeedChecks.refresh`, which bounds the person's fetches too); False
+        when it was not fetched."""
         async with self.db.write() as conn:
-            await store.add_feed(conn, url_key, feed_url, now)
-            due = await store.claim_now(conn, url_key, now, now - REFRESH_GAP_US, now + LEASE_US)
+            due = await self.claim_refresh(conn, url_key, feed_url, self.clock())
         if due is None:
             return False
         await self.fetch_one(due)
