@@ -102,6 +102,9 @@ def test_the_running_fetcher_refuses_ipv4_compatible_and_translated_literals(
         file.write(opml)
     imported = run_cli(config, "opml", "import", "alice", path)
     assert imported.exit_code == 0, imported.output
+    # An admin reads a refusal's detail (anyone else: "the address is not allowed").
+    made_admin = run_cli(config, "user", "admin", "alice")
+    assert made_admin.exit_code == 0, made_admin.output
     server = serve_process(config)  # its fetcher's first pass runs at start
     form = urlencode({"username": "alice", "password": PASSWORD}).encode()
     signed_in = call(

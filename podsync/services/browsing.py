@@ -144,7 +144,7 @@ class BrowseService:
         key = url_key(feed_url)
         verdict: Verdict | None = None
         if self.checks is not None and not await self._subscribed(user, key):
-            verdict = await self.checks.check(user.id, feed_url, key)
+            verdict = await self.checks.check(user.id, feed_url, key, admin=user.admin)
             if verdict.answer == NOT_A_FEED:
                 raise InvalidInput(f"This address is not a podcast feed: {verdict.reason}.")
         unreachable = verdict.reason if verdict and verdict.answer == UNREACHABLE else None

@@ -33,6 +33,5 @@ class Deadline:
         """TooSlowToRead once the deadline has passed."""
         if time.monotonic() > self.ends:
             raise TooSlowToRead(
-                f"reading the feed took longer than {self.seconds:g} s; podsync reads "
-                "no more of it"
+                f"reading the feed took longer than {self.seconds:g} s; podsync reads no more of it"
             )

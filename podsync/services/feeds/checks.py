@@ -18,14 +18,16 @@ top of its per-feed minute. Loaded only when the fetcher is on.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from podsync.errors import TooManyRequests
-from podsync.services.person_fetches import FETCHES_PER_USER, WINDOW_US, seconds, take_turn
 from podsync.services.feeds import NotAFeed
 from podsync.services.feeds.http import FetchError, HttpStatusError
+from podsync.services.feeds.refusals import for_person, is_refusal
+from podsync.services.person_fetches import FETCHES_PER_USER, WINDOW_US, seconds, take_turn
 from podsync.storage.engine import Connection, Engine
 from podsync.store import feed_checks, feed_info, meta, user_fetches
 from podsync.store.feed_checks import FEED, NOT_A_FEED, UNREACHABLE
@@ -33,6 +35,8 @@ from podsync.store.feed_info import LearnedFeed
 
 if TYPE_CHECKING:
     from podsync.services.feeds.fetcher import FeedFetcher
+
+log = logging.getLogger("podsync.feeds")
 
 __all__ = ["FEED", "NOT_A_FEED", "UNREACHABLE", "FeedChecks", "Verdict"]
 
@@ -66,13 +70,16 @@ class FeedChecks:
         self.per_user = per_user
         self.clock: Callable[[], int] = fetcher.clock
 
-    async def check(self, user_id: int, feed_url: str, url_key: str) -> Verdict:
+    async def check(
+        self, user_id: int, feed_url: str, url_key: str, *, admin: bool = False
+    ) -> Verdict:
         """Look at the feed `feed_url` (url key `url_key`) the user is about to
         subscribe to: fetched now, or the answer of a look in the last minute.
-        TooManyRequests past a bound."""
+        TooManyRequests past a bound (its words for an `admin` or anyone else:
+        `refusals.for_person`)."""
         now = self.clock()
         async with self.db.write() as conn:
-            known = await self._known(conn, user_id, url_key, now)
+            known = await self._known(conn, user_id, url_key, now, admin)
         if known is not None:
             return known
         verdict = replace(await self._fetch(feed_url), fetched=True)
@@ -81,7 +88,7 @@ class FeedChecks:
         return verdict
 
     async def _known(
-        self, conn: Connection, user_id: int, url_key: str, now: int
+        self, conn: Connection, user_id: int, url_key: str, now: int, admin: bool
     ) -> Verdict | None:
         """The answer without a fetch, or None when this check may fetch (and is then
         recorded as under way). In one write, serialised per user across processes."""
@@ -99,7 +106,7 @@ class FeedChecks:
                 return Verdict(FEED)
             failed = (
                 f"This address was fetched less than a minute ago and the fetch failed "
-                f"({info.last_error}). Try again in a minute."
+                f"({for_person(info.last_error, admin)}). Try again in a minute."
             )
             raise TooManyRequests(
                 UNDER_WAY if info.last_error is None else failed,
@@ -133,6 +140,8 @@ class FeedChecks:
                 return Verdict(NOT_A_FEED, f"the server answers {exc}: there is no feed there")
             return Verdict(UNREACHABLE, str(exc))
         except FetchError as exc:
+            if is_refusal(str(exc)):  # the detail for the log; the page says less
+                log.info("a feed address to subscribe to was refused: %s", exc)
             return Verdict(UNREACHABLE, str(exc))
         try:
             learned = await self.fetcher.parse(fetched)
@@ -140,4 +149,3 @@ class FeedChecks:
             kind = fetched.content_type.split(";", 1)[0].strip()
             return Verdict(NOT_A_FEED, f"{exc}" + (f" (it is {kind})" if kind else ""))
         return Verdict(FEED, learned=learned)
-
