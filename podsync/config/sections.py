@@ -86,3 +86,4 @@ class FeedsConfig:
     allow_private: bool = False  # fetch from loopback and private networks too
     artwork_max_kib: int = 1024  # a feed's image is kept up to this size; 0: none kept
     artwork_store_mib: int = 1024  # all kept images together, at most
+    artwork_user_share_mib: int = 100  # the images one user's feeds name, at most

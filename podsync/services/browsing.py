@@ -154,7 +154,7 @@ class BrowseService:
             # subscription: the fetcher's pass, finding it, then sees the feed is not
             # due, and fetches it no second time.
             if verdict.learned is not None:
-                await self.fetcher.keep_checked(feed_url, key, verdict.learned)
+                await self.fetcher.keep_checked(feed_url, key, verdict.learned, user.id)
             elif unreachable is not None:
                 await self.fetcher.keep_failed(feed_url, key, unreachable)
         outcome = await self.sync.apply(user.id, None, [Subscribe(feed_url)])

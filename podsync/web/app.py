@@ -18,7 +18,7 @@ from podsync.errors import METRICS_EXTRA, MissingExtra
 from podsync.services.app_passwords import AppPasswordService
 from podsync.services.auth import AuthService, load_secret_key
 from podsync.services.basic_auth import BasicAuth
-from podsync.services.feed_info import FeedInfoService
+from podsync.services.feed_info import FeedInfoService, collect_unreferenced
 from podsync.services.gpodder import Gpodder, build_gpodder
 from podsync.services.gpodder.history import prune_superseded
 from podsync.services.health import require_writable
@@ -71,7 +71,8 @@ async def _prune_periodically(
 ) -> None:
     """Forget what is past its retention, now and every hour: action ids, the
     revocations of gpodder sessions whose cookies have all expired, served positions
-    of readers gone, and superseded episode actions past gpodder.episode_history_days."""
+    of readers gone, superseded episode actions past gpodder.episode_history_days,
+    and the feeds and artwork no subscription refers to any more."""
     while True:
         try:
             removed = await sync.prune_action_log()
@@ -85,6 +86,11 @@ async def _prune_periodically(
             pruned = await prune_superseded(db, config.gpodder.episode_history_days)
             if pruned:
                 log.info("pruned %d superseded episode actions past their history", pruned)
+            feeds, images = await collect_unreferenced(db)
+            if feeds or images:
+                log.info(
+                    "forgot %d feeds and %d images nobody subscribes to any more", feeds, images
+                )
         except Exception:
             log.exception("pruning past their retention failed; trying again later")
         await asyncio.sleep(PRUNE_INTERVAL_S)
@@ -178,6 +184,7 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
                 config.feeds.refresh_hours,
                 artwork_max_bytes=config.feeds.artwork_max_kib << 10,
                 artwork_store_bytes=config.feeds.artwork_store_mib << 20,
+                artwork_share_bytes=config.feeds.artwork_user_share_mib << 20,
             )
             await fetcher.open()
             app[FEED_FETCHER] = fetcher  # every worker fetches what a person asks for

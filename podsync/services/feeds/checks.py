@@ -129,7 +129,7 @@ class FeedChecks:
             if due is None:
                 return False
             await user_fetches.record(conn, user_id, now, user_fetches.REFRESH)
-        await self.fetcher.fetch_one(due)
+        await self.fetcher.fetch_one(due, asking=user_id)
         return True
 
     async def _fetch(self, feed_url: str) -> Verdict:

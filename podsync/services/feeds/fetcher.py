@@ -23,7 +23,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from podsync import timestamps
 from podsync.services.feeds import NotAFeed, order
@@ -80,6 +80,7 @@ class Outcome:
     learned: store.LearnedFeed | None = None
     error: str = ""
     artwork: Found | None = None  # what a look at its image found
+    asking: int | None = None  # the user who asked for this fetch (a Refresh)
 
 
 class FeedFetcher:
@@ -95,6 +96,7 @@ class FeedFetcher:
         clock: Callable[[], int] = timestamps.now_us,
         artwork_max_bytes: int = ARTWORK_MAX_BYTES,
         artwork_store_bytes: int = ARTWORK_STORE_BYTES,
+        artwork_share_bytes: int | None = None,
     ) -> None:
         self.db = db
         self.refresh_us = refresh_hours * HOUR_US
@@ -110,7 +112,9 @@ class FeedFetcher:
         self._parser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="podsync-feed-parse")
         self._asked = ThreadPoolExecutor(max_workers=2, thread_name_prefix="podsync-feed-asked")
         self.failure_log = FailureLog(log)
-        self.artwork = ArtworkKeeper(client, artwork_max_bytes, artwork_store_bytes, clock)
+        self.artwork = ArtworkKeeper(
+            client, artwork_max_bytes, artwork_store_bytes, clock, artwork_share_bytes
+        )
 
     async def open(self) -> None:
         await self.client.open()
@@ -177,10 +181,11 @@ class FeedFetcher:
         async with gate:
             return await self._attempt(feed, faults, self._parser)
 
-    async def fetch_one(self, feed: store.DueFeed) -> None:
-        """Fetch, parse and record one claimed feed (a person asked for it); never
-        raises for the feed's faults (they are recorded)."""
-        outcome = await self._attempt(feed, None, self._asked)
+    async def fetch_one(self, feed: store.DueFeed, asking: int | None = None) -> None:
+        """Fetch, parse and record one claimed feed (a person asked for it: the user
+        `asking`, when known); never raises for the feed's faults (they are
+        recorded)."""
+        outcome = replace(await self._attempt(feed, None, self._asked), asking=asking)
         async with self.db.write() as conn:
             await self._record(conn, [outcome])
         self._log([outcome])
@@ -241,7 +246,7 @@ class FeedFetcher:
                     o.at + self.refresh_us,
                 )
                 if o.artwork is not None:
-                    await self.artwork.record(conn, o.feed.url_key, o.artwork)
+                    await self.artwork.record(conn, o.feed.url_key, o.artwork, o.asking)
         await store.record_failures(conn, failed)
 
     def _log(self, outcomes: Sequence[Outcome]) -> None:
@@ -257,10 +262,12 @@ class FeedFetcher:
             self._asked, _parse_feed, fetched.body, fetched.url, fetched.content_type
         )
 
-    async def keep_checked(self, feed_url: str, url_key: str, learned: store.LearnedFeed) -> None:
-        """Store what a check learned of a feed about to be subscribed to, so that its
-        title shows on the next page load; the next regular fetch is a refresh window
-        away."""
+    async def keep_checked(
+        self, feed_url: str, url_key: str, learned: store.LearnedFeed, asking: int | None = None
+    ) -> None:
+        """Store what a check learned of a feed the user `asking` is about to
+        subscribe to, so that its title shows on the next page load; the next regular
+        fetch is a refresh window away."""
         now = self.clock()
         async with self.db.write() as conn:
             await store.add_feed(conn, url_key, feed_url, now)
@@ -275,7 +282,7 @@ class FeedFetcher:
         found = None if due is None else await self._look_at_artwork(due, learned.artwork_url, None)
         if found is not None:
             async with self.db.write() as conn:
-                await self.artwork.record(conn, url_key, found)
+                await self.artwork.record(conn, url_key, found, asking)
 
     async def keep_failed(self, feed_url: str, url_key: str, error: str) -> None:
         """Record that a check could not fetch a feed about to be subscribed to (no
