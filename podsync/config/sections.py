@@ -40,6 +40,7 @@ class AuthConfig:
     login_max_failures: int = 5
     login_lockout_seconds: int = 900
     login_max_failures_per_address: int = 50
+    login_max_failures_per_name: int = 50  # an hour, from all addresses together
     max_pending_logins: int = 16
     password_hash_memory_kib: int = 65536  # argon2id's memory cost of one hash (64 MiB)
     password_hash_time_cost: int = 3  # argon2id's passes over that memory

@@ -165,6 +165,7 @@ def validate(config: C) -> C:
         "login_max_failures",
         "login_lockout_seconds",
         "login_max_failures_per_address",
+        "login_max_failures_per_name",
         "max_pending_logins",
     ):
         value = getattr(a, key)
