@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from tests.conftest import MakeConfig, ServeProcess
-from tests.feed_site import PNG, ThreadedFeedHost, rss
-from tests.gpodder_support import Answer, call
-from tests.test_subscribe_fetch_limits import sign_in, subscribe
+from tests.support.feed_site import PNG, ThreadedFeedHost, rss
+from tests.support.gpodder_support import Answer, call
+from tests.ui.test_subscribe_fetch_limits import sign_in, subscribe
 
 pytestmark = pytest.mark.both_engines
 

@@ -15,8 +15,8 @@ import pytest
 
 from podsync.services.feeds import PARSE_DEADLINE_S
 from tests.conftest import MakeConfig, ServeProcess
-from tests.feed_site import ThreadedFeedHost, rss
-from tests.test_subscribe_fetch_limits import feeds_of, sign_in, subscribe
+from tests.support.feed_site import ThreadedFeedHost, rss
+from tests.ui.test_subscribe_fetch_limits import feeds_of, sign_in, subscribe
 
 RSS = "application/rss+xml"
 ITEM_NOTES = "<div>" * 52428  # 256 KiB: 11 s of the sanitizer's time each, unbounded

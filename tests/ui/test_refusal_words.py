@@ -15,9 +15,9 @@ import pytest
 from podsync.config import Config
 from podsync.services.person_fetches import FETCHES_PER_USER
 from tests.conftest import PASSWORD, MakeConfig, ServeProcess
-from tests.gpodder_support import Answer, call
-from tests.test_subscribe_fetch_limits import FORM, sign_in, subscribe
-from tests.ui_session import cli
+from tests.support.gpodder_support import Answer, call
+from tests.support.ui_session import cli
+from tests.ui.test_subscribe_fetch_limits import FORM, sign_in, subscribe
 
 pytestmark = pytest.mark.both_engines
 PRIVATE = "http://localhost:9/show.xml"  # localhost resolves to 127.0.0.1 (and ::1)

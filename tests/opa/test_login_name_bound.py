@@ -17,9 +17,9 @@ import pytest
 
 from podsync.config import Config
 from tests.conftest import PASSWORD, MakeConfig, ServeProcess
-from tests.gpodder_support import call
-from tests.test_subscribe_fetch_limits import FORM, sign_in
-from tests.ui_session import cli
+from tests.support.gpodder_support import call
+from tests.support.ui_session import cli
+from tests.ui.test_subscribe_fetch_limits import FORM, sign_in
 
 pytestmark = pytest.mark.both_engines
 PER_NAME = 50  # the default

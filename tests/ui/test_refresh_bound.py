@@ -14,10 +14,10 @@ import pytest
 
 from podsync.services.person_fetches import FETCHES_PER_USER
 from tests.conftest import PASSWORD, MakeConfig, ServeProcess
-from tests.feed_site import ThreadedFeedHost, rss
-from tests.gpodder_support import Answer, call
-from tests.replica_http import basic_header
-from tests.test_subscribe_fetch_limits import FORM, sign_in, subscribe
+from tests.support.feed_site import ThreadedFeedHost, rss
+from tests.support.gpodder_support import Answer, call
+from tests.support.replica_http import basic_header
+from tests.ui.test_subscribe_fetch_limits import FORM, sign_in, subscribe
 
 pytestmark = pytest.mark.both_engines
 FEEDS = [f"/show{n}.xml" for n in range(FETCHES_PER_USER + 2)]

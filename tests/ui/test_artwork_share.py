@@ -19,11 +19,11 @@ import pytest
 from podsync.config import Config
 from podsync.storage.engine import create_engine
 from tests.conftest import PASSWORD, MakeConfig, ServeProcess
-from tests.feed_site import ThreadedFeedHost, rss
-from tests.gpodder_support import call
-from tests.replica_http import basic_header
-from tests.test_subscribe_fetch_limits import sign_in, subscribe
-from tests.ui_session import cli
+from tests.support.feed_site import ThreadedFeedHost, rss
+from tests.support.gpodder_support import call
+from tests.support.replica_http import basic_header
+from tests.support.ui_session import cli
+from tests.ui.test_subscribe_fetch_limits import sign_in, subscribe
 
 pytestmark = pytest.mark.both_engines
 NAMES = "abcd"

@@ -16,8 +16,8 @@ from podsync.config import Config
 from podsync.storage.engine import create_engine
 from podsync.store.login_failures import name_digest
 from tests.conftest import PASSWORD, ServeProcess
-from tests.gpodder_support import call
-from tests.migration_support import add_user, database_at
+from tests.support.gpodder_support import call
+from tests.support.migration_support import add_user, database_at
 
 pytestmark = pytest.mark.both_engines
 
