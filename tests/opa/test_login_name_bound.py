@@ -18,6 +18,7 @@ import pytest
 from podsync.config import Config
 from tests.conftest import PASSWORD, MakeConfig, ServeProcess
 from tests.support.gpodder_support import call
+from tests.support.replica_http import basic_header
 from tests.support.ui_session import cli
 from tests.ui.test_subscribe_fetch_limits import FORM, sign_in
 
@@ -47,6 +48,7 @@ def test_thirty_addresses_get_a_bounded_number_of_guesses_and_home_keeps_working
 ) -> None:
     """The finding: 30 addresses x 4 wrong passwords, 120 answers of 401, none 429,
     and the right password then worked."""
+    secret = cli(config, "user", "app-passwords", "alice", "--create", "Kasts").strip()
     server = serve_process(config)
     home = "127.0.0.10"
     assert login(server.url, home, PASSWORD) == 200  # the household's usual address
@@ -56,8 +58,19 @@ def test_thirty_addresses_get_a_bounded_number_of_guesses_and_home_keeps_working
     assert statuses[PER_NAME:] == [429] * (60 - PER_NAME)
     # The right password from an address that never signed in as alice: refused too.
     assert login(server.url, "127.0.0.60", PASSWORD) == 429
-    # Home still signs in; so does bob, from anywhere.
+    # Home still signs in; so does an app password from anywhere (no guess finds
+    # one), and bob, from anywhere.
     assert login(server.url, home, PASSWORD) == 200
+    app = call(
+        server.url, "GET", "/subscriptions/alice.txt",
+        Authorization=basic_header("alice", secret), **{"X-Forwarded-For": "127.0.0.61"},
+    )  # fmt: skip
+    assert app.status == 200, app.body
+    account = call(
+        server.url, "GET", "/subscriptions/alice.txt",
+        Authorization=basic_header("alice", PASSWORD), **{"X-Forwarded-For": "127.0.0.62"},
+    )  # fmt: skip
+    assert account.status == 429
     assert login(server.url, "127.0.0.60", PASSWORD, "bob") == 200
     # alice sees it on her Overview, the admin on her user page.
     overview = call(server.url, "GET", "/ui/", Cookie=alice[0]).body.decode()
