@@ -1,4 +1,4 @@
-"""Schema step 23 on both engines: a database of the release before (step 22) gains
+"""Schema step 24 on both engines: a database of the step before (23) gains
 the tables of a person's fetches and of where each name signed in, and a real
 `podsync serve` on it bounds Refresh and notes sign-ins at once; what the release
 before kept (failed logins of the last minutes) still counts."""
@@ -27,11 +27,11 @@ def login(base: str, password: str) -> int:
     return call(base, "POST", "/auth/login", body, **{"Content-Type": "application/json"}).status
 
 
-async def test_step_23_from_the_release_before(
+async def test_step_24_from_the_step_before(
     config: Config, db_engine: str, serve_process: Callable[..., ServeProcess]
 ) -> None:
     now = timestamps.now_us()
-    async with database_at(config, db_engine, 22) as db:
+    async with database_at(config, db_engine, 23) as db:
         await add_user(db, "alice", PASSWORD)
         async with db.write() as conn:
             for n in range(4):  # four wrong passwords of alice's, from this machine

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from podsync.errors import TooManyRequests
 from podsync.services.feeds import NotAFeed
 from podsync.services.feeds.http import FetchError, HttpStatusError
-from podsync.services.feeds.refusals import for_person, is_refusal
+from podsync.services.feeds.refusals import is_refusal, shown_to
 from podsync.services.person_fetches import FETCHES_PER_USER, WINDOW_US, seconds, take_turn
 from podsync.storage.engine import Connection, Engine
 from podsync.store import feed_checks, feed_info, meta, user_fetches
@@ -76,7 +76,7 @@ class FeedChecks:
         """Look at the feed `feed_url` (url key `url_key`) the user is about to
         subscribe to: fetched now, or the answer of a look in the last minute.
         TooManyRequests past a bound (its words for an `admin` or anyone else:
-        `refusals.for_person`)."""
+        `refusals.shown_to`)."""
         now = self.clock()
         async with self.db.write() as conn:
             known = await self._known(conn, user_id, url_key, now, admin)
@@ -106,7 +106,7 @@ class FeedChecks:
                 return Verdict(FEED)
             failed = (
                 f"This address was fetched less than a minute ago and the fetch failed "
-                f"({for_person(info.last_error, admin)}). Try again in a minute."
+                f"({shown_to(info.last_error, admin)}). Try again in a minute."
             )
             raise TooManyRequests(
                 UNDER_WAY if info.last_error is None else failed,

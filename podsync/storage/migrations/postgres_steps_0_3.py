@@ -177,9 +177,11 @@ STEPS_0_3: tuple[Step, ...] = (
     per_user_numbers,
     _step_21,  # the web UI's third release (as SQLite's step 21)
     _step_22,  # a page per episode, and finding one by a word of its title
-    # 23: a person's fetches besides the Subscribe form's checks, and where each name
-    # last signed in successfully (as SQLite's step 23).
-    """
+)
+
+# Step 24: a person's fetches besides the Subscribe form's checks, and where each name
+# last signed in successfully (as SQLite's step 24).
+FETCHES_AND_SIGN_INS = """
     CREATE TABLE user_fetches (
         user_id    BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
         fetched_at BIGINT NOT NULL,
@@ -194,5 +196,4 @@ STEPS_0_3: tuple[Step, ...] = (
         PRIMARY KEY (name_hash, address)
     );
     CREATE INDEX login_successes_age ON login_successes(signed_in_at);
-    """,
-)
+    """
