@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
-from podsync import rules, timestamps
+from podsync import feeds, rules, timestamps
 from podsync.config import SyncConfig
 from podsync.errors import LimitExceeded
 from podsync.model import RecordedAction, Subscription
@@ -103,6 +103,13 @@ class SyncService:
         ]
         retention = now - self.config.action_id_retention_days * _US_PER_DAY
         ids = [k.action_id for k in keys if k is not None]
+        # What the rules would compute inside the write turn, computed here: the keys
+        # of the entities any command can touch (those of commands found replayed
+        # below too: loading a few entities more changes no outcome) and the sync ids
+        # of the entities the batch may create.
+        sync_ids, url_keys, guids = rules.lookup_keys(checked)
+        subscribes = sum(isinstance(c, rules.Subscribe) for c in checked)
+        new_ids = feeds.new_uuid7s(subscribes)
         async with self.db.write() as conn:
             # Another process's batch for this user waits until this one commits.
             await meta.lock_user(conn, user_id)
@@ -118,20 +125,21 @@ class SyncService:
                     first_of[key.action_id] = i
                 to_run.append(i)
             run = [checked[i] for i in to_run]
-            sync_ids, url_keys, guids = rules.lookup_keys(run)
             sync_ids.update(r.sync_id for r in recorded.values() if r.sync_id)
             entities = await store.find_matching(conn, user_id, sync_ids, url_keys, guids)
             seq_before = await store.user_seq(conn, user_id)
-            subscribes = sum(isinstance(c, rules.Subscribe) for c in run)
             if strict:
                 # Run without limits, then refuse the whole batch if its result would
                 # pass one: the caller answers 400 and nothing is written.
-                plan = rules.Plan(user_id, client_id, entities, now)
+                plan = rules.Plan(user_id, client_id, entities, now, new_ids=new_ids)
                 ran = dict(zip(to_run, plan.apply_all(run), strict=True))
                 await self._check_limits(conn, user_id, plan)
             else:
+                subscribes = sum(isinstance(c, rules.Subscribe) for c in run)
                 room, entity_room = await self._rooms(conn, user_id, subscribes)
-                plan = rules.Plan(user_id, client_id, entities, now, room, entity_room)
+                plan = rules.Plan(
+                    user_id, client_id, entities, now, room, entity_room, new_ids=new_ids
+                )
                 ran = dict(zip(to_run, plan.apply_all(run), strict=True))
             saved = await store.save(conn, *plan.changes(), now)
             seq_after = max((s.change_seq for s in saved.values()), default=seq_before)
