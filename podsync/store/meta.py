@@ -36,14 +36,8 @@ async def lock_user(conn: Connection, user_id: int) -> None:
     FOR KEY SHARE keeps the user's row until COMMIT: a `user delete` running meanwhile
     waits for this write and then deletes its rows too, never the other way round."""
     if conn.dialect == "postgresql":
-        # One statement: the lock is taken for the row found (a user gone takes none
-        # and is refused). Its snapshot predates the wait, which is harmless: it reads
-        # nothing but the user's row, and the row lock follows the row's latest version.
-        row = await conn.fetch_one(
-            "SELECT 1 FROM users WHERE id = ? AND pg_advisory_xact_lock(id) IS NOT NULL "
-            "FOR KEY SHARE",
-            (user_id,),
-        )
+        await conn.fetch_one("SELECT pg_advisory_xact_lock(?)", (user_id,))
+        row = await conn.fetch_one("SELECT 1 FROM users WHERE id = ? FOR KEY SHARE", (user_id,))
     else:
         row = await conn.fetch_one("SELECT 1 FROM users WHERE id = ?", (user_id,))
     if row is None:
