@@ -54,34 +54,30 @@ async def load(
     return Loaded(recorded, entities, seq, entity_count)
 
 
-_ENTITY = f"ROW({_COLUMNS})"
-# Each action id and each key looked up on its own (OFFSET 0 keeps the planner from
-# merging the lookups into a scan of the user's rows: see `actions`).
+def _matching(column: str, keys: str) -> str:
+    """The user's entities whose `column` is one of `keys`, each key looked up on its
+    own (OFFSET 0 keeps the planner from merging the lookups into a scan of the
+    user's rows: see `actions`), as an array of rows."""
+    return (
+        f"ARRAY(SELECT ROW(s.*) FROM {keys} CROSS JOIN LATERAL "
+        f"(SELECT {_COLUMNS} FROM subscriptions WHERE user_id = ? AND {column} = wanted.key "
+        "OFFSET 0) AS s)"
+    )
+
+
 _LOAD = f"""
 WITH found AS (
     SELECT seen.* FROM unnest(?::text[]) AS wanted(action_id) CROSS JOIN LATERAL (
         SELECT action_id, status, reason, sync_id, received_at, fingerprint FROM actions
         WHERE user_id = ? AND action_id = wanted.action_id OFFSET 0) AS seen
     WHERE seen.received_at > ?
-), keys(kind, key) AS (
-    SELECT 'sync_id', unnest(?::text[])
-    UNION SELECT 'sync_id', sync_id FROM found WHERE sync_id IS NOT NULL
-    UNION ALL SELECT 'url_key', unnest(?::text[])
-    UNION ALL SELECT 'guid', unnest(?::text[])
-), matching AS (
-    SELECT DISTINCT ON (s.id) s.* FROM keys CROSS JOIN LATERAL (
-        SELECT {_COLUMNS} FROM subscriptions
-        WHERE user_id = ? AND keys.kind = 'sync_id' AND sync_id = keys.key
-        UNION ALL SELECT {_COLUMNS} FROM subscriptions
-        WHERE user_id = ? AND keys.kind = 'url_key' AND url_key = keys.key
-        UNION ALL SELECT {_COLUMNS} FROM subscriptions
-        WHERE user_id = ? AND keys.kind = 'guid' AND guid = keys.key
-        OFFSET 0) AS s
-    ORDER BY s.id
 )
 SELECT
     ARRAY(SELECT ROW(found.*) FROM found),
-    ARRAY(SELECT {_ENTITY} FROM matching ORDER BY id),
+    {_matching("sync_id", "(SELECT sync_id FROM found WHERE sync_id IS NOT NULL) AS wanted(key)")},
+    {_matching("sync_id", "unnest(?::text[]) AS wanted(key)")},
+    {_matching("url_key", "unnest(?::text[]) AS wanted(key)")},
+    {_matching("guid", "unnest(?::text[]) AS wanted(key)")},
     (SELECT max(change_seq) FROM subscriptions WHERE user_id = ?),
     (SELECT entity_count FROM users WHERE id = ?)
 """
@@ -101,19 +97,21 @@ async def _load_in_one(
             sorted(set(action_ids)),
             user_id,
             newer_than,
+            user_id,
             sync_ids,
+            user_id,
             url_keys,
+            user_id,
             guids,
-            user_id,
-            user_id,
             user_id,
             user_id,
             user_id,
         ),
     )
     recorded = {r[0]: RecordedAction(*r) for r in row[0]}
-    entities = [Subscription(*r) for r in row[1]]
-    return Loaded(recorded, entities, int(row[2] or 0), int(row[3] or 0))
+    found = {r[0]: r for column in row[1:5] for r in column}
+    entities = [Subscription(*found[i]) for i in sorted(found)]
+    return Loaded(recorded, entities, int(row[5] or 0), int(row[6] or 0))
 
 
 async def save(
