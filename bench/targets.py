@@ -154,7 +154,7 @@ def load_averages(directory: Path) -> list[str]:
     out = ["| bench | load average before | after |", "|---|---|---|"]
     for entry in text.splitlines():
         name, before, after, failed = [*entry.split("|"), "", "", ""][:4]
-        out.append(f"| {name}{' (failed)' if failed else ''} | {before} | {after} |")
+        out.append(f"| {name}{f' ({failed})' if failed else ''} | {before} | {after} |")
     return out
 
 

@@ -7,10 +7,11 @@
 # (podsync / oPodSync) and the load averages. Every JSON result lands in $OUT.
 #
 # The side-by-side benches (peer_gpodder.py, peer_opodsync.py, compare.py with its
-# bare_server.py, heavy_user.py) are not part of podsync: name their folder.
+# bare_server.py, heavy_user.py) are not part of this repository: name their folder
+# (by default ../shared/bench beside it).
 #
 #   . .venv/bin/activate && bench/targets.sh --shared DIR
-#   SHARED_BENCH=DIR OUT=/tmp/round4 bench/targets.sh peer_gpodder load   # some of them
+#   PEER_DIR=DIR OUT=/tmp/round4 bench/targets.sh peer_gpodder load   # some of them
 #   bench/targets.sh --shared DIR --smoke peer_gpodder      # 1 round of 1 s: does it run?
 #
 # Benches (all by default, in this order):
@@ -24,8 +25,11 @@
 #   workers          one process against two: throughput, CPU and memory
 #   startup          the binary's size, start-up and idle memory (builds it first)
 #
-# Environment (all optional but SHARED_BENCH, unless --shared is given):
-#   SHARED_BENCH  the folder of the side-by-side benches (or --shared DIR)
+# Environment (all optional):
+#   PEER_DIR      the side-by-side benches' folder, if you have them (also
+#                 SHARED_BENCH, or --shared DIR; default: ../shared/bench beside the
+#                 repository). Without them the peer_*, compare and heavy_user
+#                 benches are left out and said so.
 #   OPODSYNC_SRC  oPodSync's source (default: tests/fixtures/opodsync, vendored)
 #   PODSYNC       the podsync command (default: `command -v podsync`)
 #   OUT           where the results go (default: a new directory under /tmp)
@@ -36,14 +40,14 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 fail() { echo "targets.sh: $*" >&2; exit 1; }
 
-SHARED_BENCH=${SHARED_BENCH:-}
+PEER_DIR=${PEER_DIR:-${SHARED_BENCH:-$root/../shared/bench}}
 # Rounds and seconds of the side-by-side benches (--smoke: one short round each).
 ROUNDS=3
 SECONDS_EACH=4
 HEAVY_ACTIONS=200000
 while [ $# -gt 0 ]; do
     case "$1" in
-    --shared) [ $# -ge 2 ] || fail "--shared needs a folder"; SHARED_BENCH=$2; shift 2 ;;
+    --shared) [ $# -ge 2 ] || fail "--shared needs a folder"; PEER_DIR=$2; shift 2 ;;
     --smoke) ROUNDS=1; SECONDS_EACH=1; HEAVY_ACTIONS=2000; shift ;;
     --*) fail "unknown option '$1'" ;;
     *) break ;;
@@ -57,10 +61,13 @@ mkdir -p "$OUT"
 
 command -v wrk >/dev/null || fail "wrk missing (apt-get install -y wrk)"
 [ -n "$PODSYNC" ] || fail "no podsync command: activate the venv (pip install -e '.[bench]')"
-[ -n "$SHARED_BENCH" ] || fail "name the side-by-side benches' folder: --shared DIR or SHARED_BENCH=DIR"
-[ -f "$SHARED_BENCH/peer_gpodder.py" ] || fail "no peer_gpodder.py in $SHARED_BENCH"
 [ -f "$OPODSYNC_SRC/server/index.php" ] || fail "no oPodSync in $OPODSYNC_SRC: set OPODSYNC_SRC"
-PEER_DIR=$SHARED_BENCH
+shared() {
+    [ -f "$PEER_DIR/$1" ] && return 0
+    echo "== $2 left out: $1 is one of the shared benches, not in this repository (set PEER_DIR)" >&2
+    echo "$2|-|-|left out|" >>"$OUT/load.txt"
+    return 1
+}
 
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 # One line per bench in $OUT/load.txt: its name, the load average before and after.
@@ -84,15 +91,19 @@ step() {
 for bench in "$@"; do
     case "$bench" in
     peer_gpodder)
+        shared peer_gpodder.py "$bench" || continue
         step peer_gpodder env PODSYNC_SERVER_WORKERS=1 "$PYTHON" "$PEER_DIR/peer_gpodder.py" \
             "$PODSYNC" "$OPODSYNC_SRC" --rounds "$ROUNDS" --seconds "$SECONDS_EACH" ;;
     peer_gpodder_2)
+        shared peer_gpodder.py "$bench" || continue
         step peer_gpodder_2 env PODSYNC_SERVER_WORKERS=2 "$PYTHON" "$PEER_DIR/peer_gpodder.py" \
             "$PODSYNC" "$OPODSYNC_SRC" --rounds "$ROUNDS" --seconds "$SECONDS_EACH" ;;
     peer_opodsync_2)
+        shared peer_opodsync.py "$bench" || continue
         step peer_opodsync_2 env PODSYNC_SERVER_WORKERS=2 "$PYTHON" "$PEER_DIR/peer_opodsync.py" \
             "$PODSYNC" "$OPODSYNC_SRC" --rounds "$ROUNDS" --seconds "$SECONDS_EACH" ;;
     compare)
+        shared compare.py "$bench" || continue
         step compare "$PYTHON" "$PEER_DIR/compare.py" "$PODSYNC" --seconds "$((SECONDS_EACH + 2))" --json ;;
     load)
         step load "$PYTHON" "$here/load.py" --only list,feed,floor,storm,sync --json \
@@ -100,6 +111,7 @@ for bench in "$@"; do
     rss)
         step rss "$PYTHON" "$here/load.py" --only rss --set feeds.fetch_metadata=true --json ;;
     heavy_user)
+        shared heavy_user.py "$bench" || continue
         step heavy_user env PODSYNC_SERVER_WORKERS=1 "$PYTHON" "$PEER_DIR/heavy_user.py" \
             "$PODSYNC" "$OPODSYNC_SRC" --actions "$HEAVY_ACTIONS" --json ;;
     workers)
