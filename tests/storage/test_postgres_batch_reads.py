@@ -16,7 +16,7 @@ from podsync.services.sync import ActionKey, SyncService
 from podsync.storage.postgres import PgConnection, PostgresDatabase
 from podsync.store import actions as action_log
 from podsync.store import users
-from tests.pg_cluster import Cluster
+from tests.support.pg_cluster import Cluster
 
 BATCHES = 40
 BATCH = 30
