@@ -1,5 +1,5 @@
 """A sync batch on PostgreSQL reads the action ids it looks up, not every action
-row of the user.
+row of the user, and never reads the user's entities once per key.
 
 The tables here are never ANALYZEd (as a new instance's, or a growing table's
 between two runs of autovacuum): that is when PostgreSQL's planner, left to choose,
@@ -15,6 +15,7 @@ from podsync.config import SyncConfig
 from podsync.services.sync import ActionKey, SyncService
 from podsync.storage.postgres import PgConnection, PostgresDatabase
 from podsync.store import actions as action_log
+from podsync.store import sync_batch as batch_store
 from podsync.store import users
 from tests.support.pg_cluster import Cluster
 
@@ -53,8 +54,8 @@ async def test_a_batch_looks_up_its_action_ids_without_reading_the_users_rows(
             await sync.apply(user.id, "phone", commands, keys)
         stored = BATCHES * BATCH
         # The next batch's keys: half already recorded, half new.
-        _, old_keys = _batch(BATCHES - 1)
-        _, new_keys = _batch(BATCHES)
+        old_commands, old_keys = _batch(BATCHES - 1)
+        new_commands, new_keys = _batch(BATCHES)
         wanted = [k.action_id for k in (*old_keys[:15], *new_keys[:15]) if k is not None]
         async with db.write() as conn:
             before = await _rows_read(conn, "actions")
@@ -63,3 +64,17 @@ async def test_a_batch_looks_up_its_action_ids_without_reading_the_users_rows(
             actions_read = await _rows_read(conn, "actions") - before
         # Each id read once (an index entry and its row), whatever the user holds.
         assert actions_read <= 2 * len(wanted) < stored
+        # The same through the batch's one read statement, with the entities' keys.
+        keys = rules.lookup_keys([*old_commands, *new_commands])
+        async with db.write() as conn:
+            before_actions = await _rows_read(conn, "actions")
+            before_entities = await _rows_read(conn, "subscriptions")
+            loaded = await batch_store.load(conn, user.id, wanted, 0, keys, count=True)
+            actions_read = await _rows_read(conn, "actions") - before_actions
+            entities_read = await _rows_read(conn, "subscriptions") - before_entities
+        assert len(loaded.recorded) == 15
+        assert len(loaded.entities) == BATCH
+        assert actions_read <= 2 * len(wanted) < stored
+        # The entities: by index once PostgreSQL knows the table; before that, at worst
+        # a pass over the user's rows per kind of key, never one per key (60 keys).
+        assert entities_read <= 4 * stored
