@@ -7,6 +7,7 @@ import asyncpg
 from podsync.model import Subscription, episode_action_view, subscription_view
 from podsync.storage.migrations import check_version
 from podsync.storage.migrations.postgres_steps_0_3 import STEPS_0_3, Step
+from podsync.storage.migrations.postgres_steps_0_4 import STEPS_0_4
 
 # Any constant: the key of the advisory lock that lets one process migrate at a time.
 MIGRATION_LOCK = 0x706F6473796E63  # "podsync"
@@ -315,6 +316,7 @@ MIGRATIONS: tuple[Step, ...] = (
     UPDATE feed_info SET etag = NULL, last_modified = NULL;
     """,
     *STEPS_0_3,  # 16 on
+    *STEPS_0_4,  # 23 on
 )
 
 

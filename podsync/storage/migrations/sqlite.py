@@ -7,6 +7,7 @@ import sqlite3
 from podsync.storage.migrations.sqlite_backfills import episode_views, stored_views
 from podsync.storage.migrations.sqlite_runner import Step, run
 from podsync.storage.migrations.sqlite_steps_0_3 import STEPS_0_3
+from podsync.storage.migrations.sqlite_steps_0_4 import STEPS_0_4
 
 MIGRATIONS: tuple[Step, ...] = (
     # 1: accounts, tokens, subscriptions, the action log.
@@ -317,6 +318,7 @@ MIGRATIONS: tuple[Step, ...] = (
     UPDATE feed_info SET etag = NULL, last_modified = NULL;
     """,
     *STEPS_0_3,  # 16 on
+    *STEPS_0_4,  # 23 on
 )
 
 
