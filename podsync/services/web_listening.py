@@ -24,11 +24,14 @@ from typing import Any
 from podsync.errors import InvalidInput
 from podsync.model import User
 from podsync.services.episode_pages import Episode, EpisodePages
+from podsync.services.episode_state import FINISHED, played
 from podsync.services.gpodder.devices import DeviceService
 from podsync.services.gpodder.episodes import INT32_MAX, EpisodeService
 from podsync.services.sync_health import SyncHealth
 
 WEB_DEVICE = "web"
+BULK_CHUNK = 200  # play actions a bulk mark uploads at a time
+MAX_BULK = 1000  # episodes one bulk mark may name
 WEB_CAPTION = "Web browser"
 NO_LENGTH = (
     "podsync does not know how long this episode is (its feed does not say, and no "
@@ -86,6 +89,26 @@ class WebListening:
             items = [_play(episode, 0, 0, total), _action(episode, "new")]
         await self._write(user, items)
         return await self.pages.episode(user, episode.ref)
+
+    async def mark_many(self, user: User, refs: list[str]) -> tuple[int, int]:
+        """Mark several episodes played at once (a bulk mark): (how many were marked,
+        how many were left because podsync does not know their length). NotFound
+        for an id that is not the person's: nothing is written then. Episodes
+        finished already are left as they are."""
+        items = []
+        unknown = 0
+        for ref in dict.fromkeys(refs):
+            episode = await self.pages.episode(user, ref)
+            if played(episode.state) == FINISHED:
+                continue
+            total = length_of(episode)
+            if total is None:
+                unknown += 1
+                continue
+            items.append(_play(episode, total, total, total))
+        for start in range(0, len(items), BULK_CHUNK):
+            await self._write(user, items[start : start + BULK_CHUNK])
+        return len(items), unknown
 
     async def _write(self, user: User, items: list[dict[str, Any]]) -> None:
         await self.devices.ensure(user.id, WEB_DEVICE, WEB_CAPTION)

@@ -10,12 +10,14 @@ from podsync.services.accounts import AccountService
 from podsync.services.browsing import BrowseService
 from podsync.services.episode_pages import EpisodePages
 from podsync.services.episode_search import EpisodeSearch
+from podsync.services.inbox import Inbox
 from podsync.services.listening import ListeningService
 from podsync.services.listening_stats import ListeningStats
 from podsync.services.opml_io import OpmlService
 from podsync.services.remote_import import RemoteImportService
 from podsync.services.remote_import.bounds import ImportBounds
 from podsync.services.remote_import.jobs import ImportJobs
+from podsync.services.up_next import UpNext
 from podsync.services.web_listening import WebListening
 from podsync.services.web_sessions import WebSessionService
 from podsync.web.keys import (
@@ -33,9 +35,11 @@ from podsync.web.ui import (
     admin,
     app_passwords,
     artwork,
+    bulk,
     devices,
     episodes,
     grant,
+    inbox,
     listening,
     lockout,
     pages,
@@ -44,6 +48,7 @@ from podsync.web.ui import (
     stats,
     time_zone,
     transfer,
+    up_next,
 )
 from podsync.web.ui.guard import Handler, error_page, page_for_error, ui_route
 from podsync.web.ui.keys import (
@@ -53,11 +58,14 @@ from podsync.web.ui.keys import (
     EPISODE_SEARCH,
     FAVICON,
     IMPORT_JOBS,
+    INBOX,
     LISTENING,
     LISTENING_STATS,
     OPML,
     PLAYER_SCRIPT,
     STYLESHEET,
+    UP_NEXT,
+    UP_NEXT_SCRIPT,
     WEB_LISTENING,
     WEB_SESSIONS,
 )
@@ -77,8 +85,17 @@ _UI: list[tuple[str, str, Handler, dict[str, bool]]] = [
     ("POST", "/ui/subscriptions/resubscribe", pages.resubscribe, {}),
     ("POST", "/ui/subscriptions/refresh", pages.refresh, {}),
     ("GET", "/ui/podcasts/{sync_id}", listening.podcast, {}),
-    ("GET", "/ui/artwork/{digest}", artwork.artwork, {}),
+    ("GET", "/ui/artwork/{digest}", artwork.artwork, {"no_count": True}),
     ("POST", "/ui/episodes/mark", episodes.mark, {}),
+    ("POST", "/ui/episodes/mark-many", bulk.mark_many, {}),
+    ("GET", "/ui/new", inbox.page, {}),
+    ("POST", "/ui/new/dismiss", inbox.dismiss, {}),
+    ("GET", "/ui/up-next", up_next.page, {}),
+    ("GET", "/ui/up-next/next", up_next.next_episode, {"no_count": True}),
+    ("POST", "/ui/up-next/add", up_next.add, {}),
+    ("POST", "/ui/up-next/remove", up_next.remove, {}),
+    ("POST", "/ui/up-next/move", up_next.move, {}),
+    ("POST", "/ui/up-next/autoplay", up_next.set_autoplay, {}),
     ("GET", "/ui/episodes/{ref}", episodes.episode_page, {}),
     ("POST", "/ui/episodes/{ref}/progress", episodes.progress, {}),
     ("GET", "/ui/search", search.search, {}),
@@ -131,6 +148,7 @@ def _constant(
 _stylesheet = _constant(STYLESHEET, "text/css", 86400, "utf-8")
 _player_script = _constant(PLAYER_SCRIPT, "text/javascript", 86400, "utf-8")
 _favicon = _constant(FAVICON, "image/vnd.microsoft.icon", 604800)
+_up_next_script = _constant(UP_NEXT_SCRIPT, "text/javascript", 86400, "utf-8")
 
 
 async def _not_found(request: web.Request) -> web.Response:
@@ -146,6 +164,8 @@ def open_services(app: web.Application) -> None:
     app[LISTENING] = ListeningService(db)
     app[EPISODE_PAGES] = EpisodePages(db)
     app[EPISODE_SEARCH] = EpisodeSearch(db)
+    app[INBOX] = Inbox(db, app[EPISODE_PAGES])
+    app[UP_NEXT] = UpNext(db, app[EPISODE_PAGES])
     app[LISTENING_STATS] = ListeningStats(db)
     gpodder = app[GPODDER]
     app[WEB_LISTENING] = WebListening(
@@ -173,6 +193,7 @@ def ui_app() -> web.Application:
     app[STYLESHEET] = stylesheet()
     app[FAVICON] = static_file(FAVICON_FILE)
     app[PLAYER_SCRIPT] = static_file(episodes.PLAYER_JS)
+    app[UP_NEXT_SCRIPT] = static_file(up_next.UP_NEXT_JS)
     app[ERROR_PAGE] = page_for_error
     routes = [
         web.route(method, path, ui_route(handler, **options), name=f"ui.r{n}_{handler.__name__}")
@@ -184,6 +205,14 @@ def ui_app() -> web.Application:
     routes.append(
         web.get(
             f"/ui/static/{episodes.PLAYER_JS}", _player_script, name="ui.player", allow_head=False
+        )
+    )
+    routes.append(
+        web.get(
+            f"/ui/static/{up_next.UP_NEXT_JS}",
+            _up_next_script,
+            name="ui.up_next_script",
+            allow_head=False,
         )
     )
     routes.append(web.get("/favicon.ico", _favicon, name="ui.favicon", allow_head=False))

@@ -13,7 +13,7 @@ from aiohttp import web
 from podsync.services.episode_search import SEARCH_PAGE
 from podsync.services.episode_state import IN_PROGRESS, LABELS, played
 from podsync.web.keys import FEED_INFO
-from podsync.web.ui.keys import EPISODE_SEARCH, SIGNED_IN
+from podsync.web.ui.keys import EPISODE_SEARCH, SIGNED_IN, UP_NEXT
 from podsync.web.ui.render import (
     Moment,
     duration,
@@ -23,6 +23,7 @@ from podsync.web.ui.render import (
     render,
     user_zone,
 )
+from podsync.web.ui.returns import row_anchor
 
 MAX_QUERY = 200  # characters read of what was typed
 
@@ -37,6 +38,10 @@ class ResultItem:
     state: str  # NOT_PLAYED, IN_PROGRESS, FINISHED
     label: str
     detail: str  # "12:00 of 45:00" when in progress, else the length when known
+    ref: str
+    anchor: str
+    queued: bool
+    playable: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +58,7 @@ async def search(request: web.Request) -> web.Response:
     within = request.query.get("podcast", "")[:64] or None
     found = await request.app[EPISODE_SEARCH].search(user, typed, page_number(request), within)
     titles = await request.app[FEED_INFO].titles({r.subscription.feed_url for r in found.results})
+    queued = await request.app[UP_NEXT].keys(user) if found.results else set()
     items = []
     for r in found.results:
         key = played(r.state)
@@ -72,6 +78,14 @@ async def search(request: web.Request) -> web.Response:
                 state=key,
                 label=LABELS[key],
                 detail=detail,
+                ref=r.ref,
+                anchor=row_anchor(r.item.guid or None, r.item.episode_url),
+                queued=(
+                    r.item.podcast_key,
+                    f"g{r.item.guid}" if r.item.guid else f"u{r.item.episode_url}",
+                )
+                in queued,
+                playable=bool(r.item.episode_url),
             )
         )
 
@@ -106,6 +120,7 @@ async def search(request: web.Request) -> web.Response:
         within_href=f"/ui/podcasts/{found.within.sync_id}" if found.within is not None else "",
         first=(found.page - 1) * SEARCH_PAGE + 1,
         page_label=f"Page {found.page}" if found.page > 1 or found.more else "",
+        back=href(found.page),
         prev_href=href(found.page - 1) if found.page > 1 else None,
         next_href=href(found.page + 1) if found.more else None,
     )
