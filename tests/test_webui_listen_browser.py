@@ -269,7 +269,7 @@ def _podcast(page: Any, server: str) -> None:
 
 def _search(page: Any, server: str) -> None:
     page.goto(server + "/ui/")
-    page.get_by_label("Find an episode").fill("harb")
+    page.get_by_label("Find a podcast or an episode").fill("harb")
     page.get_by_role("button", name="Search").click()
     assert page.locator("a.episode").all_inner_texts() == ["Harbour lights"]
 
