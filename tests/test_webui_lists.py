@@ -19,8 +19,13 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from aiohttp.test_utils import TestClient
 
+from podsync.feeds import url_key
+from podsync.storage.migrations.sqlite import MIGRATIONS
+from podsync.web.app import create_app
+from tests.conftest import PASSWORD
 from tests.feed_site import FeedSite
 from tests.gpodder_support import basic
+from tests.migration_support import add_user, database_at
 from tests.test_webui_episodes import app_for, own, text_of
 from tests.test_webui_http import sign_in
 from tests.test_webui_podcast_episodes import play, site, subscribe, upload
@@ -30,7 +35,9 @@ __all__ = ["site"]
 
 Client = TestClient[Any, Any]
 ITUNES = "http://www.itunes.com/dtds/podcast-1.0.dtd"
-ROW = re.compile(r'<li id="(ep-[0-9a-f]+)"[^>]*>.*?<a class="episode" href="([^"]+)">([^<]*)</a>', re.S)
+ROW = re.compile(
+    r'<li id="(ep-[0-9a-f]+)"[^>]*>.*?<a class="episode" href="([^"]+)">([^<]*)</a>', re.S
+)
 
 
 def feed(title: str, old: int, new: int, notes: str = "Plain notes", shift: int = 0) -> bytes:
@@ -268,7 +275,8 @@ async def test_bulk_marks_on_a_podcast_page_and_richer_rows(
     assert "2 marked played" in words and "Finished (2)" in words
     # "This and older": episode 3 and everything published before it.
     up_to = re.search(
-        rf'name="up_to" value="(\d+)">\s*<input type="hidden" name="back" value="[^"]*#{listed[3][0]}"',
+        r'name="up_to" value="(\d+)">\s*<input type="hidden" name="back" '
+        rf'value="[^"]*#{listed[3][0]}"',
         html,
     )
     assert up_to is not None
@@ -313,3 +321,44 @@ async def test_search_finds_podcast_titles_and_show_notes_and_within_one_podcast
     assert sorted(t for _, _, t in within) == [f"Harbour Tales episode {n}" for n in (1, 2, 3)]
     # Another's podcast: nothing, no error.
     assert await rows(ui, "/ui/search?q=lighthouse&podcast=nope") == []
+
+
+LISTS_STEP = next(n for n, s in enumerate(MIGRATIONS) if getattr(s, "__name__", "") == "lists")
+
+
+async def test_the_step_on_a_database_of_the_release_before(
+    aiohttp_client: Any, make_config: Any, db_engine: str, site: FeedSite
+) -> None:
+    """Show notes the fetcher kept before the step are found by their words after
+    it; the queue and the inbox have their tables."""
+    config = make_config(feeds={"fetch_metadata": True, "allow_private": True})
+    show = site.url("/show.xml?old")
+    async with database_at(config, db_engine, LISTS_STEP) as db:
+        await add_user(db, "alice", PASSWORD)
+        async with db.write() as conn:
+            await conn.execute(
+                "INSERT INTO feed_info (url_key, feed_url, title, fetched_at, next_try_at) "
+                "VALUES (?, ?, 'Old Show', 1, ?)",
+                (url_key(show), show, 2**62),
+            )
+            await conn.execute_many(
+                "INSERT INTO feed_episodes (url_key, episode_url, guid, title, notes, words) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [(url_key(show), f"https://cdn.example/{n}.mp3", f"g{n}", f"Number {n}",
+                  f"<p>About the <em>Ölmühle</em> &amp; {'mill' if n == 1 else 'wheel'}</p>",
+                  f"number {n}") for n in (1, 2)],
+            )  # fmt: skip
+    ui: Client = await aiohttp_client(create_app(config))  # migrates
+    added = await ui.post(
+        "/api/2/subscriptions/alice/phone.json", json={"add": [show], "remove": []},
+        headers=basic(),
+    )  # fmt: skip
+    assert added.status == 200
+    await sign_in(ui)
+    assert sorted(t for _, _, t in await rows(ui, "/ui/search?q=olmuhle")) == [
+        "Number 1", "Number 2",
+    ]  # fmt: skip
+    assert [t for _, _, t in await rows(ui, "/ui/search?q=mill")] == ["Number 1"]
+    assert [t for _, _, t in await rows(ui, "/ui/search?q=number+2")] == ["Number 2"]
+    for page in ("/ui/new", "/ui/up-next"):
+        assert (await ui.get(page)).status == 200

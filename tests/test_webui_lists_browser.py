@@ -95,7 +95,9 @@ def test_without_script_every_form_comes_back_to_its_row(
     ctx = browser.new_context(viewport=PHONE, java_script_enabled=False)
     page = ctx.new_page()
     subscribed(page, server, media)
-    new_link = page.get_by_role("navigation", name="Main").get_by_role("link", name=re.compile("^New episodes"))
+    new_link = page.get_by_role("navigation", name="Main").get_by_role(
+        "link", name=re.compile("^New episodes")
+    )
     assert new_link.inner_text().split() == ["New", "episodes", "3", "new"]
     new_link.click()
     assert titles(page) == ["The tide tables", "Harbour lights", "Salt and rope"]
@@ -120,7 +122,9 @@ def test_without_script_every_form_comes_back_to_its_row(
     assert "Up next in this browser and on podsync" in page.inner_text("main")
     page.get_by_role("button", name=re.compile(r"^Move up\W+The tide tables$")).click()
     assert titles(page) == ["The tide tables", "Harbour lights"]
-    assert page.url.endswith("#" + page.locator("li", has_text="The tide tables").first.get_attribute("id"))
+    assert page.url.endswith(
+        "#" + page.locator("li", has_text="The tide tables").first.get_attribute("id")
+    )
     page.get_by_role("button", name=re.compile(r"^Remove\W+The tide tables$")).click()
     assert titles(page) == ["Harbour lights"]
     # A podcast page: bulk mark of the chosen (check boxes), back to the page.
