@@ -292,6 +292,13 @@ async def test_bulk_marks_on_a_podcast_page_and_richer_rows(
     assert "Finished (5)" in words and "Not played (1)" in words
     finished = {a["episode"] for a in await gpodder_pull(ui) if a["position"] == 1200}
     assert finished == {f"https://cdn.example/Tides/{n}.mp3" for n in (6, 4, 3, 2, 1)}
+    # The subscriptions list: the newest episode's date and the unplayed count; Refresh
+    # and Unsubscribe are on the podcast's page, not on the list.
+    listing = await (await ui.get("/ui/subscriptions")).text()
+    words = text_of(listing)
+    assert "latest episode" in words and "1 unplayed" in words
+    assert "/ui/subscriptions/unsubscribe" not in listing
+    assert "/ui/subscriptions/refresh" not in listing
 
 
 async def test_search_finds_podcast_titles_and_show_notes_and_within_one_podcast(

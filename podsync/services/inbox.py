@@ -31,6 +31,12 @@ class NewEpisode:
 
 
 @dataclass(frozen=True, slots=True)
+class Summary:
+    newest: int | None  # the newest episode's publication time
+    unplayed: int  # the feed's episodes never played
+
+
+@dataclass(frozen=True, slots=True)
 class InboxPage:
     episodes: list[NewEpisode]
     total: int  # all new episodes (up to INBOX_READ)
@@ -64,6 +70,19 @@ class Inbox:
 
     async def count(self, user: User) -> int:
         return len(await self.new_episodes(user))
+
+    async def summaries(self, user: User, url_keys: list[str]) -> dict[str, Summary]:
+        """Per podcast of the person's: its newest episode's date and how many of
+        the feed's episodes they never played (for the subscriptions list)."""
+        async with self.db.read(threaded=True) as conn:
+            feeds = await inbox.feed_summaries(conn, url_keys)
+            played = await inbox.played_items(conn, user.id, sorted(feeds))
+            found = {}
+            for key, (newest, items) in feeds.items():
+                mine = [k for podcast, k in played if podcast == key]
+                listened = await inbox.listed_among(conn, key, mine) if mine else 0
+                found[key] = Summary(newest, max(0, items - listened))
+        return found
 
     async def older_items(self, user: User, sync_id: str, published_at: int) -> list[str]:
         """The ids of the pages of a podcast's feed items published at or before a

@@ -109,3 +109,37 @@ async def items_up_to(
         (podcast_key, published_at, limit),
     )
     return [(str(u), str(g or "")) for u, g in rows]
+
+
+async def feed_summaries(conn: Connection, url_keys: list[str]) -> dict[str, tuple[int | None, int]]:
+    """Each feed's newest item's date and its number of items (the index on url key
+    and date)."""
+    found: dict[str, tuple[int | None, int]] = {}
+    for start in range(0, len(url_keys), 500):
+        chunk = url_keys[start : start + 500]
+        rows = await conn.fetch_all(
+            "SELECT url_key, max(published_at), count(*) FROM feed_episodes "
+            f"WHERE url_key IN ({','.join('?' * len(chunk))}) GROUP BY url_key",
+            chunk,
+        )
+        for key, newest, items in rows:
+            found[str(key)] = (None if newest is None else int(newest), int(items))
+    return found
+
+
+async def listed_among(conn: Connection, url_key: str, keys: list[str]) -> int:
+    """How many of a feed's items are among `keys` ("g" and a guid, "u" and a URL)."""
+    guids = [k[1:] for k in keys if k.startswith("g")]
+    urls = [k[1:] for k in keys if k.startswith("u")]
+    seen: set[tuple[str, str]] = set()
+    for column, values in (("guid", guids), ("episode_url", urls)):
+        for start in range(0, len(values), 500):
+            chunk = values[start : start + 500]
+            rows = await conn.fetch_all(
+                "SELECT episode_url, guid FROM feed_episodes WHERE url_key = ? "
+                f"AND {column} IN ({','.join('?' * len(chunk))})",
+                (url_key, *chunk),
+            )
+            seen.update((str(u), str(g or "")) for u, g in rows)
+    # An item by its guid when it has one, else by its file.
+    return len({g or u for u, g in seen})
