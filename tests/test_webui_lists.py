@@ -369,3 +369,46 @@ async def test_the_step_on_a_database_of_the_release_before(
     assert [t for _, _, t in await rows(ui, "/ui/search?q=number+2")] == ["Number 2"]
     for page in ("/ui/new", "/ui/up-next"):
         assert (await ui.get(page)).status == 200
+
+
+def stretch(feed_url: str, n: int, when: str, start: int, end: int) -> dict[str, Any]:
+    return {"podcast": feed_url, "episode": f"https://cdn.example/Tides/{n}.mp3",
+            "action": "play", "timestamp": when, "started": start, "position": end,
+            "total": 1200, "device": "phone"}  # fmt: skip
+
+
+async def test_the_history_by_day_and_episode_with_a_date_jump(
+    aiohttp_client: Any, make_config: Any, site: FeedSite
+) -> None:
+    ui = await app_for(aiohttp_client, make_config)
+    csrf = await sign_in(ui)
+    site.feed = feed("Tides", old=3, new=0)
+    tides = site.url("/show.xml?tides")
+    podcast = await subscribe(ui, csrf, tides)
+    await upload(
+        ui,
+        [stretch(tides, 3, "2026-11-10T08:00:00", 0, 600),
+         stretch(tides, 3, "2026-11-10T09:00:00", 600, 1200),
+         stretch(tides, 3, "2026-11-10T10:00:00", 0, 300),
+         stretch(tides, 2, "2026-11-10T11:00:00", 0, 120),
+         stretch(tides, 2, "2026-11-08T07:00:00", 0, 60)],
+    )  # fmt: skip
+    # One click, one row: Mark not played (a play at 0 and a `new`).
+    refs = {t: h.rsplit("/", 1)[1] for _, h, t in await rows(ui, podcast)}
+    await post(ui, "/ui/episodes/mark", {"csrf": csrf, "episode": refs["Tides episode 1"],
+                                          "played": "no", "back": podcast})  # fmt: skip
+    html = await (await ui.get("/ui/history")).text()
+    days = re.findall(r'<h2 id="d-([0-9-]+)" class="day">([^<]*)</h2>', html)
+    assert [d for d, _ in days][1:] == ["2026-11-10", "2026-11-08"]
+    assert days[0][1] == "Today" and days[1][1] == "Tuesday 2026-11-10"
+    words = text_of(html)
+    assert words.count("Tides episode 1") == 1 and "Marked not played" in words
+    assert "Marked new" not in words
+    assert words.count("Tides episode 3") == 1
+    assert "Listened 25 min · 3 plays" in words
+    assert words.count("Tides episode 2") == 2  # two days
+    # The date jump: that day and before it.
+    jumped = await (await ui.get("/ui/history", params={"day": "2026-11-09"})).text()
+    assert re.findall(r'<h2 id="d-([0-9-]+)"', jumped) == ["2026-11-08"]
+    for day in ("nonsense", "0001-01-01", "2026-13-40", "9999-12-31"):
+        assert (await ui.get("/ui/history", params={"day": day})).status == 200

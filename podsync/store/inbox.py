@@ -111,7 +111,9 @@ async def items_up_to(
     return [(str(u), str(g or "")) for u, g in rows]
 
 
-async def feed_summaries(conn: Connection, url_keys: list[str]) -> dict[str, tuple[int | None, int]]:
+async def feed_summaries(
+    conn: Connection, url_keys: list[str]
+) -> dict[str, tuple[int | None, int]]:
     """Each feed's newest item's date and its number of items (the index on url key
     and date)."""
     found: dict[str, tuple[int | None, int]] = {}

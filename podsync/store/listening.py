@@ -34,6 +34,7 @@ class HistoryRow:
     position: int | None
     total: int | None
     episode_id: int = 0  # the episode's stable id (episodes.id), the same for all its actions
+    started: int | None = None  # a play's start (where the stretch listened began)
 
     @property
     def key(self) -> HistoryKey:
@@ -49,7 +50,8 @@ class HistoryFilter:
 
 HISTORY_COLUMNS = (
     "a.seq, coalesce(a.podcast_url, f.url), s.title, e.url, e.prefixed, f.prefix, "
-    "e.guid, a.guid, a.action, a.occurred_at, a.device_id, a.position, a.total, e.id"
+    "e.guid, a.guid, a.action, a.occurred_at, a.device_id, a.position, a.total, e.id, "
+    "a.started"
 )
 HISTORY_JOINED = (
     "JOIN episode_feeds f ON f.id = e.feed_id "
@@ -71,6 +73,7 @@ def history_row(r: Any) -> HistoryRow:
         None if r[11] is None else int(r[11]),
         None if r[12] is None else int(r[12]),
         int(r[13]),
+        None if r[14] is None else int(r[14]),
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import tzinfo
+from datetime import datetime, tzinfo
 from typing import NamedTuple
 from urllib.parse import urlencode
 
@@ -22,6 +22,7 @@ from podsync.sorting import sort_key
 from podsync.store.listening import HistoryFilter, HistoryKey, HistoryRow
 from podsync.web.keys import FEED_INFO
 from podsync.web.ui.artwork import artwork_path
+from podsync.web.ui.history_days import by_day
 from podsync.web.ui.keys import BROWSE, LISTENING, SIGNED_IN, UP_NEXT
 from podsync.web.ui.render import (
     Moment,
@@ -136,6 +137,18 @@ def _key_param(request: web.Request, name: str) -> HistoryKey | None:
     return (key[0], key[1]) if key[0] is not None and key[1] is not None else None
 
 
+def _day_start(text: str, tz: tzinfo) -> int | None:
+    """The start of a day (YYYY-MM-DD, in the person's zone) in microseconds; None
+    for anything else."""
+    try:
+        day = datetime.strptime(text, "%Y-%m-%d")
+    except ValueError:
+        return None
+    if not 1970 <= day.year <= 9000:
+        return None
+    return int(day.replace(tzinfo=tz).timestamp() * 1_000_000)
+
+
 def _key_text(key: HistoryKey) -> str:
     return f"{key[0]}.{key[1]}"
 
@@ -151,9 +164,12 @@ async def history(request: web.Request) -> web.Response:
         action = ""
     podcasts, device_list = await service.filters(user)
     only = HistoryFilter(podcast or None, device or None, action or None)
-    page = await service.history(
-        user, only, _key_param(request, "before"), _key_param(request, "after")
-    )
+    before = _key_param(request, "before")
+    day_text = request.query.get("day", "")[:10]
+    jump = _day_start(day_text, tz)
+    if jump is not None:  # the date jump: that day and what came before it
+        before = (jump + 86_400_000_000, 0)
+    page = await service.history(user, only, before, _key_param(request, "after"))
     captions = {d.device_id: d.caption for d in device_list}
     podcast_titles = await request.app[FEED_INFO].titles(
         {a.podcast_url for a in page.rows} | {url for _, url, _ in podcasts}
@@ -185,6 +201,8 @@ async def history(request: web.Request) -> web.Response:
         action=action,
         filtered=bool(base),
         rows=rows,
+        days=by_day(page.rows, rows, tz),
+        day=day_text,
         prev_href=href(after=_key_text(page.newer_than)) if page.newer_than else None,
         next_href=href(before=_key_text(page.older_than)) if page.older_than else None,
     )
