@@ -277,7 +277,8 @@ def _search(page: Any, server: str) -> None:
 def _stats(page: Any, server: str) -> None:
     page.goto(server + "/ui/")
     page.get_by_role("link", name="Listening statistics").click()
-    assert page.locator(".bars li").count() == 12 + 1 + 12  # weeks, one podcast, months
+    # weeks, one podcast, the months since the first play (none empty before it)
+    assert 12 + 1 + 1 <= page.locator(".bars li").count() <= 12 + 1 + 12
 
 
 NEW_PAGES: list[tuple[str, Callable[[Any, str], None]]] = [

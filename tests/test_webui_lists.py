@@ -412,3 +412,11 @@ async def test_the_history_by_day_and_episode_with_a_date_jump(
     assert re.findall(r'<h2 id="d-([0-9-]+)"', jumped) == ["2026-11-08"]
     for day in ("nonsense", "0001-01-01", "2026-13-40", "9999-12-31"):
         assert (await ui.get("/ui/history", params={"day": day})).status == 200
+    # Statistics: no empty months before the first play (the first, 2026-11-08).
+    today = time.gmtime()
+    months = (today.tm_year * 12 + today.tm_mon) - (2026 * 12 + 11) + 1
+    stats = text_of(await (await ui.get("/ui/stats")).text())
+    if months == 1:
+        assert "This month:" in stats
+    elif months < 12:
+        assert f"The last {months} months:" in stats

@@ -31,5 +31,15 @@ async def plays_since(conn: Connection, user_id: int, since_us: int) -> list[Pla
     return [PlayRow(int(t), int(e), str(k), _int(s), _int(p), _int(n)) for t, e, k, s, p, n in rows]
 
 
+async def played_before(conn: Connection, user_id: int, before_us: int) -> bool:
+    """Whether the user has any action before this time (the index on user and
+    time: one row read)."""
+    row = await conn.fetch_one(
+        "SELECT 1 FROM episode_actions WHERE user_id = ? AND occurred_at < ? LIMIT 1",
+        (user_id, before_us),
+    )
+    return row is not None
+
+
 def _int(value: object) -> int | None:
     return None if value is None else int(value)  # type: ignore[call-overload]

@@ -152,7 +152,7 @@ async def _subscriptions_page(
     noun = "subscription" if found.total == 1 else "subscriptions"
     kind = "" if show_all else "current "
     summary = (
-        f"{found.total} {kind}{noun}" + (f" matching “{q}”" if q else "")
+        f"{found.total:,} {kind}{noun}" + (f" matching “{q}”" if q else "")
         if found.total
         else ("Nothing matches your search." if q else "No subscriptions yet: add a feed above.")
     )

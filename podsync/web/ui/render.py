@@ -56,7 +56,7 @@ def environment() -> jinja2.Environment:
     whose UI nobody opens never imports Jinja2 (about 2 MiB of memory)."""
     import jinja2
 
-    return jinja2.Environment(
+    env = jinja2.Environment(
         # A directory, not PackageLoader: the frozen binary's importer has no
         # package resources API, but its files are on disk all the same.
         loader=jinja2.FileSystemLoader(str(_package_dir() / "templates")),
@@ -68,6 +68,13 @@ def environment() -> jinja2.Environment:
         # stat() per render to check.
         auto_reload=False,
     )
+    env.filters["num"] = number
+    return env
+
+
+def number(value: int) -> str:
+    """A count as people read it: 1,976 (the thousands separated)."""
+    return f"{value:,}"
 
 
 def _package_dir() -> Path:
