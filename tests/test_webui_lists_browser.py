@@ -13,6 +13,7 @@ published after the person subscribed:
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -23,6 +24,7 @@ import pytest
 
 from podsync.config import Config
 from tests.conftest import MakeConfig, ServeProcess
+from tests.gpodder_support import basic, call
 from tests.media_host import MediaHost
 from tests.test_webui_browser import sign_in
 from tests.ui_browser import (
@@ -224,3 +226,47 @@ def test_the_lists_at_both_sizes_light_and_dark_axe_and_screenshots(
                 assert width <= size["width"], (label, width)
             ctx.close()
     assert not failures, violations_text(failures)  # type: ignore[arg-type]
+
+
+# Each word of the elements' text on one line: a word broken mid-word has two boxes.
+_BROKEN_WORDS = """(selector) => {
+  const broken = [];
+  for (const element of document.querySelectorAll(selector)) {
+    const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const match of node.textContent.matchAll(/\\S+/g)) {
+        const range = document.createRange();
+        range.setStart(node, match.index);
+        range.setEnd(node, match.index + match[0].length);
+        const lines = new Set([...range.getClientRects()].map((r) => Math.round(r.top)));
+        if (lines.size > 1) broken.push(match[0]);
+      }
+    }
+  }
+  return broken;
+}"""
+
+
+def test_statistics_at_390_px_break_no_word(
+    served: tuple[str, Config],
+    browser: Any,  # noqa: F811
+) -> None:
+    server, _ = served
+    host = NewEpisodesHost("Philosophy Bites Back Extraordinarily", EPISODES)
+    try:
+        ctx = browser.new_context(viewport=PHONE)
+        page = ctx.new_page()
+        subscribed(page, server, host)
+        played = [{"podcast": host.url("/show.xml"), "episode": host.url("/2.wav"),
+                   "action": "play", "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                   "started": 0, "position": 100, "total": 120, "device": "phone"}]  # fmt: skip
+        sent = call(server, "POST", "/api/2/episodes/alice.json", json.dumps(played).encode(),
+                    **basic())  # fmt: skip
+        assert sent.status == 200
+        page.goto(server + "/ui/stats")
+        assert "Philosophy Bites Back" in page.inner_text("main")
+        assert page.evaluate(_BROKEN_WORDS, ".bars .label, h1, h2") == []
+        screenshot(page, "lists-stats-390")
+        ctx.close()
+    finally:
+        host.close()

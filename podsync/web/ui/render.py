@@ -69,12 +69,19 @@ def environment() -> jinja2.Environment:
         auto_reload=False,
     )
     env.filters["num"] = number
+    env.filters["short"] = shortened
     return env
 
 
 def number(value: int) -> str:
     """A count as people read it: 1,976 (the thousands separated)."""
     return f"{value:,}"
+
+
+def shortened(text: str, limit: int) -> str:
+    """A long address or user agent cut to `limit` characters with "…" (the page
+    puts the whole in a `title`)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _package_dir() -> Path:
