@@ -108,7 +108,7 @@ _UI: list[tuple[str, str, Handler, dict[str, bool]]] = [
     ("POST", "/ui/import", account.import_opml, {"reads_own_body": True}),
     ("POST", "/ui/import-from", remote_import.import_from_server, {}),
     ("POST", "/ui/import-from/cancel", remote_import.cancel_import, {}),
-    ("GET", "/ui/export.opml", account.export_opml, {}),
+    ("GET", "/ui/export.opml", account.export_opml, {"no_count": True}),
     ("GET", "/ui/account", account.account, {}),
     ("POST", "/ui/account/password", account.change_password, {}),
     ("POST", "/ui/account/logout-everywhere", account.logout_everywhere, {}),
