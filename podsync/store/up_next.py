@@ -99,5 +99,4 @@ async def autoplay(conn: Connection, user_id: int) -> bool:
 
 
 async def set_autoplay(conn: Connection, user_id: int, on: bool) -> None:
-    value: Any = on if conn.dialect != "sqlite" else int(on)
-    await conn.execute("UPDATE users SET autoplay = ? WHERE id = ?", (value, user_id))
+    await conn.execute("UPDATE users SET autoplay = ? WHERE id = ?", (int(on), user_id))

@@ -13,7 +13,7 @@ ALTER TABLE feed_episodes ADD COLUMN note_words TEXT NOT NULL DEFAULT '';
 DROP INDEX feed_episodes_words;
 ALTER TABLE feed_info ADD COLUMN description TEXT;
 UPDATE feed_info SET etag = NULL, last_modified = NULL;
-ALTER TABLE users ADD COLUMN autoplay BOOLEAN NOT NULL DEFAULT TRUE;
+ALTER TABLE users ADD COLUMN autoplay INTEGER NOT NULL DEFAULT 1;
 CREATE TABLE up_next (
     user_id     BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
     podcast_key TEXT NOT NULL,

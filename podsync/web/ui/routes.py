@@ -24,9 +24,9 @@ from podsync.web.keys import (
     AUTH,
     CONFIG,
     DB,
+    EPISODE_WRITES,
     ERROR_PAGE,
     FEED_FETCHER,
-    GPODDER,
     SYNC,
     SYNC_HEALTH,
 )
@@ -167,13 +167,10 @@ def open_services(app: web.Application) -> None:
     app[INBOX] = Inbox(db, app[EPISODE_PAGES])
     app[UP_NEXT] = UpNext(db, app[EPISODE_PAGES])
     app[LISTENING_STATS] = ListeningStats(db)
-    gpodder = app[GPODDER]
-    app[WEB_LISTENING] = WebListening(
-        app[EPISODE_PAGES], gpodder.devices, gpodder.episodes, app[SYNC_HEALTH]
-    )
+    app[WEB_LISTENING] = WebListening(app[EPISODE_PAGES], app[EPISODE_WRITES], app[SYNC_HEALTH])
     app[OPML] = OpmlService(db, app[SYNC])
     bounds = ImportBounds.for_config(app[CONFIG])
-    importer = RemoteImportService(app[OPML], app[GPODDER].episodes, bounds)
+    importer = RemoteImportService(app[OPML], app[EPISODE_WRITES], bounds)
     app[IMPORT_JOBS] = ImportJobs(db, importer, app[CONFIG].auth)
 
 
