@@ -230,6 +230,8 @@ async def seed_others(db: Database, config: Config, passwords: PasswordService, 
              1800, None, "audio/mpeg", notes_of(i, n), per_feed - n)
             for n in range(per_feed)
         ]  # fmt: skip
+        async with db.write() as conn:
+            await feed_info.add_feed(conn, url_key(feed), feed, start + 10**12)
         for at in range(0, per_feed, 500):
             async with db.write() as conn:
                 await feed_info.change_episodes(conn, url_key(feed), [], rows[at : at + 500])
