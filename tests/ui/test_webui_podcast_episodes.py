@@ -33,7 +33,7 @@ pytestmark = pytest.mark.both_engines
 Client = TestClient[Any, Any]
 ROW = re.compile(
     r'<li id="ep-[0-9a-f]+"(?: class="untouched")?>\s*<div class="head">\s*'
-    r'(?:<span class="pick">.*?</label></span>\s*)?'
+    r'(?:<span class="pick">.*?</span>\s*)?'
     r'<a class="episode" href="[^"]*">([^<]*)</a>'
     r'\s*<span class="action[^"]*">([^<]*)</span>(.*?)(?:<div class="row-actions">.*?)?</li>',
     re.S,
