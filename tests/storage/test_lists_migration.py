@@ -1,4 +1,4 @@
-"""Schema step 24 (the web UI's fourth release) on a database of the release before,
+"""Schema step 25 (the web UI's fourth release) on a database of the release before,
 on SQLite and on PostgreSQL: the show notes the fetcher kept before it are found by
 their words after it, the full-text index of titles is gone and search still finds
 titles, and the tables of Up next and of dismissed new episodes are there."""

@@ -1,4 +1,4 @@
-"""PostgreSQL's schema steps of the web UI's fourth release (24 on, the same versions
+"""PostgreSQL's schema steps of the web UI's fourth release (25 on, the same versions
 as SQLite's); `postgres.py` runs them after the earlier ones."""
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ _SET_WORDS = "UPDATE feed_episodes SET note_words = $2 WHERE ctid = $1::tid"
 
 
 async def _lists(conn: asyncpg.Connection) -> None:
-    """24 (as SQLite's step 24): search over show notes by a scan of the person's own
+    """25 (as SQLite's step 25): search over show notes by a scan of the person's own
     feeds (the GIN index of step 22 goes), the queue, the inbox's dismissals."""
     await conn.execute(_LISTS)
     rows = conn.cursor(

@@ -1,4 +1,4 @@
-"""SQLite's schema steps of the web UI's fourth release (24 on); `sqlite.py` runs
+"""SQLite's schema steps of the web UI's fourth release (25 on); `sqlite.py` runs
 them after the earlier ones."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import sqlite3
 from podsync.storage.migrations.sqlite_runner import Step, statements
 from podsync.words import note_words
 
-# 24: search over show notes whose cost follows the person's own podcasts (a scan of
+# 25: search over show notes whose cost follows the person's own podcasts (a scan of
 # their feeds' items by the url key's index, not a full-text index over every feed:
 # a prefix as short as "c" matched half the server's items before the person's were
 # picked out), so the FTS5 index of step 22 and its triggers go. A person's queue
@@ -44,7 +44,7 @@ CREATE TABLE inbox_dismissals (
 
 
 def lists(conn: sqlite3.Connection) -> None:
-    """24. The words of the show notes kept so far are made by podsync.words."""
+    """25. The words of the show notes kept so far are made by podsync.words."""
     conn.create_function("podsync_note_words", 1, note_words, deterministic=True)
     for statement in statements(_LISTS):
         conn.execute(statement)
