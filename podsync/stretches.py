@@ -33,7 +33,10 @@ Spans = list[tuple[int, int]]  # [start, end) in seconds, sorted, apart from eac
 def finished(position: int | None, total: int | None) -> bool:
     if position is None or not total:
         return False
-    return position >= total - FINISHED_SECONDS or position >= total * FINISHED_SHARE
+    # The 30 s window is at most a tenth of the episode: a 20-s episode is not
+    # finished at its start.
+    window = min(FINISHED_SECONDS, total // 10)
+    return position >= total - window or position >= total * FINISHED_SHARE
 
 
 def stretch(started: int | None, position: int | None) -> tuple[int, int] | None:

@@ -36,6 +36,7 @@ class HistoryRow:
     position: int | None
     total: int | None
     episode_id: int = 0  # the episode's stable id (episodes.id), the same for all its actions
+    started: int | None = None  # a play's start (where the stretch listened began)
 
     @property
     def key(self) -> HistoryKey:
@@ -59,8 +60,8 @@ HISTORY_JOINED = (
 
 
 def history_row(r: Any) -> HistoryRow:
-    (seq, _, url, prefixed, episode_guid, action, occurred_at, device_id, _, position, total,
-     guid, podcast_url, feed_url, prefix, title, episode_id) = r  # fmt: skip
+    (seq, _, url, prefixed, episode_guid, action, occurred_at, device_id, started, position,
+     total, guid, podcast_url, feed_url, prefix, title, episode_id) = r  # fmt: skip
     return HistoryRow(
         int(seq),
         str(feed_url if podcast_url is None else podcast_url),
@@ -73,6 +74,7 @@ def history_row(r: Any) -> HistoryRow:
         None if position is None else int(position),
         None if total is None else int(total),
         int(episode_id),
+        None if started is None else int(started),
     )
 
 

@@ -1,4 +1,4 @@
-"""The statistics' running totals (schema step 25): per person and episode the merged
+"""The statistics' running totals (schema step 26): per person and episode the merged
 stretches listened to (`listened_episodes`), per person, quarter of an hour and podcast
 the seconds of new coverage and the episodes first finished (`listening_totals`).
 Kept by the write path as plays are stored (`count_plays`, in the write's

@@ -1,4 +1,4 @@
-"""Schema step 25 on both engines: the statistics' running totals are filled from the
+"""Schema step 26 on both engines: the statistics' running totals are filled from the
 plays a database of the release before holds (each stretch of an episode once, in the
 order the plays happened), and the statistics page of a real `podsync serve` on the
 migrated database shows them; plays written after the upgrade add to them."""
@@ -36,13 +36,13 @@ def play(
     )  # fmt: skip
 
 
-async def test_step_25_fills_the_totals_from_the_plays_before_and_keeps_them_after(
+async def test_step_26_fills_the_totals_from_the_plays_before_and_keeps_them_after(
     config: Config, db_engine: str, serve_process: Callable[..., ServeProcess]
 ) -> None:
     now = datetime.now(UTC).replace(microsecond=0)
     monday = (now - timedelta(days=now.weekday())).replace(hour=0, minute=0, second=0)
     at = [min(monday + timedelta(minutes=n), now) for n in range(6)]
-    async with database_at(config, db_engine, 24) as db:
+    async with database_at(config, db_engine, 25) as db:
         user_id = await add_user(db, "alice", PASSWORD)
         plays = [
             play(NEWS, 1, at[0], "phone", (0, 1800, 3600)),

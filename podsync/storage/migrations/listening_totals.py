@@ -1,4 +1,4 @@
-"""Schema step 25 (both engines): the statistics from running totals, and the web
+"""Schema step 26 (both engines): the statistics from running totals, and the web
 player's listening sessions.
 
 - `listened_episodes`: per person and episode, the merged stretches listened to
@@ -108,7 +108,7 @@ class UserFill:
 
 
 def sqlite_step(conn: sqlite3.Connection) -> None:
-    """25 on SQLite."""
+    """26 on SQLite."""
     for statement in statements(SQLITE_TABLES):
         conn.execute(statement)
     plays = _PLAYS.format("?", "?", "?", "?", "?")
@@ -125,7 +125,7 @@ def sqlite_step(conn: sqlite3.Connection) -> None:
 
 
 async def postgres_step(conn: asyncpg.Connection) -> None:
-    """25 on PostgreSQL: the same tables and fill as SQLite's."""
+    """26 on PostgreSQL: the same tables and fill as SQLite's."""
     await conn.execute(POSTGRES_TABLES)
     plays = _PLAYS.format("$1", "$2", "$3", "$4", "$5")
     for record in await conn.fetch("SELECT id FROM users ORDER BY id"):

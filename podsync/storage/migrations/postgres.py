@@ -10,8 +10,8 @@ import asyncpg
 from podsync.model import Subscription, subscription_view
 from podsync.storage.migrations import check_version, log_upgrade
 from podsync.storage.migrations.episode_views import episode_action_view
-from podsync.storage.migrations.listening_totals import postgres_step
 from podsync.storage.migrations.postgres_steps_0_3 import FETCHES_AND_SIGN_INS, STEPS_0_3, Step
+from podsync.storage.migrations.postgres_steps_0_4 import STEPS_0_4
 
 # Any constant: the key of the advisory lock that lets one process migrate at a time.
 MIGRATION_LOCK = 0x706F6473796E63  # "podsync"
@@ -328,9 +328,7 @@ MIGRATIONS: tuple[Step, ...] = (
     CREATE INDEX feed_info_claimed ON feed_info(claimed_by) WHERE claimed_by IS NOT NULL;
     """,
     FETCHES_AND_SIGN_INS,  # 24: a person's fetches, where each name signed in
-    # 25: statistics from running totals, and the web player's listening sessions
-    # (listening_totals.py).
-    postgres_step,
+    *STEPS_0_4,  # 25 on
 )
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import sqlite3
 
-from podsync.storage.migrations.listening_totals import sqlite_step
 from podsync.storage.migrations.sqlite_backfills import episode_views, stored_views
 from podsync.storage.migrations.sqlite_runner import Step, run
 from podsync.storage.migrations.sqlite_steps_0_3 import FETCHES_AND_SIGN_INS, STEPS_0_3
+from podsync.storage.migrations.sqlite_steps_0_4 import STEPS_0_4
 
 MIGRATIONS: tuple[Step, ...] = (
     # 1: accounts, tokens, subscriptions, the action log.
@@ -325,9 +325,7 @@ MIGRATIONS: tuple[Step, ...] = (
     CREATE INDEX feed_info_claimed ON feed_info(claimed_by) WHERE claimed_by IS NOT NULL;
     """,
     FETCHES_AND_SIGN_INS,  # 24: a person's fetches, where each name signed in
-    # 25: statistics from running totals, and the web player's listening sessions
-    # (listening_totals.py).
-    sqlite_step,
+    *STEPS_0_4,  # 25 on
 )
 
 

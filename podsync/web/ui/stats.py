@@ -66,7 +66,7 @@ async def stats(request: web.Request) -> web.Response:
         months=bars(months),
         finished_total=sum(c for _, c in found.months),
         week_count=WEEKS,
-        month_count=len(months),
+        month_count=len(found.months),
         top_count=TOP,
         zone=zone_name(tz),
     )
