@@ -2,8 +2,9 @@
 // action of the device "Web browser": every 30 s while it plays, when it pauses,
 // when it ends, and when the page is left while it plays. A listening session (from
 // play to pause, end, a jump or leaving) is one play action: each save sends the
-// session's token, made when it began, and the server updates that play. The page works without
-// this file (the player plays; the page says the position is not saved).
+// session's token, made when it began, and the server updates that play. The page
+// works without this file (the player plays; the page says the position is not
+// saved).
 (function () {
   "use strict";
   var box = document.getElementById("player");
