@@ -19,8 +19,13 @@ subscriptions, which the measured user does not have; search is measured over
 titles and over notes for the measured user, and for a user with no
 subscriptions at all (a "c" that starts a word of half the others' items).
 
+The statistics of a third person with `--stats-plays` plays over the last year (20
+podcasts, each episode played in ten stretches), written through the episode core's
+write path (which keeps the running totals the page reads), are measured too.
+
     python bench/ui_pages.py [--subscriptions 1000] [--history 10000] [--requests 100]
         [--feed-episodes 300] [--episodes-per-feed 300] [--others-items 200000]
+        [--stats-plays 200000]
 
 Seeds through the real services (SyncService.apply for subscriptions, the episode
 store for the history, the device store for three devices), serves the real app on
@@ -52,16 +57,27 @@ from aiohttp import web
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from podsync import timestamps
-from podsync.config import Config, load_config
+from podsync.config import Config, GpodderConfig, load_config
 from podsync.feeds import url_key
 from podsync.rules import Subscribe
 from podsync.services.accounts import AccountService
+from podsync.services.episodes import sessions
+from podsync.services.episodes.bounds import UploadBounds
+from podsync.services.episodes.writes import EpisodeWrites
 from podsync.services.feeds.fetcher import FeedFetcher
 from podsync.services.feeds.http import FeedClient
 from podsync.services.passwords import PasswordService
 from podsync.services.sync import SyncService
 from podsync.storage.sqlite import Database
-from podsync.store import app_passwords, artwork, devices, episodes, feed_info, sync_health
+from podsync.store import (
+    app_passwords,
+    artwork,
+    devices,
+    episodes,
+    feed_info,
+    listening_totals,
+    sync_health,
+)
 from podsync.store.episodes import EpisodeAction
 from podsync.store.feed_info import FeedItem, LearnedFeed
 from podsync.web.app import create_app
@@ -297,10 +313,42 @@ async def seed(
                 )
             batch = await episodes.resolve(conn, user.id, actions)
             await episodes.store(conn, batch, now)
+            await listening_totals.count_plays(conn, user.id, sessions.plays_of(batch))
         await seed_feed(db, subscriptions, history, items)
         digest = await seed_artwork_and_health(db, user.id, feeds)
         await seed_feeds(db, feeds, per_feed)
         return digest
+
+
+LISTENER = "listener"
+YEAR_US = 365 * 86_400_000_000
+
+
+async def seed_listener(config: Config, plays: int) -> None:
+    """A person with `plays` plays over the last year, through EpisodeWrites.record
+    (a thousand a write, as an app's upload)."""
+    async with Database(config.database.path, config.database.durability) as db:
+        passwords = PasswordService()
+        try:
+            user = await AccountService(db, passwords).add_user(LISTENER, PASSWORD)
+        finally:
+            passwords.close()
+        writes = EpisodeWrites(db, UploadBounds(GpodderConfig(max_episode_actions_per_user=10**7)))
+        start = timestamps.now_us() - YEAR_US
+        for first in range(0, plays, 1000):
+            batch = []
+            for i in range(first, min(first + 1000, plays)):
+                episode = i // 10
+                feed = f"https://listen{episode % 20}.example.org/feed.xml"
+                stretch = (i % 10) * 360
+                batch.append(
+                    EpisodeAction(
+                        0, feed, url_key(feed), f"https://listen.example.org/{episode}.mp3",
+                        "play", start + i * (YEAR_US // plays), f"device-{i % 3}", None,
+                        stretch, stretch + 360, 3600,
+                    )
+                )  # fmt: skip
+            await writes.record(user.id, batch, timestamps.now_us())
 
 
 Timings = dict[str, list[tuple[float, float]]]  # (wall ms, CPU ms of the loop's thread)
@@ -323,7 +371,13 @@ def timing_middleware(timings: Timings) -> Callable[..., Awaitable[web.StreamRes
 
 
 async def run(
-    subscriptions: int, history: int, requests: int, items: int, per_feed: int, others: int
+    subscriptions: int,
+    history: int,
+    requests: int,
+    items: int,
+    per_feed: int,
+    others: int,
+    stats_plays: int,
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "podsync.toml"
@@ -336,11 +390,13 @@ async def run(
         print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         began = time.perf_counter()
         digest = await seed(config, subscriptions, history, items, per_feed, others)
+        if stats_plays:
+            await seed_listener(config, stats_plays)
         print(
             f"seeded {subscriptions} subscriptions, {history} episode actions, "
             f"a feed of {items} episodes, {per_feed} in each other feed, "
-            f"{others} items of another user's {OTHERS_FEEDS} feeds "
-            f"in {time.perf_counter() - began:.1f} s"
+            f"{others} items of another user's {OTHERS_FEEDS} feeds, "
+            f"{stats_plays} plays of a third person in {time.perf_counter() - began:.1f} s"
         )
         timings: Timings = defaultdict(list)
         app = create_app(config)
@@ -446,6 +502,10 @@ async def run(
                             assert response.status == 200, (page, response.status)
                     pages.append(label)
                     sizes[label] = len(body)
+            if stats_plays:
+                page = f"/ui/stats ({stats_plays} plays)"
+                await time_listener_stats(base, page, requests, sizes)
+                pages.append(page)
             print(f"{'page':56} {'wall ms':>8} {'p95':>7} {'CPU ms':>7} {'KiB':>6}")
             for page in pages:
                 walls = sorted(w for w, _ in timings[page])
@@ -464,6 +524,22 @@ async def run(
             await runner.cleanup()
 
 
+async def time_listener_stats(base: str, page: str, requests: int, sizes: dict[str, int]) -> None:
+    """The statistics page of the person with many plays, signed in as them."""
+    async with aiohttp.ClientSession(base, cookie_jar=aiohttp.CookieJar(unsafe=True)) as session:
+        async with session.post(
+            "/ui/login",
+            data={"username": LISTENER, "password": PASSWORD},
+            headers={"Origin": base},
+        ) as response:
+            assert response.status == 200, await response.text()
+        for _ in range(requests):
+            async with session.get("/ui/stats", headers={"X-Bench-Page": page}) as response:
+                body = await response.read()
+                assert response.status == 200, response.status
+            sizes[page] = len(body)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--subscriptions", type=int, default=1000)
@@ -471,6 +547,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=100)
     parser.add_argument("--feed-episodes", type=int, default=300)
     parser.add_argument("--episodes-per-feed", type=int, default=300)
+    parser.add_argument("--stats-plays", type=int, default=200_000)
     parser.add_argument("--others-items", type=int, default=200_000)
     args = parser.parse_args()
     asyncio.run(
@@ -481,6 +558,7 @@ def main() -> None:
             args.feed_episodes,
             args.episodes_per_feed,
             args.others_items,
+            args.stats_plays,
         )
     )
 

@@ -20,19 +20,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from podsync.store.listening import HistoryRow
-
-FINISHED_SECONDS = 30
-FINISHED_SHARE = 0.98
+from podsync.stretches import finished as finished
 
 NOT_PLAYED, IN_PROGRESS, FINISHED = "not_played", "in_progress", "finished"
 LABELS = {NOT_PLAYED: "Not played", IN_PROGRESS: "In progress", FINISHED: "Finished"}
-
-
-def finished(position: int | None, total: int | None) -> bool:
-    if position is None or not total:
-        return False
-    window = min(FINISHED_SECONDS, total // 10)
-    return position >= total - window or position >= total * FINISHED_SHARE
 
 
 @dataclass(slots=True)

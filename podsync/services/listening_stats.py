@@ -1,30 +1,36 @@
 """A person's listening statistics: time listened per week over the last WEEKS
 weeks, the podcasts listened to most in that time, and the episodes finished per
-month over the last MONTHS months; weeks and months in the person's time zone.
+month over the last MONTHS months (from the month of the first play counted); weeks
+and months in the person's time zone.
 
-- Time listened is what play actions say was played: `position - started` of each
-  play that has both (a play at position = total that started there, as Mark
-  played writes, is none), at most MAX_STRETCH a play (a clock gone wrong).
-- An episode is finished in the month of its first play that reached its end
-  (episode_state.finished); an episode finished again later counts once more in
-  that later month only if it was finished in no earlier month of the window.
+Read from running totals kept as plays are written (`podsync.stretches`,
+`store.listening_totals`), never by reading the plays themselves: a few rows a week
+and podcast, whatever the person's history.
+
+- Time listened is what play actions say was played (`started` to `position`, at
+  most MAX_STRETCH a play), each stretch of an episode counted once per person: a
+  save or a replay from another device over time already counted adds nothing. A
+  week shows at most its own hours.
+- An episode counts as finished once, in the month of its first play that reached
+  its end.
 """
 
 from __future__ import annotations
 
-import asyncio
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta, tzinfo
 
 from podsync.model import User
-from podsync.services.episode_state import finished
 from podsync.storage.engine import Engine
-from podsync.store import listening
+from podsync.store import listening_totals
+from podsync.store.listening_totals import Span
+from podsync.stretches import QUARTER_US
 
 WEEKS = 12
 MONTHS = 12
 TOP = 10
-MAX_STRETCH = 12 * 3600
+WEEK_SECONDS = 7 * 86_400
+_MONTH_SLOTS = 100  # the slots of months follow those of weeks
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,12 +38,39 @@ class Stats:
     weeks: list[tuple[date, int]]  # each week's Monday, seconds listened; oldest first
     podcasts: list[tuple[str, int]]  # podcast url key, seconds; most first
     months: list[tuple[date, int]]  # each month's first day, episodes finished
-    plays: int  # play actions read
 
 
 def _month_start(day: date, back: int) -> date:
     months = day.year * 12 + day.month - 1 - back
     return date(months // 12, months % 12 + 1, 1)
+
+
+def _first_week(today: date) -> date:
+    monday = today - timedelta(days=today.weekday())
+    return monday - timedelta(weeks=WEEKS - 1)
+
+
+def quarter(day: date, tz: tzinfo) -> int:
+    """The quarter of an hour (UTC) the day begins in, in `tz`: exact, since every
+    zone's offset is a whole number of quarters."""
+    midnight = datetime(day.year, day.month, day.day, tzinfo=tz)
+    return int(midnight.timestamp() * 1_000_000) // QUARTER_US
+
+
+def spans_of(tz: tzinfo, today: date) -> tuple[list[date], list[date], list[Span]]:
+    """The weeks' Mondays, the months' first days, and their spans of quarters."""
+    first_week = _first_week(today)
+    weeks = [first_week + timedelta(weeks=n) for n in range(WEEKS)]
+    months = [_month_start(today, MONTHS - 1 - n) for n in range(MONTHS + 1)]
+    spans = [
+        Span(n, quarter(monday, tz), quarter(monday + timedelta(weeks=1), tz))
+        for n, monday in enumerate(weeks)
+    ]
+    spans += [
+        Span(_MONTH_SLOTS + n, quarter(months[n], tz), quarter(months[n + 1], tz))
+        for n in range(MONTHS)
+    ]
+    return weeks, months[:MONTHS], spans
 
 
 class ListeningStats:
@@ -46,45 +79,30 @@ class ListeningStats:
 
     async def stats(self, user: User, tz: tzinfo, now: datetime) -> Stats:
         today = now.astimezone(tz).date()
-        since = min(_first_week(today), _month_start(today, MONTHS - 1))
-        since_us = int(datetime(since.year, since.month, since.day, tzinfo=tz).timestamp() * 1e6)
+        weeks, months, spans = spans_of(tz, today)
+        # On a worker thread: the weeks' rows of a heavy listener are some thousands.
         async with self.db.read(threaded=True) as conn:
-            rows = await listening.plays_since(conn, user.id, since_us)
-            earlier = await listening.played_before(conn, user.id, since_us)
-        # Counted on a worker thread too: a year of plays is many thousand rows.
-        loop = asyncio.get_running_loop()
-        found = await loop.run_in_executor(None, counted, rows, tz, today)
-        if earlier or not rows:
-            return found
-        # No empty months before the person's first play.
-        first = datetime.fromtimestamp(rows[0].occurred_at / 1e6, tz).date().replace(day=1)
-        return replace(found, months=[(m, n) for m, n in found.months if m >= first])
-
-
-def _first_week(today: date) -> date:
-    monday = today - timedelta(days=today.weekday())
-    return monday - timedelta(weeks=WEEKS - 1)
-
-
-def counted(rows: list[listening.PlayRow], tz: tzinfo, today: date) -> Stats:
-    """The statistics of these plays (oldest first) as of `today` in `tz`."""
-    first_week = _first_week(today)
-    weeks = dict.fromkeys((first_week + timedelta(weeks=n) for n in range(WEEKS)), 0)
-    months = dict.fromkeys((_month_start(today, MONTHS - 1 - n) for n in range(MONTHS)), 0)
-    podcasts: dict[str, int] = {}
-    done: set[int] = set()
-    for row in rows:
-        day = datetime.fromtimestamp(row.occurred_at / 1e6, tz).date()
-        if row.started is not None and row.position is not None and day >= first_week:
-            listened = min(max(0, row.position - row.started), MAX_STRETCH)
-            week = day - timedelta(days=day.weekday())
-            if listened and week in weeks:  # a clock in the future counts nowhere
-                weeks[week] += listened
-                podcasts[row.podcast_key] = podcasts.get(row.podcast_key, 0) + listened
-        if row.episode_id not in done and finished(row.position, row.total):
-            done.add(row.episode_id)
-            month = day.replace(day=1)
-            if month in months:
-                months[month] += 1
-    top = sorted(podcasts.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP]
-    return Stats(list(weeks.items()), top, list(months.items()), len(rows))
+            rows = await listening_totals.listened(conn, user.id, spans[:WEEKS])
+            done = await listening_totals.finishes(conn, user.id, spans[WEEKS:])
+            first = await listening_totals.first_quarter(conn, user.id)
+        by_week = [0] * WEEKS
+        finished = [0] * MONTHS
+        podcasts: dict[str, int] = {}
+        for slot, podcast_key, seconds in rows:
+            by_week[slot] += seconds
+            podcasts[podcast_key] = podcasts.get(podcast_key, 0) + seconds
+        for slot, count in done:
+            finished[slot - _MONTH_SLOTS] += count
+        by_week = [min(seconds, WEEK_SECONDS) for seconds in by_week]
+        window = sum(by_week)
+        top = sorted(
+            ((key, min(seconds, window)) for key, seconds in podcasts.items() if seconds),
+            key=lambda kv: (-kv[1], kv[0]),
+        )[:TOP]
+        # Months that ended before the first play counted are not shown.
+        shown = [
+            (first_day, count)
+            for first_day, count, span in zip(months, finished, spans[WEEKS:], strict=True)
+            if first is not None and span.high > first
+        ]
+        return Stats(list(zip(weeks, by_week, strict=True)), top, shown)

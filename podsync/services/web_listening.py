@@ -4,8 +4,10 @@ path of episode actions (the same rules, bounds and per-user numbers as an app's
 upload), its syncs noted as any device's. AntennaPod, gPodder and Kasts read them at their
 next sync as they read each other's.
 
-- Progress: a play (`started`, `position`, `total`) every 30 s while the page's
-  player plays, on pause and at the end.
+- Progress: one play (`started`, `position`, `total`) per listening session, the
+  time from play to pause, end or leaving the page: the player saves every 30 s
+  while it plays, on pause and at the end, and each save of a session replaces the
+  session's play before it (`services/episodes/sessions.py`).
 - Mark played: a play at `position = total`, started there too (as AntennaPod
   uploads the episodes it has as played on its first sync: nothing listened to,
   so the statistics count no time for it).
@@ -73,13 +75,15 @@ class WebListening:
         self.writes = writes
         self.health = health
 
-    async def progress(self, user: User, ref: str, progress: Progress) -> Episode:
-        """A stretch listened to in the page's player; the episode as it is now."""
+    async def progress(
+        self, user: User, ref: str, progress: Progress, session: str | None = None
+    ) -> Episode:
+        """A save of the listening session `session` (None: a play of its own) in the
+        page's player; the episode as it is now."""
         episode = await self.pages.episode(user, ref)
         now = timestamps.now_us()
-        await self._write(
-            user, [_play(episode, now, progress.started, progress.position, progress.total)], now
-        )
+        play = _play(episode, now, progress.started, progress.position, progress.total)
+        await self._write(user, [play], now, session)
         return await self.pages.episode(user, episode.ref)
 
     async def mark(self, user: User, ref: str, played: bool) -> Episode:
@@ -117,10 +121,14 @@ class WebListening:
             await self._write(user, written[start : start + BULK_CHUNK], now)
         return len(written), unknown
 
-    async def _write(self, user: User, written: list[EpisodeAction], now: int) -> None:
+    async def _write(
+        self, user: User, written: list[EpisodeAction], now: int, session: str | None = None
+    ) -> None:
         """One write: the device made when new, the actions, the sync noted when due."""
         note = self.health.synced_in(user.id, WEB_DEVICE)
-        await self.writes.record(user.id, written, now, as_device=_AS_WEB, then=note)
+        await self.writes.record(
+            user.id, written, now, as_device=_AS_WEB, then=note, session=session
+        )
 
 
 def length_of(episode: Episode) -> int | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+from podsync.episode_keys import ACTION_CODES
 from podsync.store import Connection
 
 _CHUNK = 500
@@ -217,3 +218,15 @@ async def delete(conn: Connection, user_id: int, seqs: Sequence[int]) -> int:
             (user_id, *chunk),
         )
     return removed
+
+
+async def delete_play(
+    conn: Connection, user_id: int, seq: int, episode_id: int, device_id: str
+) -> int:
+    """Delete the user's play at `seq` if it is a play of that episode and device (a
+    listening session's earlier save); how many rows went (0 or 1)."""
+    return await conn.execute(
+        "DELETE FROM episode_actions WHERE user_id = ? AND seq = ? AND episode_id = ? "
+        "AND action = ? AND device_id = ?",
+        (user_id, seq, episode_id, ACTION_CODES["play"], device_id),
+    )

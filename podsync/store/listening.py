@@ -1,7 +1,7 @@
 """The web UI's reads of what a person listened to: the history newest first by the
 action's own time (when it happened on the device, ties by arrival), paged by a
 (time, seq) key; the latest plays for "Continue listening"; one podcast's actions;
-the plays since a moment for the statistics.
+and the devices that sent actions on one podcast.
 
 The time is the client's `occurred_at`, not the arrival: a device that uploads a
 backlog (a first sync, a tablet back online) must not put old plays on top. The
@@ -13,7 +13,7 @@ its key, however deep; one podcast's actions are read from its episodes (the ind
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 from podsync.episode_keys import ACTION_CODES, ACTION_NAMES, full_url
 from podsync.store import Connection
@@ -168,43 +168,3 @@ async def podcast_devices(conn: Connection, user_id: int, podcast_key: str) -> l
         (user_id, podcast_key),
     )
     return sorted(str(r[0]) for r in rows)
-
-
-# The statistics page's reads: the play actions since a moment (the index on user and
-# time), with the podcast of each.
-
-
-class PlayRow(NamedTuple):
-    occurred_at: int  # microseconds since the epoch
-    episode_id: int
-    podcast_key: str
-    started: int | None
-    position: int | None
-    total: int | None
-
-
-async def plays_since(conn: Connection, user_id: int, since_us: int) -> list[PlayRow]:
-    """The user's play actions that happened at or after `since_us`, oldest first."""
-    rows = await conn.fetch_all(
-        "SELECT a.occurred_at, a.episode_id, f.url_key, a.started, a.position, a.total "
-        f"FROM {ACTION_SOURCE} "
-        "JOIN episode_feeds f ON f.id = e.feed_id "
-        "WHERE a.user_id = ? AND a.occurred_at >= ? AND a.action = ? "
-        "ORDER BY a.occurred_at, a.seq",
-        (user_id, since_us, ACTION_CODES["play"]),
-    )
-    return [PlayRow(int(t), int(e), str(k), _int(s), _int(p), _int(n)) for t, e, k, s, p, n in rows]
-
-
-def _int(value: object) -> int | None:
-    return None if value is None else int(value)  # type: ignore[call-overload]
-
-
-async def played_before(conn: Connection, user_id: int, before_us: int) -> bool:
-    """Whether the user has any action before this time (the index on user and
-    time: one row read)."""
-    row = await conn.fetch_one(
-        "SELECT 1 FROM episode_actions WHERE user_id = ? AND occurred_at < ? LIMIT 1",
-        (user_id, before_us),
-    )
-    return row is not None

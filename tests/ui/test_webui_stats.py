@@ -84,6 +84,53 @@ async def test_weeks_top_podcasts_and_finished_months(
     assert 'href="/ui/stats"' in await (await ui.get("/ui/")).text()
 
 
+async def test_overlapping_plays_from_two_devices_count_each_stretch_once(
+    aiohttp_client: Any, make_config: MakeConfig
+) -> None:
+    ui = await app_for(aiohttp_client, make_config)
+    now = datetime.now(UTC).replace(microsecond=0)
+    monday = (now - timedelta(days=now.weekday())).replace(hour=0, minute=0, second=0)
+    at = [min(monday + timedelta(minutes=10 * n), now) for n in range(8)]
+
+    def tablet(item: dict[str, Any]) -> dict[str, Any]:
+        return {**item, "device": "tablet"}
+
+    await upload(ui, [
+        play(NEWS, 1, at[0], 0, 1800, 3600),            # the phone: 0-30 min
+        tablet(play(NEWS, 1, at[1], 900, 2700, 3600)),  # the tablet: 15-45 min
+        play(NEWS, 1, at[2], 0, 1800, 3600),            # the phone again: nothing new
+        play(NEWS, 1, at[3], 0, 1800, 3600),            # a save sent again: nothing new
+        tablet(play(NEWS, 1, at[4], 2700, 2700, 3600)), # no time
+        play(TALK, 1, at[5], 0, 600, 6000),             # another episode: 10 min
+    ])  # fmt: skip
+    await sign_in(ui)
+    html = await (await ui.get("/ui/stats")).text()
+    assert section(html, "Time listened per week")[-1][2] == "55 min"  # 45 + 10
+    top = section(html, "Podcasts listened to most")
+    assert [(label, value) for label, _, value in top] == [
+        ("news.example/feed.xml", "45 min"),
+        ("talk.example/feed.xml", "10 min"),
+    ]
+
+
+async def test_a_week_never_shows_more_than_its_hours(
+    aiohttp_client: Any, make_config: MakeConfig
+) -> None:
+    ui = await app_for(aiohttp_client, make_config)
+    now = datetime.now(UTC).replace(microsecond=0)
+    monday = (now - timedelta(days=now.weekday())).replace(hour=0, minute=0, second=0)
+    # 20 episodes each said to be played 12 hours, all this week: 240 h claimed.
+    await upload(ui, [play(NEWS, n, min(monday + timedelta(minutes=n), now), 0, 43200, 43200)
+                      for n in range(20)])  # fmt: skip
+    await sign_in(ui)
+    html = await (await ui.get("/ui/stats")).text()
+    assert section(html, "Time listened per week")[-1][2] == "168 h 00 min"
+    months = section(html, "Episodes finished per month")
+    # Only the months since the first play are shown: this one (and the last, early on
+    # a Monday that is the first of the month, when the plays are dated before it).
+    assert 1 <= len(months) <= 2 and months[-1][0] == f"{now:%b %Y}"
+
+
 async def test_no_plays_is_a_page_of_empty_bars(
     aiohttp_client: Any, make_config: MakeConfig
 ) -> None:
@@ -101,13 +148,44 @@ def test_weeks_and_months_are_the_persons_time_zone() -> None:
     from datetime import date
     from zoneinfo import ZoneInfo
 
-    from podsync.services.listening_stats import counted
-    from podsync.store.listening import PlayRow
+    from podsync.services.listening_stats import WEEKS, spans_of
+    from podsync.stretches import QUARTER_US
 
     sunday_late = int(datetime(2026, 11, 22, 23, 30, tzinfo=UTC).timestamp() * 1e6)
-    rows = [PlayRow(sunday_late, 1, "k", 0, 600, 600)]
-    berlin = counted(rows, ZoneInfo("Europe/Berlin"), date(2026, 11, 27))
-    utc = counted(rows, UTC, date(2026, 11, 27))
-    assert berlin.weeks[-1] == (date(2026, 11, 23), 600) and berlin.weeks[-2][1] == 0
-    assert utc.weeks[-2] == (date(2026, 11, 16), 600) and utc.weeks[-1][1] == 0
-    assert berlin.months[-1] == (date(2026, 11, 1), 1) and berlin.podcasts == [("k", 600)]
+    at = sunday_late // QUARTER_US
+
+    def week_of(zone: Any) -> date:
+        weeks, _, spans = spans_of(zone, date(2026, 11, 27))
+        (found,) = [weeks[s.slot] for s in spans[:WEEKS] if s.low <= at < s.high]
+        return found
+
+    def month_of(zone: Any) -> date:
+        _, months, spans = spans_of(zone, date(2026, 11, 27))
+        (found,) = [months[n] for n, s in enumerate(spans[WEEKS:]) if s.low <= at < s.high]
+        return found
+
+    assert week_of(ZoneInfo("Europe/Berlin")) == date(2026, 11, 23)
+    assert week_of(UTC) == date(2026, 11, 16)
+    assert month_of(ZoneInfo("Europe/Berlin")) == month_of(UTC) == date(2026, 11, 1)
+    # A zone half an hour off the hour: its midnight is a whole quarter too.
+    _, _, spans = spans_of(ZoneInfo("Asia/Kolkata"), date(2026, 11, 27))
+    assert spans[WEEKS - 1].low * QUARTER_US == int(
+        datetime(2026, 11, 23, tzinfo=ZoneInfo("Asia/Kolkata")).timestamp() * 1e6
+    )
+
+
+def test_merged_stretches_are_bounded_and_never_count_time_twice() -> None:
+    from podsync.stretches import MAX_SPANS, covered
+
+    spans: list[tuple[int, int]] = []
+    counted = 0
+    # 100 stretches of 10 s, 20 s apart: more than are kept apart.
+    for n in range(100):
+        spans, added = covered(spans, (n * 30, n * 30 + 10))
+        counted += added
+    assert counted == 1000 and len(spans) <= MAX_SPANS
+    # Played again whole: only what the kept stretches do not cover counts, and
+    # never more than the gaps that are left.
+    spans, added = covered(spans, (0, 3000))
+    assert 0 <= added <= 2000 and spans == [(0, 3000)]
+    assert covered(spans, (100, 2900)) == ([(0, 3000)], 0)

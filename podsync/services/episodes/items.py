@@ -9,6 +9,7 @@ would block every later one forever.
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import UTC, datetime
 from typing import Any
@@ -73,13 +74,31 @@ class SkipItem(ValueError):
     """An uploaded item that cannot be stored; the reason is logged, not answered."""
 
 
+# AntennaPod sends -1 for a number it does not know (a play whose position or length
+# it lost): stored as no number, as the release before did, and served without it.
+UNKNOWN = -1
+
+
 def _play_field(item: dict[str, Any], name: str) -> int | None:
+    """A play's `position`, `started` or `total` in whole seconds (a fraction rounded
+    down); None when absent or AntennaPod's -1; SkipItem for anything else that is not
+    a number from 0 to 2^31 - 1: a string, a boolean, NaN, an infinity, another
+    negative. A play stored without its number would hide the real position."""
     value = item.get(name)
-    if type(value) is not int or value < 0:
-        return None  # AntennaPod sends -1 at times; gPodder a bare play
-    if value > INT32_MAX:
+    if value is None:
+        return None  # gPodder uploads a bare play
+    kind = type(value)
+    if kind is not int and kind is not float:  # bool is int's subclass, not int
+        raise SkipItem(f"{name} is not a number")
+    if value == UNKNOWN:
+        return None
+    if kind is float and not math.isfinite(value):
+        raise SkipItem(f"{name} is not a finite number")
+    if value < 0:
+        raise SkipItem(f"{name} {value} is negative")
+    if value >= INT32_MAX + 1:  # 2^31 - 0.5 is 2^31 - 1 rounded down
         raise SkipItem(f"{name} {value} is out of range")
-    return value
+    return int(value)  # a fraction rounded down (int() of a non-negative float)
 
 
 def _optional_text(item: dict[str, Any], name: str, limit: int) -> str | None:
@@ -119,9 +138,15 @@ def parse_item(item: Any, received_at: int, rewrites: dict[str, str]) -> Episode
     action = item.get("action")
     if not isinstance(action, str) or (action := action.lower()) not in ACTIONS:
         raise SkipItem("unknown action")
-    position = _play_field(item, "position") if action == "play" else None
-    # started and total mean nothing without a position (AntennaPod needs all three)
-    has_position = position is not None
+    started = position = total = None
+    if action == "play":
+        position = _play_field(item, "position")
+        started = _play_field(item, "started")
+        total = _play_field(item, "total")
+        if position is None:
+            # started and total mean nothing without a position (AntennaPod needs all
+            # three); checked all the same, so a bad one skips the item either way
+            started = total = None
     # Positional, in EpisodeAction's field order (keywords cost a third more here).
     return EpisodeAction(
         0,  # seq
@@ -132,7 +157,7 @@ def parse_item(item: Any, received_at: int, rewrites: dict[str, str]) -> Episode
         parse_client_time(item.get("timestamp"), received_at),
         _device(item),
         _optional_text(item, "guid", MAX_GUID),
-        _play_field(item, "started") if has_position else None,
+        started,
         position,
-        _play_field(item, "total") if has_position else None,
+        total,
     )

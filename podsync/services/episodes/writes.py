@@ -20,10 +20,11 @@ from typing import Any
 from podsync import timestamps
 from podsync.config import GpodderConfig
 from podsync.services.devices import check_new_device
+from podsync.services.episodes import sessions
 from podsync.services.episodes.bounds import UploadBounds
 from podsync.services.episodes.items import SkipItem, parse_item
 from podsync.storage.engine import Connection, Engine
-from podsync.store import devices, episode_actions, episodes, meta
+from podsync.store import devices, episode_actions, episodes, listening_totals, meta
 from podsync.store.episode_feeds import Feed
 from podsync.store.episodes import Batch, EpisodeAction
 
@@ -94,10 +95,17 @@ class EpisodeWrites:
         *,
         as_device: AsDevice | None = None,
         then: Then | None = None,
+        session: str | None = None,
     ) -> Recorded:
         """Store `actions` in one write: the devices they name made while the bound
         allows (the others' actions skipped), the ones stored before not stored twice,
-        LimitExceeded (nothing written) past the action bound."""
+        LimitExceeded (nothing written) past the action bound. What the plays listened
+        to for the first time goes into the statistics' running totals.
+
+        `session`: the listening session (a token its player made) that the one play
+        of `actions` saves. The session's play stored before is replaced, not kept
+        beside it: the new one takes the user's next seq, so every puller whose
+        cursor passed the old one gets it at its next pull."""
         async with self.db.write() as conn:
             # One writer per user at a time (on PostgreSQL too): a user's seqs are
             # taken and committed in order, so a puller's cursor never steps past a
@@ -109,8 +117,13 @@ class EpisodeWrites:
             kept, refused = await self.bounds.admit(conn, user_id, actions, now)
             known = self._known_feeds(user_id)
             batch = await episodes.resolve(conn, user_id, kept, known)
+            if session is not None:
+                await sessions.replace_earlier_save(conn, user_id, batch, session)
             await self.bounds.check_actions(conn, user_id, len(batch.new))
             stored = await episodes.store(conn, batch, now)
+            await listening_totals.count_plays(conn, user_id, sessions.plays_of(batch))
+            if session is not None:
+                await sessions.remember(conn, user_id, batch, session, stored.last_seq)
             if then is not None:
                 await then(conn)
         known.update(batch.feeds)  # committed

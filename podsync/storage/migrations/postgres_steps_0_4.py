@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncpg
 
+from podsync.storage.migrations.listening_totals import postgres_step
 from podsync.storage.migrations.postgres_steps_0_3 import Step
 from podsync.words import note_words
 
@@ -53,4 +54,9 @@ async def _lists(conn: asyncpg.Connection) -> None:
         await conn.executemany(_SET_WORDS, chunk)
 
 
-STEPS_0_4: tuple[Step, ...] = (_lists,)
+STEPS_0_4: tuple[Step, ...] = (
+    _lists,  # 25
+    # 26: statistics from running totals, and the web player's listening sessions
+    # (listening_totals.py).
+    postgres_step,
+)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 
+from podsync.storage.migrations.listening_totals import sqlite_step
 from podsync.storage.migrations.sqlite_runner import Step, statements
 from podsync.words import note_words
 
@@ -50,4 +51,9 @@ def lists(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
-STEPS_0_4: tuple[Step, ...] = (lists,)
+STEPS_0_4: tuple[Step, ...] = (
+    lists,  # 25
+    # 26: statistics from running totals, and the web player's listening sessions
+    # (listening_totals.py).
+    sqlite_step,
+)

@@ -21,6 +21,7 @@ from podsync.errors import InvalidInput, NotFound, Unavailable
 from podsync.numbers import parse_int
 from podsync.services.episode_pages import Episode
 from podsync.services.episode_state import FINISHED, IN_PROGRESS, LABELS, NOT_PLAYED, played
+from podsync.services.episodes.sessions import check_session
 from podsync.services.feeds.notes import sanitize
 from podsync.services.up_next import item_key
 from podsync.services.web_listening import WEB_CAPTION, check_progress, length_of
@@ -168,14 +169,16 @@ def _json(status: int, **body: Any) -> web.Response:
 
 
 async def progress(request: web.Request) -> web.Response:
-    """The player's script: a stretch listened to (`started`, `position`, `total`
-    in seconds). JSON both ways; the form's CSRF token as every POST of the UI."""
+    """The player's script: a save of a listening session (`started`, `position`,
+    `total` in seconds; `session`, the token the script made when playback began).
+    JSON both ways; the form's CSRF token as every POST of the UI."""
     user = request[SIGNED_IN].user
     numbers = [parse_int(form_text(request, name, 20)) for name in PROGRESS_FIELDS]
     try:
         stretch = check_progress(*numbers)
+        session = check_session(form_text(request, "session", 65))
         episode = await request.app[WEB_LISTENING].progress(
-            user, request.match_info["ref"], stretch
+            user, request.match_info["ref"], stretch, session
         )
     except InvalidInput as exc:  # the device limit, the action limit, a bad number
         return _json(400, saved=False, message=_sentence(str(exc)))

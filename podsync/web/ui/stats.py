@@ -68,6 +68,5 @@ async def stats(request: web.Request) -> web.Response:
         week_count=WEEKS,
         month_count=len(found.months),
         top_count=TOP,
-        plays=found.plays,
         zone=zone_name(tz),
     )

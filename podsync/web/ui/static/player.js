@@ -1,7 +1,10 @@
 // podsync: an episode page's player writes where the person got to, as a play
 // action of the device "Web browser": every 30 s while it plays, when it pauses,
-// when it ends, and when the page is left while it plays. The page works without
-// this file (the player plays; the page says the position is not saved).
+// when it ends, and when the page is left while it plays. A listening session (from
+// play to pause, end, a jump or leaving) is one play action: each save sends the
+// session's token, made when it began, and the server updates that play. The page
+// works without this file (the player plays; the page says the position is not
+// saved).
 (function () {
   "use strict";
   var box = document.getElementById("player");
@@ -16,7 +19,8 @@
   var known = Number(box.getAttribute("data-total")) || 0;
   var device = box.getAttribute("data-device");
   var EVERY = 30000;
-  var started = null; // where the stretch being played began (seconds)
+  var started = null; // where the listening session began (seconds)
+  var session = null; // its token
   var last = 0; // the latest position seen while playing
   var timer = null;
 
@@ -29,6 +33,16 @@
       "Your position is saved as you listen (device \u201c" + device +
       "\u201d): every 30 seconds, when you pause and at the end."
   );
+
+  function newSession() {
+    var bytes = new Uint8Array(16);
+    window.crypto.getRandomValues(bytes);
+    session = Array.prototype.map
+      .call(bytes, function (b) {
+        return (b < 16 ? "0" : "") + b.toString(16);
+      })
+      .join("");
+  }
 
   function total() {
     var d = audio.duration;
@@ -65,14 +79,12 @@
     if (to <= from && to < length) {
       return; // nothing played since the stretch began
     }
-    // The next report covers what is played from here: each play action is a
-    // stretch of its own, so time listened is not counted twice.
-    started = to;
     var body = new URLSearchParams();
     body.set("csrf", csrf);
     body.set("started", String(from));
     body.set("position", String(to));
     body.set("total", String(length));
+    body.set("session", session);
     if (leaving && navigator.sendBeacon) {
       navigator.sendBeacon(url, body);
       return;
@@ -107,6 +119,7 @@
     if (started === null) {
       started = audio.currentTime;
       last = started;
+      newSession();
     }
     if (timer === null) {
       timer = setInterval(function () {
@@ -133,6 +146,7 @@
     if (!audio.paused) {
       started = audio.currentTime;
       last = started;
+      newSession();
     }
   });
   audio.addEventListener("pause", function () {

@@ -1,0 +1,153 @@
+"""The statistics' running totals (schema step 26): per person and episode the merged
+stretches listened to (`listened_episodes`), per person, quarter of an hour and podcast
+the seconds of new coverage and the episodes first finished (`listening_totals`).
+Kept by the write path as plays are stored (`count_plays`, in the write's
+transaction, after `meta.lock_user`), read by the statistics page a few rows a week.
+
+The web player's listening session lives on the person's row of the episode too: the
+token its script made when playback started and the seq of the session's one play.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from podsync.store import Connection
+from podsync.stretches import EpisodeListened, Totals, format_spans, parse_spans
+
+_KEYS = 500
+
+
+class Play(NamedTuple):
+    episode_id: int
+    feed_id: int
+    occurred_at: int
+    started: int | None
+    position: int | None
+    total: int | None
+
+
+async def count_plays(conn: Connection, user_id: int, plays: Sequence[Play]) -> None:
+    """Add what these plays (stored now) listened to for the first time to the
+    totals, in the order they happened."""
+    if not plays:
+        return
+    listened = await _listened(conn, user_id, sorted({p.episode_id for p in plays}))
+    totals = Totals()
+    changed: set[int] = set()
+    for play in sorted(plays, key=lambda p: p.occurred_at):
+        episode = listened.setdefault(play.episode_id, EpisodeListened())
+        if totals.play(episode, play.feed_id, play.occurred_at, *play[3:]):
+            changed.add(play.episode_id)
+    if changed:
+        await conn.execute_many(
+            "INSERT INTO listened_episodes (user_id, episode_id, spans, finished_at) "
+            "VALUES (?, ?, ?, ?) ON CONFLICT (user_id, episode_id) DO UPDATE "
+            "SET spans = excluded.spans, finished_at = excluded.finished_at",
+            [
+                (user_id, e, format_spans(listened[e].spans), listened[e].finished_at)
+                for e in sorted(changed)
+            ],
+        )
+    if totals.added:
+        await conn.execute_many(
+            "INSERT INTO listening_totals (user_id, quarter, feed_id, seconds, finished) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (user_id, quarter, feed_id) DO UPDATE "
+            "SET seconds = listening_totals.seconds + excluded.seconds, "
+            "finished = listening_totals.finished + excluded.finished",
+            [
+                (user_id, quarter, feed_id, seconds, finishes)
+                for (quarter, feed_id), (seconds, finishes) in sorted(totals.added.items())
+            ],
+        )
+
+
+async def _listened(
+    conn: Connection, user_id: int, episode_ids: list[int]
+) -> dict[int, EpisodeListened]:
+    found: dict[int, EpisodeListened] = {}
+    for start in range(0, len(episode_ids), _KEYS):
+        chunk = episode_ids[start : start + _KEYS]
+        rows = await conn.fetch_all(
+            "SELECT episode_id, spans, finished_at FROM listened_episodes "
+            f"WHERE user_id = ? AND episode_id IN ({','.join('?' * len(chunk))})",
+            [user_id, *chunk],
+        )
+        for episode_id, spans, finished_at in rows:
+            found[int(episode_id)] = EpisodeListened(
+                parse_spans(str(spans)), None if finished_at is None else int(finished_at)
+            )
+    return found
+
+
+async def session_seq(conn: Connection, user_id: int, episode_id: int, token: str) -> int | None:
+    """The seq of the play of the person's listening session `token` on the episode,
+    None when that is not the session the episode's row names."""
+    row = await conn.fetch_one(
+        "SELECT session_seq FROM listened_episodes "
+        "WHERE user_id = ? AND episode_id = ? AND session = ?",
+        (user_id, episode_id, token),
+    )
+    return None if row is None or row[0] is None else int(row[0])
+
+
+async def set_session(
+    conn: Connection, user_id: int, episode_id: int, token: str, seq: int
+) -> None:
+    """The episode's current listening session (one a person and episode: a new one
+    replaces the one before)."""
+    await conn.execute(
+        "INSERT INTO listened_episodes (user_id, episode_id, spans, session, session_seq) "
+        "VALUES (?, ?, '', ?, ?) ON CONFLICT (user_id, episode_id) DO UPDATE "
+        "SET session = excluded.session, session_seq = excluded.session_seq",
+        (user_id, episode_id, token, seq),
+    )
+
+
+class Span(NamedTuple):
+    """A stretch of time the statistics add up: its slot and quarters [low, high)."""
+
+    slot: int
+    low: int
+    high: int
+
+
+def _spans(spans: Sequence[Span]) -> tuple[str, list[int]]:
+    values = ",".join(["(CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT))"] * len(spans))
+    return f"WITH s (i, lo, hi) AS (VALUES {values}) ", [n for span in spans for n in span]
+
+
+async def listened(conn: Connection, user_id: int, spans: Sequence[Span]) -> list[Any]:
+    """(span slot, podcast url key, seconds) per span and podcast with any."""
+    with_spans, params = _spans(spans)
+    rows = await conn.fetch_all(
+        f"{with_spans}, t (i, feed_id, seconds) AS ("
+        "SELECT s.i, t.feed_id, sum(t.seconds) FROM s JOIN listening_totals t "
+        "ON t.user_id = ? AND t.quarter >= s.lo AND t.quarter < s.hi AND t.seconds > 0 "
+        "GROUP BY s.i, t.feed_id) "
+        "SELECT t.i, f.url_key, t.seconds FROM t JOIN episode_feeds f ON f.id = t.feed_id",
+        [*params, user_id],
+    )
+    return [(int(i), str(key), int(seconds)) for i, key, seconds in rows]
+
+
+async def finishes(conn: Connection, user_id: int, spans: Sequence[Span]) -> list[Any]:
+    """(span slot, episodes first finished) per span with any: from the partial index
+    of the quarters with a finish."""
+    with_spans, params = _spans(spans)
+    rows = await conn.fetch_all(
+        f"{with_spans}SELECT s.i, sum(t.finished) FROM s JOIN listening_totals t "
+        "ON t.user_id = ? AND t.quarter >= s.lo AND t.quarter < s.hi AND t.finished > 0 "
+        "GROUP BY s.i",
+        [*params, user_id],
+    )
+    return [(int(i), int(done)) for i, done in rows]
+
+
+async def first_quarter(conn: Connection, user_id: int) -> int | None:
+    """The quarter of the person's first play counted (None: none yet)."""
+    row = await conn.fetch_one(
+        "SELECT min(quarter) FROM listening_totals WHERE user_id = ?", (user_id,)
+    )
+    return None if row is None or row[0] is None else int(row[0])
