@@ -180,9 +180,14 @@ class Pull:
         return cursor.encode(self.pieces.after if full else self.high)
 
 
-# Users whose podcasts' rows (episode_feeds) an upload remembers: an upload names up
-# to a thousand, each a lookup otherwise. A row never goes away but with its user.
-FEEDS_REMEMBERED = 1000
+# Podcasts' rows (episode_feeds) uploads remember, so the next upload need not look
+# them up (it names up to a thousand). A row never goes away but with its user. The
+# memo is bounded in rows, not only in users: a user's phones that moved through
+# thousands of podcasts kept every one of them, in each worker, for good. Past
+# FEEDS_PER_USER a user's oldest rows go; past FEEDS_REMEMBERED in all, the users
+# who uploaded least recently (about 300 bytes a row).
+FEEDS_PER_USER = 2000
+FEEDS_REMEMBERED = 20_000
 
 
 class EpisodeService:
@@ -191,13 +196,30 @@ class EpisodeService:
         self.page_size = page_size
         self.bounds = bounds or UploadBounds(GpodderConfig())
         self._feeds: OrderedDict[int, dict[str, Feed]] = OrderedDict()
+        self._feeds_total = 0  # rows in all of self._feeds
 
     def _known_feeds(self, user_id: int) -> dict[str, Feed]:
         known = self._feeds.pop(user_id, None) or {}
         self._feeds[user_id] = known  # the most recent last
-        while len(self._feeds) > FEEDS_REMEMBERED:
-            self._feeds.popitem(last=False)
         return known
+
+    def _remember(self, user_id: int, known: dict[str, Feed], feeds: dict[str, Feed]) -> None:
+        """Add an upload's committed feed rows to the user's memo, within the bounds."""
+        if self._feeds.get(user_id) is not known:
+            return  # forgotten meanwhile (other users' uploads): nothing to add to
+        before = len(known)
+        known.update(feeds)
+        while len(known) > FEEDS_PER_USER:
+            del known[next(iter(known))]  # the oldest remembered first
+        self._feeds_total += len(known) - before
+        while self._feeds_total > FEEDS_REMEMBERED and len(self._feeds) > 1:
+            _, gone = self._feeds.popitem(last=False)
+            self._feeds_total -= len(gone)
+
+    @property
+    def feeds_remembered(self) -> int:
+        """Podcast rows in the memo, all users together (for the tests of its bound)."""
+        return self._feeds_total
 
     async def upload(self, user_id: int, items: list[Any], device_id: str | None = None) -> Upload:
         """Store the usable items. `device_id`: the device every action is stored
@@ -227,7 +249,7 @@ class EpisodeService:
             batch = await episodes.resolve(conn, user_id, kept, known)
             await self.bounds.check_actions(conn, user_id, len(batch.new))
             stored = await episodes.store(conn, batch, now)
-        known.update(batch.feeds)  # committed
+        self._remember(user_id, known, batch.feeds)  # committed
         return Upload(
             stored=len(kept),
             skipped=skipped + refused,
@@ -248,7 +270,7 @@ class EpisodeService:
             batch = await episodes.resolve(conn, user_id, kept, known)
             await self.bounds.check_actions(conn, user_id, len(batch.new))
             await episodes.store(conn, batch, now)
-        known.update(batch.feeds)  # committed
+        self._remember(user_id, known, batch.feeds)  # committed
         return Imported(added=len(batch.new), already=batch.already, refused_device=refused)
 
     async def pull(
