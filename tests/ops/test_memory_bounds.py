@@ -7,6 +7,10 @@ titles are not kept). A soak of two workers grew 22-25 MiB an hour without these
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +23,9 @@ from podsync.storage import sqlite as sqlite_engine
 from podsync.storage import sqlite_connection
 from podsync.storage.engine import create_engine
 from podsync.store import users
+from podsync.web import malloc_trim
+from tests.support.http_calls import call
+from tests.support.workers_support import ServerTree
 
 
 def _plays(user: str, first: int, count: int) -> list[dict[str, Any]]:
@@ -108,3 +115,36 @@ def test_the_sort_key_memo_keeps_short_titles_only() -> None:
     assert remembered.cache_info().currsize == 0
     assert sqlite_connection._cached_sort_key("The Daily") == "daily"
     assert remembered.cache_info().currsize == 1
+
+
+def test_each_worker_writes_a_heap_report_on_sigusr2_when_asked_for(tmp_path: Path) -> None:
+    """The debugging aid (docs/development.md): with PODSYNC_DEBUG_HEAP_DIR, SIGUSR2 to a
+    worker writes its report and its tracemalloc snapshot, and the worker serves on."""
+    heap = tmp_path / "heap"
+    heap.mkdir()
+    env = {"PODSYNC_DEBUG_HEAP_DIR": str(heap), "PYTHONTRACEMALLOC": "2"}
+    with ServerTree(tmp_path / "server", env=env) as tree:
+        pids = list(tree.worker_pids().values())
+        assert len(pids) == 2
+        for pid in pids:
+            os.kill(pid, signal.SIGUSR2)
+        reports = [heap / f"heap-{pid}-1.txt" for pid in pids]
+        deadline = time.monotonic() + 60
+        while not all(r.exists() for r in reports) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        for pid, report in zip(pids, reports, strict=True):
+            text = report.read_text()
+            assert f"pid {pid} report 1" in text
+            assert "sqlite3 connections:" in text and "traced:" in text, text
+            assert (heap / f"heap-{pid}-1.tracemalloc").stat().st_size > 0
+        assert sorted(tree.alive()) == sorted([tree.proc.pid, *pids])  # type: ignore[union-attr]
+        assert call("GET", f"{tree.base_url}/healthz").status == 200
+
+
+def test_the_heap_is_trimmed_every_minute_unless_told_otherwise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert malloc_trim.period() == malloc_trim.TRIM_EVERY_S == 60
+    monkeypatch.setenv(malloc_trim.ENV, "0")
+    assert malloc_trim.period() == 0
+    assert malloc_trim._trimmer() is not None  # glibc, as on every platform podsync ships
