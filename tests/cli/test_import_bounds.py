@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from podsync.config import Config
-from podsync.services.gpodder.bounds import UploadBounds
-from podsync.services.gpodder.episodes import EpisodeService
+from podsync.services.episodes.bounds import UploadBounds
+from podsync.services.episodes.writes import EpisodeWrites
 from podsync.services.opml_io import OpmlService
 from podsync.services.remote_import import RemoteAccount, RemoteImportService
 from podsync.services.remote_import.bounds import ImportBounds
@@ -166,7 +166,7 @@ async def _service_import(config: Config, bounds: ImportBounds, base: str) -> st
     await db.open()
     try:
         opml = OpmlService(db, SyncService(db, config.sync))
-        episodes = EpisodeService(db, 1000, UploadBounds(config.gpodder))
+        episodes = EpisodeWrites(db, UploadBounds(config.gpodder))
         jobs = ImportJobs(db, RemoteImportService(opml, episodes, bounds), config.auth)
         user = await opml.require_user("alice")
         account = RemoteAccount(base, "remote", REMOTE_PASSWORD)

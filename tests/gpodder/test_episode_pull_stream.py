@@ -16,8 +16,8 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from podsync.errors import Unavailable
-from podsync.services.gpodder import pulls
-from podsync.store import episode_reads
+from podsync.services.episodes import pieces as pulls
+from podsync.store import episode_actions
 from tests.support.gpodder_support import GpWith, basic
 
 pytestmark = pytest.mark.both_engines
@@ -133,7 +133,7 @@ async def test_a_fault_once_the_answer_has_started_cuts_it_off(
     gp_with: GpWith, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     gp = await filled(gp_with, 350, page=5_000)
-    read = episode_reads.received_page
+    read = episode_actions.received_page
     calls = 0
 
     async def failing(*args: Any, **kwargs: Any) -> Any:
@@ -143,7 +143,7 @@ async def test_a_fault_once_the_answer_has_started_cuts_it_off(
             raise Unavailable("the database is locked; try again shortly", 1)
         return await read(*args, **kwargs)
 
-    monkeypatch.setattr(episode_reads, "received_page", failing)
+    monkeypatch.setattr(episode_actions, "received_page", failing)
     with caplog.at_level(logging.WARNING, logger="podsync"):
         response = await gp.get(f"{NC}/episode_action?since=0", headers=basic())
         assert response.status == 200  # sent before the fault
@@ -162,7 +162,7 @@ async def test_a_database_fault_before_the_answer_is_a_503(
     async def locked(*args: Any, **kwargs: Any) -> Any:
         raise Unavailable("the database is locked; try again shortly", 1)
 
-    monkeypatch.setattr(episode_reads, "page", locked)
+    monkeypatch.setattr(episode_actions, "page", locked)
     response = await gp.get("/api/2/episodes/alice.json?since=0", headers=basic())
     assert response.status == 503
     assert response.headers["Retry-After"]

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from podsync import timestamps
 from podsync.episode_keys import full_url, stored_url, url_hash, url_prefix
 from podsync.feeds import InvalidFeedUrl, check_feed_url
-from podsync.services.gpodder.episodes import (
+from podsync.services.episodes.items import (
     _OTHER_SCHEMES,
     FUTURE_SLACK_US,
     normalise_url,

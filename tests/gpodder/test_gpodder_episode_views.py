@@ -1,7 +1,7 @@
 """Episode actions as gpodder clients read them, on both engines: a pull answers
 exactly the bytes the actions encode to as compact ASCII JSON (the pull's renderer
-writes what `model.episode_action_view` writes, for any field values, however the
-store keeps them); a database of an earlier release, migrated, answers the very
+writes what schema step 7's `episode_action_view` writes, for any field values,
+however the store keeps them); a database of an earlier release, migrated, answers the very
 views that release stored."""
 
 from __future__ import annotations
@@ -18,13 +18,15 @@ from hypothesis import strategies as st
 from podsync import timestamps
 from podsync.config import Config
 from podsync.episode_keys import ACTION_NAMES
-from podsync.model import episode_action_view, json_string
+from podsync.model import json_string
+from podsync.services.episodes.pieces import render
+from podsync.services.episodes.writes import EpisodeWrites
 from podsync.services.gpodder.episodes import EpisodeService
-from podsync.services.gpodder.pulls import render
 from podsync.storage.engine import create_engine
 from podsync.storage.migrations import postgres as pg_migrations
 from podsync.storage.migrations import sqlite as sqlite_migrations
-from podsync.store.episode_reads import ActionRow
+from podsync.storage.migrations.episode_views import episode_action_view
+from podsync.store.episode_actions import ActionRow
 from tests.support.gpodder_support import basic
 
 pytestmark = pytest.mark.both_engines
@@ -202,7 +204,8 @@ async def test_migrating_an_earlier_database_fills_every_view(
     db = create_engine(config.database)
     await db.open()
     try:
-        pull = await EpisodeService(db, 20_000).pull(user, "0", None, None, False)
+        service = EpisodeService(db, 20_000, EpisodeWrites(db))
+        pull = await service.pull(user, "0", None, None, False)
         body = pull.pieces.first + b"".join([piece async for piece in pull.pieces.rest()])
     finally:
         await db.close()

@@ -10,7 +10,7 @@ from typing import Any
 
 from aiohttp.test_utils import TestClient
 
-from podsync.services.gpodder.subscriptions import device_client_id
+from podsync.services.device_subscriptions import device_client_id
 from tests.conftest import PASSWORD
 from tests.support.gpodder_support import basic
 

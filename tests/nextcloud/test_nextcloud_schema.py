@@ -9,7 +9,7 @@ import pytest
 
 from podsync.config import Config
 from podsync.storage.engine import create_engine
-from podsync.store import episode_reads
+from podsync.store import episode_actions
 from tests.support.migration_support import add_user, database_at
 
 pytestmark = pytest.mark.both_engines
@@ -44,10 +44,10 @@ async def test_step_13_adds_login_flows_and_reads_old_actions_by_arrival(
     await db.open()  # migrates to the current version: arrivals kept per second
     try:
         async with db.read() as conn:
-            bounds = await episode_reads.received_bounds(conn, alice, 1500, 1500)
-            seqs = [row[0] for row in await episode_reads.received_page(conn, alice, 0, 10)]
+            bounds = await episode_actions.received_bounds(conn, alice, 1500, 1500)
+            seqs = [row[0] for row in await episode_actions.received_page(conn, alice, 0, 10)]
             assert bounds == (seqs[1], seqs[1])
-            later = await episode_reads.received_page(conn, alice, bounds[0] - 1, 10)
+            later = await episode_actions.received_page(conn, alice, bounds[0] - 1, 10)
             assert [(row[0], row[2]) for row in later] == [(seqs[1], "2")]  # seq, URL unprefixed
     finally:
         await db.close()

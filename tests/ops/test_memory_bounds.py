@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from podsync.config import Config
-from podsync.services.gpodder import episodes as episode_service
-from podsync.services.gpodder.bounds import UploadBounds
-from podsync.services.gpodder.episodes import EpisodeService
+from podsync.services.episodes import writes as episode_writes
+from podsync.services.episodes.bounds import UploadBounds
+from podsync.services.episodes.writes import EpisodeWrites
 from podsync.storage import sqlite as sqlite_engine
 from podsync.storage import sqlite_connection
 from podsync.storage.engine import create_engine
@@ -47,15 +47,15 @@ def _plays(user: str, first: int, count: int) -> list[dict[str, Any]]:
 async def test_the_episode_feed_memo_stays_within_its_bound_in_rows(
     config: Config, create_user: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(episode_service, "FEEDS_PER_USER", 50)
-    monkeypatch.setattr(episode_service, "FEEDS_REMEMBERED", 120)
+    monkeypatch.setattr(episode_writes, "FEEDS_PER_USER", 50)
+    monkeypatch.setattr(episode_writes, "FEEDS_REMEMBERED", 120)
     names = [f"user{i}" for i in range(4)]
     for name in names:
         await create_user(name)
     db = create_engine(config.database)
     await db.open()
     try:
-        service = EpisodeService(db, 1000, UploadBounds(config.gpodder))
+        service = EpisodeWrites(db, UploadBounds(config.gpodder))
         async with db.read() as conn:
             ids = [(await users.require_by_name(conn, name)).id for name in names]
         for user_id, name in zip(ids, names, strict=True):

@@ -13,11 +13,12 @@ import pytest
 from podsync import timestamps
 from podsync.config import Config
 from podsync.errors import LimitExceeded
-from podsync.model import episode_action_view
-from podsync.services.gpodder.bounds import UploadBounds
-from podsync.services.gpodder.episodes import EpisodeService, parse_item
+from podsync.services.episodes.bounds import UploadBounds
+from podsync.services.episodes.items import parse_item
+from podsync.services.episodes.writes import EpisodeWrites
 from podsync.storage.engine import Engine, create_engine
 from podsync.storage.maintenance import check
+from podsync.storage.migrations.episode_views import episode_action_view
 from tests.conftest import MakeConfig
 from tests.support.migration_support import add_user, database_at, old_content_hash
 
@@ -114,7 +115,7 @@ async def test_step_10_keeps_every_action_and_still_refuses_one_sent_again(
     db = create_engine(config.database)
     await db.open()  # migrates to the current version
     try:
-        service = EpisodeService(db, 1000, UploadBounds(config.gpodder))
+        service = EpisodeWrites(db, UploadBounds(config.gpodder))
         # First, before anything else could move the counter: the deleted user's
         # seqs stay given out.
         new = await service.upload(alice, batch("alice", 41)[40:])
@@ -143,7 +144,7 @@ async def test_the_limit_counts_an_action_sent_again_as_nothing_new(
     await db.open()
     try:
         alice = await add_user(db, "alice")
-        service = EpisodeService(db, 1000, UploadBounds(config.gpodder))
+        service = EpisodeWrites(db, UploadBounds(config.gpodder))
         await service.upload(alice, batch("alice", 45))
         # 45 stored, 40 of these among them: 5 new would make 50, within the bound.
         resent = await service.upload(alice, batch("alice", 50)[10:])

@@ -11,8 +11,10 @@ from typing import Any
 import pytest
 
 from podsync.config import Config
-from podsync.services.gpodder.bounds import UploadBounds
-from podsync.services.gpodder.episodes import EpisodeService, parse_item
+from podsync.services.episodes.bounds import UploadBounds
+from podsync.services.episodes.items import parse_item
+from podsync.services.episodes.writes import EpisodeWrites
+from podsync.services.gpodder.episodes import EpisodeService
 from podsync.storage.engine import Engine, create_engine
 from podsync.storage.maintenance import check
 from podsync.storage.migrations import sqlite as sqlite_migrations
@@ -127,7 +129,7 @@ async def test_step_16_keeps_everything_and_shrinks_the_database(
             assert await conn.fetch_one("SELECT count(*) FROM subscription_url_aliases") == (
                 len(before["aliases"]),
             )
-        service = EpisodeService(db, 10_000, UploadBounds(config.gpodder))
+        service = EpisodeService(db, 10_000, EpisodeWrites(db, UploadBounds(config.gpodder)))
         for user in (alice, bob):
             pull = await service.pull(user, "0", None, None, False)
             body = pull.pieces.first + b"".join([p async for p in pull.pieces.rest()])

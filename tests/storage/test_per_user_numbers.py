@@ -17,8 +17,8 @@ from podsync.config import Config
 from podsync.feeds import derive_guid, new_uuid7, url_key
 from podsync.model import Subscription
 from podsync.rules import Subscribe
-from podsync.services.gpodder.bounds import UploadBounds
-from podsync.services.gpodder.episodes import EpisodeService
+from podsync.services.episodes.bounds import UploadBounds
+from podsync.services.episodes.writes import EpisodeWrites
 from podsync.services.sync import SyncService
 from podsync.storage.engine import create_engine
 from podsync.store import meta, subscriptions
@@ -136,7 +136,7 @@ async def test_writers_of_different_users_never_wait_for_each_other(
     try:
         await asyncio.wait_for(held.wait(), 10)
         sync = SyncService(db, config.sync)
-        episodes = EpisodeService(db, 1000, UploadBounds(config.gpodder))
+        episodes = EpisodeWrites(db, UploadBounds(config.gpodder))
         bobs = sync.apply(bob, None, [Subscribe(feed_url="https://bob.example/feed.xml")])
         outcome = await asyncio.wait_for(bobs, 5)  # waits on nothing of alice's
         assert [r.status for r in outcome.results] == ["applied"]

@@ -13,10 +13,11 @@ import pytest
 
 from podsync.config import Config
 from podsync.feeds import derive_guid, new_uuid7, url_key
-from podsync.model import Subscription, episode_action_view, subscription_view
+from podsync.model import Subscription, subscription_view
 from podsync.storage.engine import Engine, create_engine
 from podsync.storage.migrations import postgres as pg_migrations
 from podsync.storage.migrations import sqlite as sqlite_migrations
+from podsync.storage.migrations.episode_views import episode_action_view
 from podsync.store.episodes import EpisodeAction
 from tests.conftest import cheap_passwords
 

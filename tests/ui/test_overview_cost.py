@@ -13,8 +13,8 @@ import pytest
 
 from podsync.config import Config
 from podsync.model import User
-from podsync.services.gpodder.bounds import UploadBounds
-from podsync.services.gpodder.episodes import EpisodeService
+from podsync.services.episodes.bounds import UploadBounds
+from podsync.services.episodes.writes import EpisodeWrites
 from podsync.services.listening import ListeningService
 from podsync.storage.engine import create_engine
 from podsync.store import listening, users
@@ -38,7 +38,7 @@ def _plays(first: int, count: int) -> list[dict[str, Any]]:
     ]
 
 
-async def _user_with_plays(service: EpisodeService, db: Any, name: str, plays: int) -> User:
+async def _user_with_plays(service: EpisodeWrites, db: Any, name: str, plays: int) -> User:
     async with db.read() as conn:
         user = await users.require_by_name(conn, name)
     for first in range(0, plays, 1000):
@@ -64,7 +64,7 @@ async def test_continue_listening_reads_the_same_rows_for_a_long_history(
     db = create_engine(config.database)
     await db.open()
     try:
-        episodes = EpisodeService(db, 1000, UploadBounds(config.gpodder))
+        episodes = EpisodeWrites(db, UploadBounds(config.gpodder))
         short = await _user_with_plays(episodes, db, "short", 2_000)
         long = await _user_with_plays(episodes, db, "long", 20_000)
         service = ListeningService(db)

@@ -102,7 +102,7 @@ def test_weeks_and_months_are_the_persons_time_zone() -> None:
     from zoneinfo import ZoneInfo
 
     from podsync.services.listening_stats import counted
-    from podsync.store.listening_stats import PlayRow
+    from podsync.store.listening import PlayRow
 
     sunday_late = int(datetime(2026, 11, 22, 23, 30, tzinfo=UTC).timestamp() * 1e6)
     rows = [PlayRow(sunday_late, 1, "k", 0, 600, 600)]

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncpg
 
-from podsync.model import Subscription, episode_action_view, subscription_view
+from podsync.model import Subscription, subscription_view
 from podsync.storage.migrations import check_version
+from podsync.storage.migrations.episode_views import episode_action_view
 from podsync.storage.migrations.postgres_steps_0_3 import STEPS_0_3, Step
 
 # Any constant: the key of the advisory lock that lets one process migrate at a time.

@@ -19,7 +19,8 @@ from collections.abc import Sequence
 
 from podsync.config import GpodderConfig
 from podsync.errors import LimitExceeded
-from podsync.store import Connection, devices, episode_history
+from podsync.services.devices import device_limit_message
+from podsync.store import Connection, devices, episode_actions
 from podsync.store.episodes import EpisodeAction
 
 log = logging.getLogger("podsync.gpodder")
@@ -29,28 +30,12 @@ log = logging.getLogger("podsync.gpodder")
 COUNT_TTL_S = 3600.0
 
 
-def device_limit_message(count: int, limit: int) -> str:
-    return (
-        f"device limit reached: this account has {count} devices, the limit is {limit} "
-        f"(gpodder.max_devices_per_user); use one of them or ask the admin"
-    )
-
-
 def action_limit_message(count: int, limit: int) -> str:
     return (
         f"episode action limit reached: this upload would make {count} stored episode "
         f"actions, the limit is {limit} (gpodder.max_episode_actions_per_user); "
         f"nothing was stored"
     )
-
-
-async def check_new_device(conn: Connection, user_id: int, device_id: str, limit: int) -> None:
-    """LimitExceeded when `device_id` is new and the user has `limit` devices already."""
-    if await devices.exists(conn, user_id, device_id):
-        return
-    count = await devices.count_for_user(conn, user_id)
-    if count >= limit:
-        raise LimitExceeded(device_limit_message(count, limit))
 
 
 class UploadBounds:
@@ -105,10 +90,10 @@ class UploadBounds:
     async def _count(self, conn: Connection, user_id: int, fresh: bool) -> int:
         remembered = self._counts.get(user_id)
         if fresh or remembered is None or time.monotonic() - remembered[2] > COUNT_TTL_S:
-            count, high = await episode_history.count_and_high(conn, user_id)
+            count, high = await episode_actions.count_and_high(conn, user_id)
             self._counts[user_id] = (count, high, time.monotonic())
             return count
         count, high, taken = remembered
-        added, new_high = await episode_history.count_after(conn, user_id, high)
+        added, new_high = await episode_actions.count_after(conn, user_id, high)
         self._counts[user_id] = (count + added, max(high, new_high), taken)
         return count + added

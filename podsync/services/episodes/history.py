@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from podsync import timestamps
 from podsync.storage.engine import Engine
-from podsync.store import episode_history
+from podsync.store import episode_actions
 
 WINDOW = 5000  # actions looked at per step
 _US_PER_DAY = 86_400_000_000
@@ -22,18 +22,18 @@ async def prune_superseded(db: Engine, history_days: int, now: int | None = None
     now = timestamps.now_us() if now is None else now
     cutoff = now - history_days * _US_PER_DAY
     async with db.read() as conn:
-        users = await episode_history.user_ids(conn)
+        users = await episode_actions.user_ids(conn)
     removed = 0
     for user_id in users:
         after = 0
         while True:
             async with db.read(threaded=True) as conn:
-                end = await episode_history.window_end(conn, user_id, after, WINDOW)
+                end = await episode_actions.window_end(conn, user_id, after, WINDOW)
                 if end is None:
                     break
-                seqs = await episode_history.superseded_between(conn, user_id, after, end, cutoff)
+                seqs = await episode_actions.superseded_between(conn, user_id, after, end, cutoff)
             if seqs:
                 async with db.write() as conn:
-                    removed += await episode_history.delete(conn, user_id, seqs)
+                    removed += await episode_actions.delete(conn, user_id, seqs)
             after = end
     return removed

@@ -17,11 +17,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import cache
 
 from podsync import timestamps
-from podsync.episode_keys import ACTION_NAMES
+from podsync.episode_keys import ACTION_NAMES, full_url
 from podsync.model import json_string
 from podsync.storage.engine import Connection, Engine
-from podsync.store import episode_reads
-from podsync.store.episode_reads import ActionRow
+from podsync.store import episode_feeds
+from podsync.store.episode_actions import ActionRow
 
 PIECE = 1000  # actions read and rendered at a time (~250 KB of JSON)
 
@@ -53,7 +53,7 @@ class ActionPieces:
         rows = await self.reader(conn, self.after, want)
         missing = {r[1] for r in rows} - self._feeds.keys()  # feed ids
         if missing:
-            found = await episode_reads.feeds(conn, self.user_id, missing)
+            found = await episode_feeds.by_ids(conn, self.user_id, missing)
             self._feeds.update((i, (json_string(f.url), f.prefix)) for i, f in found.items())
         if rows:
             self.after = rows[-1][0]  # seq
@@ -106,9 +106,9 @@ def _hour(hour: int) -> str:
 
 
 def render(rows: list[ActionRow], feeds: dict[int, tuple[str, str]]) -> str:
-    """The rows as `model.episode_action_json` writes them, joined by commas (the same
-    text, written out here a fragment at a time and joined once: a pull renders up to
-    200,000 of them)."""
+    """The rows as schema step 7 wrote them (`storage/migrations/episode_views.py`),
+    joined by commas (the same text, written out here a fragment at a time and joined
+    once: a pull renders up to 200,000 of them)."""
     out: list[str] = []
     add = out.append
     string = json_string
@@ -125,7 +125,7 @@ def render(rows: list[ActionRow], feeds: dict[int, tuple[str, str]]) -> str:
         hour = seconds // 3600
         when = (hours.get(hour) or _hour(hour)) + minutes[seconds - hour * 3600]
         add(
-            f'{{"podcast":{podcast_json},"episode":{string(prefix + url if prefixed else url)},'
+            f'{{"podcast":{podcast_json},"episode":{string(full_url(url, prefixed, prefix))},'
             f'"action":"{names[action]}","timestamp":"{when}"'
         )
         if guid is None:

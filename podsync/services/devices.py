@@ -8,10 +8,9 @@ import re
 from typing import Any
 
 from podsync import timestamps
-from podsync.errors import InvalidInput
+from podsync.errors import InvalidInput, LimitExceeded
 from podsync.feeds import has_bad_characters
-from podsync.services.gpodder.bounds import check_new_device
-from podsync.storage.engine import Engine
+from podsync.storage.engine import Connection, Engine
 from podsync.store import devices, meta, subscriptions
 from podsync.store.devices import Device
 
@@ -47,6 +46,22 @@ def parse_settings(body: Any) -> tuple[str | None, str | None]:
     else:
         kind = kind.lower()
     return caption, kind
+
+
+def device_limit_message(count: int, limit: int) -> str:
+    return (
+        f"device limit reached: this account has {count} devices, the limit is {limit} "
+        f"(gpodder.max_devices_per_user); use one of them or ask the admin"
+    )
+
+
+async def check_new_device(conn: Connection, user_id: int, device_id: str, limit: int) -> None:
+    """LimitExceeded when `device_id` is new and the user has `limit` devices already."""
+    if await devices.exists(conn, user_id, device_id):
+        return
+    count = await devices.count_for_user(conn, user_id)
+    if count >= limit:
+        raise LimitExceeded(device_limit_message(count, limit))
 
 
 class DeviceService:
