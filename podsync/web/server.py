@@ -22,7 +22,7 @@ from podsync import __version__
 from podsync.config import Config, describe_database
 from podsync.errors import AddressInUse
 from podsync.logs import mark_worker
-from podsync.web import heap_report, malloc_trim
+from podsync.web import heap_report
 from podsync.web.app import create_app
 from podsync.web.http import dumps, error_name
 from podsync.web.keys import CLIENT_ADDRESS
@@ -230,7 +230,6 @@ async def serve(
         loop.add_signal_handler(sig, stop.set)
     loop.add_signal_handler(signal.SIGHUP, hangup.set)
     heap_report.install(loop)
-    trimming = malloc_trim.start()
     if sockets is None:
         sockets = listen(config.server.host, config.server.port)
     try:
@@ -258,7 +257,6 @@ async def serve(
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             loop.remove_signal_handler(sig)
         heap_report.uninstall(loop)
-        await malloc_trim.stop(trimming)
         for sock in sockets:
             sock.close()
     log.info("stopped")
@@ -331,7 +329,6 @@ async def serve_worker(config: Config, sockets: list[socket.socket], worker: Wor
     stop = asyncio.Event()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
     heap_report.install(loop)
-    trimming = malloc_trim.start()
 
     def parent_gone() -> None:
         loop.remove_reader(worker.lifeline_fd)
@@ -354,4 +351,3 @@ async def serve_worker(config: Config, sockets: list[socket.socket], worker: Wor
         await runner.cleanup()
         loop.remove_signal_handler(signal.SIGTERM)
         heap_report.uninstall(loop)
-        await malloc_trim.stop(trimming)

@@ -23,7 +23,6 @@ from podsync.storage import sqlite as sqlite_engine
 from podsync.storage import sqlite_connection
 from podsync.storage.engine import create_engine
 from podsync.store import users
-from podsync.web import malloc_trim
 from tests.support.http_calls import call
 from tests.support.workers_support import ServerTree
 
@@ -139,12 +138,3 @@ def test_each_worker_writes_a_heap_report_on_sigusr2_when_asked_for(tmp_path: Pa
             assert (heap / f"heap-{pid}-1.tracemalloc").stat().st_size > 0
         assert sorted(tree.alive()) == sorted([tree.proc.pid, *pids])  # type: ignore[union-attr]
         assert call("GET", f"{tree.base_url}/healthz").status == 200
-
-
-def test_the_heap_is_trimmed_every_minute_unless_told_otherwise(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    assert malloc_trim.period() == malloc_trim.TRIM_EVERY_S == 60
-    monkeypatch.setenv(malloc_trim.ENV, "0")
-    assert malloc_trim.period() == 0
-    assert malloc_trim._trimmer() is not None  # glibc, as on every platform podsync ships
