@@ -8,7 +8,7 @@ with its own feed server; every client loop is bounded by the deadline and an
 iteration cap. Every acknowledged write is checked against pulls, live and after a
 restart. With `--tracemalloc N` the workers trace N frames per allocation and
 `--heap-every M` asks each worker for a heap report every M minutes (SIGUSR2,
-podsync/web/heap_report.py), written under RUN/heap for heap_diff.py.
+podsync/serve/heap_report.py), written under RUN/heap for heap_diff.py.
 """
 
 from __future__ import annotations

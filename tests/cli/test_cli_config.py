@@ -34,7 +34,7 @@ def test_show_prints_every_value_with_its_source_and_redacts_the_secrets(tmp_pat
     assert SECRET not in out and "hunter2secret" not in out
     config_path = tmp_path / "podsync.toml"
     lines = out.splitlines()
-    assert f"# file {config_path}; a value's source follows it" in lines[1]
+    assert f"# read from {config_path}; a value's source follows it" in lines[1]
     assert f"port = 9001  # {config_path}" in lines
     assert 'host = "192.0.2.1"  # PODSYNC_SERVER_HOST' in lines
     assert 'format = "json"  # PODSYNC_LOG_FORMAT' in lines
@@ -66,10 +66,15 @@ def test_show_reads_back_to_the_same_configuration(tmp_path: Path) -> None:
 
 def test_show_without_a_file_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    env = {"PODSYNC_CONFIG": None, "XDG_DATA_HOME": str(tmp_path / "data")}
+    env = {
+        "PODSYNC_CONFIG": None,
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+    }
     result = CliRunner().invoke(cli, ["config", "show"], env=env)
     assert result.exit_code == 0
-    assert "# no config file, built-in defaults;" in result.stdout
+    looked = f"{tmp_path / 'podsync.toml'}, {tmp_path / 'config' / 'podsync' / 'podsync.toml'}"
+    assert f"# no config file (looked for {looked}, /etc/podsync/podsync.toml), " in result.stdout
     assert f'path = "{tmp_path / "data" / "podsync" / "podsync.db"}"  # default' in result.stdout
     assert list(tmp_path.iterdir()) == []
 

@@ -80,12 +80,40 @@ def test_add_on_a_terminal_asks_twice_without_echo(config: Config) -> None:
     secret = PASSWORD.encode()
     code, seen = converse(
         podsync_command(config, "user", "add", "tty"),
-        [(b"Password:", secret), (b"Repeat for confirmation:", secret), (b"created", None)],
+        [
+            (b"Password (at least 8 characters):", secret),
+            (b"Repeat for confirmation:", secret),
+            (b"created", None),
+        ],
     )
     assert code == 0
     assert b"user tty created" in seen
     assert secret not in seen
     assert ("tty", 1, 0) in users_table(config)
+
+
+@pytest.mark.parametrize("command", [("user", "add", "tty"), ("user", "passwd", "alice")])
+def test_a_short_password_on_a_terminal_is_refused_before_it_is_asked_again(
+    config: Config, command: tuple[str, ...]
+) -> None:
+    """The prompt says the minimum; a shorter password is refused at once, and the
+    first prompt comes back, not the repeat."""
+    add_user(config, "alice")
+    secret = NEW_PASSWORD.encode()
+    prompt = b"Password (at least 8 characters): "
+    code, seen = converse(
+        podsync_command(config, *command),
+        [
+            (prompt, b"short"),
+            (b"Error: password must be at least 8 characters\r\n" + prompt, secret),
+            (b"Repeat for confirmation:", secret),
+            (b"alice" if "passwd" in command else b"created", None),
+        ],
+    )
+    assert code == 0, seen
+    assert seen.count(b"Repeat for confirmation") == 1
+    assert b"short" not in seen and secret not in seen
+    assert command[-1] in [name for name, *_ in users_table(config)]
 
 
 def test_delete_on_a_terminal_asks_first(config: Config) -> None:

@@ -1,6 +1,7 @@
 """The README and docs/ as a reader meets them: the README is short, starts with
-exactly two set-up commands (install and serve in a virtualenv, which Debian 12
-allows; install the test extra and run the very command CI runs), every relative
+how to get the code, then exactly two set-up commands (install and serve in a
+virtualenv, which Debian 12 allows; install the test extra and run the very
+command CI runs), every relative
 link leads to a file that exists, and nothing of the build machine leaks in."""
 
 from __future__ import annotations
@@ -23,7 +24,10 @@ def test_the_readme_is_short_and_starts_with_the_two_set_up_commands() -> None:
     text = README.read_text()
     assert len(text.splitlines()) <= 250
     head = text.split("\n## ", 1)[0]
-    install, tests = (block.strip() for block in shell_blocks(head))
+    clone, install, tests = (block.strip() for block in shell_blocks(head))
+    # First how to get the code, and into it: the commands below run in the clone.
+    assert re.fullmatch(r"git clone \S.* podsync && cd podsync", clone), clone
+    assert "feeds.allow_private" in head  # feeds on the home network need it
     # Debian 12 refuses `pip install .` outside a virtualenv: the first command makes one.
     assert install.startswith("python3 -m venv ")
     assert "pip install . " in install and install.endswith("podsync serve")

@@ -25,12 +25,48 @@ def test_the_version_is_written_once_in_the_package() -> None:
     assert version("podsync") == podsync.__version__
 
 
+RELEASE_COMMIT = re.compile(r"^Version set in commit `([0-9a-f]{7,40})`", re.MULTILINE)
+
+
 def test_the_changelog_says_what_this_version_adds() -> None:
     changelog = (ROOT / "CHANGELOG.md").read_text()
     sections = re.findall(r"^## (\S+)", changelog, re.MULTILINE)
     assert sections[0] == podsync.__version__
-    # For people: no issue numbers or commit hashes.
-    assert not re.search(r"#\d+|\b[0-9a-f]{7,40}\b", changelog)
+    # For people: no issue numbers, and no commit hashes but each release's own.
+    assert not re.search(r"#\d+|\b[0-9a-f]{7,40}\b", RELEASE_COMMIT.sub("", changelog))
+
+
+def _git(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def test_the_changelog_names_the_commit_that_set_each_release_s_version() -> None:
+    """Each release (the top section may wait for its commit: a commit cannot name
+    itself) names the commit where the version became its own."""
+    changelog = (ROOT / "CHANGELOG.md").read_text()
+    parts = re.split(r"^## (\S+)\n", changelog, flags=re.MULTILINE)[1:]
+    for index, (release, body) in enumerate(zip(parts[::2], parts[1::2], strict=True)):
+        found = RELEASE_COMMIT.search(body)
+        if found is None and index == 0:
+            continue
+        assert found is not None, f"## {release} names no commit"
+        commit = found.group(1)
+        assert _carries(commit, release), f"{release}: commit {commit} does not carry it"
+        parent = _git("rev-parse", "--verify", "--quiet", f"{commit}^")
+        if parent.returncode == 0:
+            assert not _carries(f"{commit}^", release), f"{release} before {commit}"
+
+
+def _carries(revision: str, release: str) -> bool:
+    """Whether the tree of `revision` says it is version `release`."""
+    files = [_git("show", f"{revision}:{path}").stdout for path in _VERSION_FILES]
+    return any(f'"{release}"' in text for text in files)
+
+
+# Where the version has been written: pyproject.toml until 0.2.0, then podsync/__init__.py.
+_VERSION_FILES = ("pyproject.toml", "podsync/__init__.py")
 
 
 def test_release_refuses_a_version_the_tree_does_not_carry(tmp_path: Path) -> None:

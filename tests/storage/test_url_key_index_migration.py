@@ -58,7 +58,7 @@ async def claimable(db: Engine) -> set[str]:
     """The url keys the fetcher would claim now (after discovering every change)."""
     async with db.write() as conn:
         await feed_info.discover(conn, now=0, limit=1000)
-        due = await feed_info.claim_due(conn, now=0, lease_until=0, limit=1000)
+        due = await feed_info.claim_due(conn, now=0, lease_until=0, limit=1000, claimer="test")
     return {feed.url_key for feed in due}
 
 

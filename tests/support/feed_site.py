@@ -200,8 +200,11 @@ class ThreadedFeedHost:
     ) -> None:
         import http.server
         import threading
+        import time
 
         self.answers = answers
+        # Seconds to wait before answering a path, each taken once (a slow fetch).
+        self.delays: dict[str, list[float]] = {}
         self.hits: Counter[str] = Counter()
         # Every request's path and headers, in order.
         self.requests: list[tuple[str, dict[str, str]]] = []
@@ -211,6 +214,9 @@ class ThreadedFeedHost:
             def do_GET(self) -> None:
                 host.hits[self.path] += 1
                 host.requests.append((self.path, dict(self.headers.items())))
+                waits = host.delays.get(self.path)
+                if waits:
+                    time.sleep(waits.pop(0))
                 referer = self.headers.get("Referer")
                 if refuse_foreign_referer and referer and not referer.startswith(host.url("/")):
                     # Hot-link protection: another site's page asks for an image.

@@ -11,6 +11,7 @@ from urllib.parse import urlencode
 import pytest
 
 from podsync.services.feeds.addresses import RefusedAddress, check_literal, is_public
+from podsync.services.feeds.refusals import refused
 from tests.conftest import PASSWORD, MakeConfig, ServeProcess, run_cli
 from tests.support.gpodder_support import call
 
@@ -102,6 +103,8 @@ def test_the_running_fetcher_refuses_ipv4_compatible_and_translated_literals(
         file.write(opml)
     imported = run_cli(config, "opml", "import", "alice", path)
     assert imported.exit_code == 0, imported.output
+    made_admin = run_cli(config, "user", "admin", "alice")  # an admin is shown the address
+    assert made_admin.exit_code == 0, made_admin.output
     server = serve_process(config)  # its fetcher's first pass runs at start
     form = urlencode({"username": "alice", "password": PASSWORD}).encode()
     signed_in = call(
@@ -126,4 +129,4 @@ def test_the_running_fetcher_refuses_ipv4_compatible_and_translated_literals(
             break
         time.sleep(0.2)
     shown = [str(ipaddress.ip_address(address)) for address in EMBEDDING]
-    assert sorted(said) == sorted(f"refused: {a} is not a public address" for a in shown), said
+    assert sorted(said) == sorted(refused(f"{a} is not a public address") for a in shown), said

@@ -25,6 +25,7 @@ from podsync.services.feed_info import EpisodeRef, FeedInfo, FeedInfoService
 from podsync.services.feeds.addresses import IPAddress
 from podsync.services.feeds.fetcher import BATCH_MIN_S, HOUR_US, FeedFetcher
 from podsync.services.feeds.http import FeedClient, Limits
+from podsync.services.feeds.refusals import refused
 from podsync.storage.engine import Engine, create_engine
 from podsync.store import feed_info as feed_store
 from podsync.web.app import create_app
@@ -313,8 +314,8 @@ class StubResolver(AbstractResolver):
 @pytest.mark.parametrize(
     ("target", "error"),
     [
-        ("127.0.0.2", "refused: 127.0.0.2 is not a public address"),
-        ("private.test", "refused: private.test resolves to no public address (127.0.0.2)"),
+        ("127.0.0.2", refused("127.0.0.2 is not a public address")),
+        ("private.test", refused("private.test resolves to no public address (127.0.0.2)")),
     ],
 )
 async def test_a_redirect_to_a_private_address_is_refused_and_recorded(
@@ -344,7 +345,7 @@ async def test_loopback_feeds_are_refused_before_any_connection(
     by_address, by_name = site.url("/show.xml"), site.url("/atom.xml", host="localhost")
     await subscribe(client, alice, by_address, by_name)
     await fetch_pass(fetchers(allow_private=False))  # the real policy and resolver
-    assert (await info(db, by_address)).last_error == "refused: 127.0.0.1 is not a public address"
+    assert (await info(db, by_address)).last_error == refused("127.0.0.1 is not a public address")
     assert (await info(db, by_name)).last_error.startswith(  # type: ignore[union-attr]
         "refused: localhost resolves to no public address"
     )

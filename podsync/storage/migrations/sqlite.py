@@ -317,6 +317,12 @@ MIGRATIONS: tuple[Step, ...] = (
     UPDATE feed_info SET etag = NULL, last_modified = NULL;
     """,
     *STEPS_0_3,  # 16 on
+    # 23: who claimed a feed for a fetch (services/feeds/claims.py), so that a start
+    # takes back at once the claims of a process that died mid-fetch.
+    """
+    ALTER TABLE feed_info ADD COLUMN claimed_by TEXT;
+    CREATE INDEX feed_info_claimed ON feed_info(claimed_by) WHERE claimed_by IS NOT NULL;
+    """,
 )
 
 
