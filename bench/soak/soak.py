@@ -67,6 +67,12 @@ ap.add_argument("--web-think", type=float, default=0.8)
 ap.add_argument("--backup-every", type=float, default=10.0, help="minutes")
 ap.add_argument("--sample-every", type=float, default=60.0, help="seconds")
 ap.add_argument("--seed", type=int, default=20261128)
+ap.add_argument(
+    "--history",
+    type=int,
+    default=0,
+    help="plays each account has before the load starts (a long history from the first minute)",
+)
 args = ap.parse_args()
 if args.kill_at is None:
     args.kill_at = args.minutes / 2
@@ -1069,6 +1075,46 @@ async def admin_backups() -> None:
         event(f"BACKUP {json.dumps(res)}")
 
 
+async def seed_history(creds: dict) -> None:
+    """--history plays per account through the gpodder API, 1,000 an upload, a play
+    every 20 minutes of the months before (not in the ledger: the load's own writes
+    are what it checks)."""
+    if not args.history:
+        return
+    start = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=20 * args.history + 60)
+    async with aiohttp.ClientSession() as s:
+        for u, pw in creds["users"].items():
+            for first in range(0, args.history, 1000):
+                batch = []
+                for n in range(first, min(first + 1000, args.history)):
+                    feed = feed_url(f"{u}-history-{n % 20}")
+                    batch.append(
+                        {
+                            "podcast": feed,
+                            "episode": episode_url(f"{u}-history-{n % 20}", n % 300),
+                            "device": "history",
+                            "action": "play",
+                            "timestamp": (start + dt.timedelta(minutes=20 * n)).strftime(
+                                "%Y-%m-%dT%H:%M:%S"
+                            ),
+                            "started": 0,
+                            "position": 60 + n % 1000,
+                            "total": 100000,
+                        }
+                    )
+                st, _, _ = await call(
+                    s,
+                    "POST",
+                    f"/api/2/episodes/{u}.json",
+                    "seed.history",
+                    json=batch,
+                    headers=basic(u, pw),
+                )
+                if st != 200:
+                    raise SystemExit(f"seeding the history of {u}: {st}")
+    event(f"history seeded: {args.history} plays per account")
+
+
 def clients(full: int) -> int:
     return max(1, round(full * args.scale))
 
@@ -1311,6 +1357,7 @@ async def main() -> None:
         event("server not healthy; stopping")
         SERVER["proc"].terminate()
         return
+    await seed_history(creds)
     global T0, DEADLINE
     T0 = time.monotonic()
     DEADLINE = T0 + args.minutes * 60
