@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
+from podsync import timestamps
 from podsync.config import Config
 from podsync.feeds import url_key
 from podsync.services.accounts import AccountService
@@ -32,7 +33,8 @@ pytestmark = pytest.mark.both_engines
 
 Client = TestClient[Any, Any]
 ROW = re.compile(
-    r'<li(?: class="untouched")?>\s*<div class="head">\s*'
+    r'<li id="ep-[0-9a-f]+"(?: class="untouched")?>\s*<div class="head">\s*'
+    r'(?:<span class="pick">.*?</span>\s*)?'
     r'<a class="episode" href="[^"]*">([^<]*)</a>'
     r'\s*<span class="action[^"]*">([^<]*)</span>(.*?)(?:<div class="row-actions">.*?)?</li>',
     re.S,
@@ -129,7 +131,7 @@ async def test_the_feed_newest_first_with_each_state_then_what_it_no_longer_list
     first = await rows(ui, path)
     assert [t for t, _, _ in first] == [title(n) for n in range(250, 150, -1)]
     assert first[0][1] == "In progress" and "10:00 of 50:00 (20%)" in first[0][2]
-    assert "Published 2024-07-21 22:13 · In progress 2026-11-10 08:00" in first[0][2]
+    assert "Published 2024-07-21 22:13 · 10:00 · In progress 2026-11-10 08:00" in first[0][2]
     assert first[1][1] == "Downloaded"
     assert first[2][1] == "Finished"
     assert [s for _, s, _ in first[3:]] == ["Not played"] * 97
@@ -199,10 +201,13 @@ async def test_the_step_on_a_database_of_the_release_before(
         async with database_at(config, db_engine, STEP) as db:
             await add_user(db, "alice", PASSWORD)
             async with db.write() as conn:
+                # Checked two minutes ago: the pruner, at start, keeps a feed nobody
+                # subscribes to (yet) for an hour after its last check, and a Refresh
+                # may fetch it (a minute has passed).
                 await conn.execute(
                     "INSERT INTO feed_info (url_key, feed_url, title, etag, fetched_at, "
-                    "next_try_at) VALUES (?, ?, 'The Show', '\"v1\"', 1, ?)",
-                    (url_key(show), show, 2**62),
+                    "checked_at, next_try_at) VALUES (?, ?, 'The Show', '\"v1\"', 1, ?, ?)",
+                    (url_key(show), show, timestamps.now_us() - 120_000_000, 2**62),
                 )
                 await conn.execute_many(
                     "INSERT INTO feed_episodes (url_key, episode_url, guid, title) "

@@ -13,7 +13,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from itertools import islice
 
-from podsync.services.feeds import notes, text
+from podsync.services.feeds import Deadline, notes, text
 from podsync.store.feed_info import LearnedFeed
 
 ATOM = "{http://www.w3.org/2005/Atom}"
@@ -40,6 +40,11 @@ def _text(element: ET.Element | None) -> tuple[str | None, bool]:
 def _plain(element: ET.Element | None) -> str | None:
     value, markup = _text(element)
     return text.plain(value, markup)
+
+
+def _description(element: ET.Element | None) -> str | None:
+    value, markup = _text(element)
+    return text.plain(value, markup, text.MAX_DESCRIPTION)
 
 
 def _atom_text(element: ET.Element | None) -> str | None:
@@ -74,7 +79,7 @@ def _atom_notes(entry: ET.Element) -> str | None:
     return None
 
 
-def _rss(root: ET.Element, url: str) -> LearnedFeed:
+def _rss(root: ET.Element, url: str, deadline: Deadline) -> LearnedFeed:
     channel = root.find("channel")
     if channel is None:
         raise NotStrict
@@ -86,6 +91,7 @@ def _rss(root: ET.Element, url: str) -> LearnedFeed:
         artwork = text.web_url(channel.findtext("image/url"), url)
     episodes = []
     for item in islice(channel.iterfind("item"), text.MAX_EPISODES):
+        deadline.check()
         types: dict[str, str | None] = {}
         for enclosure in item.iterfind("enclosure"):
             found = text.web_url(enclosure.get("url"), url)
@@ -120,6 +126,8 @@ def _rss(root: ET.Element, url: str) -> LearnedFeed:
         link=text.web_url(channel.findtext("link"), url),
         artwork_url=artwork,
         episodes=episodes,
+        description=_description(channel.find("description"))
+        or _description(channel.find(f"{ITUNES}summary")),
     )
 
 
@@ -130,9 +138,10 @@ def _atom_link(element: ET.Element, rel: str) -> str | None:
     return None
 
 
-def _atom(root: ET.Element, url: str) -> LearnedFeed:
+def _atom(root: ET.Element, url: str, deadline: Deadline) -> LearnedFeed:
     episodes = []
     for entry in islice(root.iterfind(f"{ATOM}entry"), text.MAX_EPISODES):
+        deadline.check()
         types: dict[str, str | None] = {}
         for link in entry.iterfind(f"{ATOM}link"):
             if link.get("rel") == "enclosure":
@@ -156,17 +165,20 @@ def _atom(root: ET.Element, url: str) -> LearnedFeed:
         link=text.web_url(_atom_link(root, "alternate"), url),
         artwork_url=text.web_url(root.findtext(f"{ATOM}logo"), url),
         episodes=episodes,
+        description=_description(root.find(f"{ATOM}subtitle")),
     )
 
 
-def parse_strict(body: bytes, url: str) -> LearnedFeed:
-    """RSS 2.0 or Atom 1.0 that is well-formed XML; else NotStrict."""
+def parse_strict(body: bytes, url: str, deadline: Deadline | None = None) -> LearnedFeed:
+    """RSS 2.0 or Atom 1.0 that is well-formed XML; else NotStrict. TooSlowToRead
+    when its items are not read by the `deadline`."""
+    deadline = deadline or Deadline()
     try:
         root = ET.fromstring(body)  # noqa: S314 - expat: no external entities, bounded expansion
     except (ET.ParseError, ValueError) as exc:
         raise NotStrict from exc
     if root.tag == "rss":
-        return _rss(root, url)
+        return _rss(root, url, deadline)
     if root.tag == f"{ATOM}feed":
-        return _atom(root, url)
+        return _atom(root, url, deadline)
     raise NotStrict

@@ -6,7 +6,8 @@ import sqlite3
 
 from podsync.storage.migrations.sqlite_backfills import episode_views, stored_views
 from podsync.storage.migrations.sqlite_runner import Step, run
-from podsync.storage.migrations.sqlite_steps_0_3 import STEPS_0_3
+from podsync.storage.migrations.sqlite_steps_0_3 import FETCHES_AND_SIGN_INS, STEPS_0_3
+from podsync.storage.migrations.sqlite_steps_0_4 import STEPS_0_4
 
 MIGRATIONS: tuple[Step, ...] = (
     # 1: accounts, tokens, subscriptions, the action log.
@@ -323,6 +324,8 @@ MIGRATIONS: tuple[Step, ...] = (
     ALTER TABLE feed_info ADD COLUMN claimed_by TEXT;
     CREATE INDEX feed_info_claimed ON feed_info(claimed_by) WHERE claimed_by IS NOT NULL;
     """,
+    FETCHES_AND_SIGN_INS,  # 24: a person's fetches, where each name signed in
+    *STEPS_0_4,  # 25 on
 )
 
 

@@ -8,10 +8,12 @@ from podsync.services.accounts import AccountService
 from podsync.services.browsing import BrowseService
 from podsync.services.episode_pages import EpisodePages
 from podsync.services.episode_search import EpisodeSearch
+from podsync.services.inbox import Inbox
 from podsync.services.listening import ListeningService
 from podsync.services.listening_stats import ListeningStats
 from podsync.services.opml_io import OpmlService
 from podsync.services.remote_import.jobs import ImportJobs
+from podsync.services.up_next import UpNext
 from podsync.services.web_listening import WebListening
 from podsync.services.web_sessions import SignedIn, WebSessionService
 
@@ -29,3 +31,8 @@ STYLESHEET = web.AppKey("ui_stylesheet", bytes)
 FAVICON = web.AppKey("ui_favicon", bytes)
 PLAYER_SCRIPT = web.AppKey("ui_player_script", bytes)
 SIGNED_IN = web.RequestKey("ui_signed_in", SignedIn)
+INBOX = web.AppKey("ui_inbox", Inbox)
+UP_NEXT = web.AppKey("ui_up_next", UpNext)
+UP_NEXT_SCRIPT = web.AppKey("ui_up_next_script", bytes)
+# The count of New episodes the navigation shows (pages only: not JSON, not images).
+INBOX_COUNT = web.RequestKey("ui_inbox_count", int)
