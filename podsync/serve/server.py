@@ -22,6 +22,7 @@ from podsync import __version__
 from podsync.config import Config, describe_database
 from podsync.errors import AddressInUse
 from podsync.logs import mark_worker
+from podsync.serve import heap_report
 from podsync.web.app import create_app
 from podsync.web.http import dumps, error_name
 from podsync.web.keys import CLIENT_ADDRESS
@@ -228,6 +229,7 @@ async def serve(
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     loop.add_signal_handler(signal.SIGHUP, hangup.set)
+    heap_report.install(loop)
     if sockets is None:
         sockets = listen(config.server.host, config.server.port)
     try:
@@ -254,6 +256,7 @@ async def serve(
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             loop.remove_signal_handler(sig)
+        heap_report.uninstall(loop)
         for sock in sockets:
             sock.close()
     log.info("stopped")
@@ -325,6 +328,7 @@ async def serve_worker(config: Config, sockets: list[socket.socket], worker: Wor
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
+    heap_report.install(loop)
 
     def parent_gone() -> None:
         loop.remove_reader(worker.lifeline_fd)
@@ -346,3 +350,4 @@ async def serve_worker(config: Config, sockets: list[socket.socket], worker: Wor
     finally:
         await runner.cleanup()
         loop.remove_signal_handler(signal.SIGTERM)
+        heap_report.uninstall(loop)

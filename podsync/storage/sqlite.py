@@ -51,6 +51,12 @@ log = logging.getLogger("podsync.db")
 # At most this many write blocks share one COMMIT, so a steady stream of writers
 # cannot hold the first of them back for long.
 MAX_GROUP = 32
+# Reader connections kept open between uses. A burst of concurrent reads (pulls
+# that stream their pages, threaded reads) opens more, and they close as the burst
+# ends: each connection keeps its own page cache (`sqlite_connection.CACHE_KIB`)
+# and prepared statements, so a pool that only ever grew held the memory of the
+# busiest moment for good.
+READERS_KEPT = 4
 
 
 class Database:
@@ -364,7 +370,9 @@ class _Reading:
         raw, self._raw = self._raw, None
         db = self._db
         if raw is not None:
-            if db._writer is None:  # the database was closed while this block read
+            if db._writer is None or len(db._idle_readers) >= READERS_KEPT:
+                # The database was closed while this block read, or enough readers
+                # wait already.
                 raw.close()
                 db._all_readers.remove(raw)
             else:

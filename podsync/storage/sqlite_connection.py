@@ -24,8 +24,19 @@ from podsync.sorting import SQL_FUNCTION, sort_key
 
 T = TypeVar("T")
 # A list page sorts every row of a user's subscriptions by it: the keys of the titles
-# seen last are kept (a third of the cost of computing them again).
-_cached_sort_key = functools.lru_cache(maxsize=1 << 14)(sort_key)
+# seen last are kept (a third of the cost of computing them again), titles up to
+# SORT_KEY_CACHED_CHARS long only, so the memo stays within a few MiB whatever the
+# titles (16,384 keys of titles of thousands of characters were tens of MiB).
+SORT_KEY_CACHED_CHARS = 120
+_remembered_sort_key = functools.lru_cache(maxsize=1 << 14)(sort_key)
+
+
+def _cached_sort_key(title: str | None) -> str | None:
+    if title is not None and len(title) > SORT_KEY_CACHED_CHARS:
+        return sort_key(title)
+    return _remembered_sort_key(title)
+
+
 log = logging.getLogger("podsync.db")
 
 BUSY_TIMEOUT_MS = 10_000
@@ -33,6 +44,9 @@ SYNCHRONOUS = {"full": "FULL", "normal": "NORMAL"}
 # Prepared statements kept per connection (the default, 128, is enough today; the
 # gpodder layer and the PostgreSQL-shaped queries add more).
 STATEMENT_CACHE = 256
+# Each connection's page cache, at most (SQLite's default, said here so the bound on
+# a process's memory can be added up: the writer and `sqlite.READERS_KEPT` readers).
+CACHE_KIB = 2000
 # A log that starts over is cut back to this (sqlite_checkpoint: the file's size is
 # then the log's length).
 JOURNAL_SIZE_LIMIT = 4 * 1024 * 1024
@@ -151,6 +165,7 @@ def connect(path: str, durability: str, *, create: bool = True) -> sqlite3.Conne
     try:
         raw.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         raw.execute("PRAGMA foreign_keys = ON")
+        raw.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
         # The first statement that reads the file: fails on one that is not a database.
         raw.execute(f"PRAGMA synchronous = {SYNCHRONOUS[durability]}")
         # SAVEPOINTs and sorts spill to temp files otherwise (a sub-journal per batch).

@@ -47,8 +47,12 @@ class ServerTree:
         server: str = "",
         extra: str = "",
         database: str = "",
+        env: dict[str, str] | None = None,
     ) -> None:
+        """`env`: variables for the server beyond the tests' own (whose PODSYNC_*
+        are left out)."""
         directory.mkdir(parents=True, exist_ok=True)
+        self.env = env or {}
         self.directory = directory
         self.workers = workers
         self.port = free_port()
@@ -77,6 +81,7 @@ class ServerTree:
 
     def start(self) -> ServerTree:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PODSYNC_")}
+        env.update(self.env)
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(
                 self.argv(),

@@ -30,9 +30,14 @@ from podsync.store.episodes import Batch, EpisodeAction
 
 log = logging.getLogger("podsync.gpodder")
 
-# Users whose podcasts' rows (episode_feeds) the writes remember: an upload names up
-# to a thousand, each a lookup otherwise. A row never goes away but with its user.
-FEEDS_REMEMBERED = 1000
+# Podcasts' rows (episode_feeds) the writes remember, so the next upload need not
+# look them up (it names up to a thousand). A row never goes away but with its user.
+# The memo is bounded in rows, not only in users: a user's phones that moved through
+# thousands of podcasts kept every one of them, in each worker, for good. Past
+# FEEDS_PER_USER a user's oldest rows go; past FEEDS_REMEMBERED in all, the users
+# who wrote least recently (about 300 bytes a row).
+FEEDS_PER_USER = 2000
+FEEDS_REMEMBERED = 20_000
 
 # More work of the caller inside the write's transaction, after the actions.
 Then = Callable[[Connection], Awaitable[None]]
@@ -79,13 +84,30 @@ class EpisodeWrites:
         self.db = db
         self.bounds = bounds or UploadBounds(GpodderConfig())
         self._feeds: OrderedDict[int, dict[str, Feed]] = OrderedDict()
+        self._feeds_total = 0  # rows in all of self._feeds
 
     def _known_feeds(self, user_id: int) -> dict[str, Feed]:
         known = self._feeds.pop(user_id, None) or {}
         self._feeds[user_id] = known  # the most recent last
-        while len(self._feeds) > FEEDS_REMEMBERED:
-            self._feeds.popitem(last=False)
         return known
+
+    def _remember(self, user_id: int, known: dict[str, Feed], feeds: dict[str, Feed]) -> None:
+        """Add a write's committed feed rows to the user's memo, within the bounds."""
+        if self._feeds.get(user_id) is not known:
+            return  # forgotten meanwhile (other users' writes): nothing to add to
+        before = len(known)
+        known.update(feeds)
+        while len(known) > FEEDS_PER_USER:
+            del known[next(iter(known))]  # the oldest remembered first
+        self._feeds_total += len(known) - before
+        while self._feeds_total > FEEDS_REMEMBERED and len(self._feeds) > 1:
+            _, gone = self._feeds.popitem(last=False)
+            self._feeds_total -= len(gone)
+
+    @property
+    def feeds_remembered(self) -> int:
+        """Podcast rows in the memo, all users together (for the tests of its bound)."""
+        return self._feeds_total
 
     async def record(
         self,
@@ -126,7 +148,7 @@ class EpisodeWrites:
                 await sessions.remember(conn, user_id, batch, session, stored.last_seq)
             if then is not None:
                 await then(conn)
-        known.update(batch.feeds)  # committed
+        self._remember(user_id, known, batch.feeds)  # committed
         return _recorded(kept, refused, batch, before, stored.last_seq or before)
 
     async def _make_device(

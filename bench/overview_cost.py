@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""What the Overview's Continue listening costs for a person with a long history:
+one account with --plays plays of 200 episodes (none finished, so it reads as far
+as it may), on a temporary SQLite database; the median of --rounds calls, and the
+rows it read.
+
+    python bench/overview_cost.py --plays 20000
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from podsync.config import load_config
+from podsync.services.accounts import AccountService
+from podsync.services.episodes.bounds import UploadBounds
+from podsync.services.episodes.writes import EpisodeWrites
+from podsync.services.listening import ListeningService
+from podsync.services.passwords import PasswordService
+from podsync.storage.engine import create_engine
+from podsync.store import listening, users
+
+START = datetime(2026, 1, 1)
+
+
+def plays(first: int, count: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "podcast": f"https://show{n % 10}.example/feed.xml",
+            "episode": f"https://show{n % 10}.example/{n % 200}.mp3",
+            "action": "play",
+            "timestamp": (START + timedelta(seconds=30 * n)).strftime("%Y-%m-%dT%H:%M:%S"),
+            "started": n // 200,
+            "position": n // 200 + 30,
+            "total": 1_000_000,
+        }
+        for n in range(first, first + count)
+    ]
+
+
+async def main(count: int, rounds: int) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "podsync.toml"
+        path.write_text(f'[database]\npath = "{Path(folder) / "podsync.db"}"\n')
+        config = load_config(path, environ={})
+        db = create_engine(config.database)
+        await db.open()
+        passwords = PasswordService(1, 7168, 5)
+        try:
+            await AccountService(db, passwords).add_user("heavy", "a-long-password-1")
+            async with db.read() as conn:
+                user = await users.require_by_name(conn, "heavy")
+            writes = EpisodeWrites(db, UploadBounds(config.gpodder))
+            for first in range(0, count, 1000):
+                await writes.upload(user.id, plays(first, min(1000, count - first)))
+            read: list[int] = []
+            latest_plays = listening.latest_plays
+
+            async def counted(*args: Any) -> list[listening.HistoryRow]:
+                rows = await latest_plays(*args)
+                read.append(len(rows))
+                return rows
+
+            listening.latest_plays = counted  # type: ignore[assignment]
+            service = ListeningService(db)
+            times = []
+            for _ in range(rounds):
+                read.clear()
+                started = time.perf_counter()
+                await service.continue_listening(user)
+                times.append((time.perf_counter() - started) * 1000)
+            print(
+                f"{count} plays: Continue listening {statistics.median(times):.1f} ms "
+                f"(median of {rounds}; min {min(times):.1f}), {sum(read)} rows read"
+            )
+        finally:
+            passwords.close()
+            await db.close()
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--plays", type=int, default=20_000)
+    ap.add_argument("--rounds", type=int, default=20)
+    args = ap.parse_args()
+    asyncio.run(main(args.plays, args.rounds))

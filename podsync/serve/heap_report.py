@@ -1,0 +1,114 @@
+"""A debugging aid, off unless asked for: where a running process's memory goes.
+
+With `PODSYNC_DEBUG_HEAP_DIR=/some/dir` in the environment of `podsync serve`, each
+process (every worker, or the one server) answers SIGUSR2 by writing a heap report
+into that directory: its resident memory, the Python allocator's totals and, when
+tracemalloc runs (`PYTHONTRACEMALLOC=N` in the same environment, N frames per
+allocation), the snapshot itself (`heap-PID-N.tracemalloc`), which
+`bench/soak/heap_diff.py` compares with an earlier one. The process stops serving
+while it takes the snapshot (a second or more): grouping the sites is left to the
+comparison, outside the server. Without the variable
+nothing is installed and SIGUSR2 keeps its default meaning. Tracing costs CPU and
+memory of its own: never leave it on in production (docs/development.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import ctypes.util
+import gc
+import logging
+import os
+import signal
+import sqlite3
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+log = logging.getLogger("podsync")
+ENV = "PODSYNC_DEBUG_HEAP_DIR"
+
+
+def install(loop: asyncio.AbstractEventLoop) -> None:
+    """Answer SIGUSR2 with a heap report when `PODSYNC_DEBUG_HEAP_DIR` names a directory."""
+    where = os.environ.get(ENV)
+    if not where:
+        return
+    folder = Path(where)
+    counter = iter(range(1, 1_000_000))
+    loop.add_signal_handler(signal.SIGUSR2, lambda: _report(folder, next(counter)))
+    log.warning("debugging aid on: SIGUSR2 writes a heap report into %s", folder)
+
+
+def uninstall(loop: asyncio.AbstractEventLoop) -> None:
+    if os.environ.get(ENV):
+        loop.remove_signal_handler(signal.SIGUSR2)
+
+
+def _report(folder: Path, number: int) -> None:
+    pid = os.getpid()
+    lines = [f"pid {pid} report {number} at {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}"]
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as status:
+            lines += [line.rstrip() for line in status if line.startswith(("VmRSS", "RssAnon"))]
+    except OSError:
+        pass
+    lines.append(f"allocated blocks: {sys.getallocatedblocks()}")
+    lines += _native()
+    connections = [o for o in gc.get_objects() if isinstance(o, sqlite3.Connection)]
+    lines.append(f"sqlite3 connections: {len(connections)}")
+    if tracemalloc.is_tracing():
+        snapshot = tracemalloc.take_snapshot()
+        snapshot.dump(str(folder / f"heap-{pid}-{number}.tracemalloc"))
+        current, peak = tracemalloc.get_traced_memory()
+        lines.append(f"traced: {current / 2**20:.2f} MiB now, {peak / 2**20:.2f} MiB at the peak")
+    else:
+        lines.append("tracemalloc is off: start the server with PYTHONTRACEMALLOC=N")
+    (folder / f"heap-{pid}-{number}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena",
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",
+            "usmblks",
+            "fsmblks",
+            "uordblks",
+            "fordblks",
+            "keepcost",
+        )
+    ]
+
+
+def _native() -> list[str]:
+    """What SQLite holds (its own allocator's count) and what glibc's malloc holds in
+    use and free: memory that tracemalloc does not see."""
+    lines: list[str] = []
+    name = ctypes.util.find_library("sqlite3")
+    try:
+        lib = ctypes.CDLL(name) if name else None
+        if lib is not None:
+            lib.sqlite3_memory_used.restype = ctypes.c_int64
+            lib.sqlite3_memory_highwater.restype = ctypes.c_int64
+            used = lib.sqlite3_memory_used()
+            high = lib.sqlite3_memory_highwater(0)
+            lines.append(
+                f"sqlite: {used / 2**20:.2f} MiB in use, {high / 2**20:.2f} MiB at the peak"
+            )
+        libc = ctypes.CDLL(ctypes.util.find_library("c"))
+        libc.mallinfo2.restype = _MallInfo2
+        info = libc.mallinfo2()
+        lines.append(
+            f"malloc: {info.arena / 2**20:.2f} MiB in its heap, {info.uordblks / 2**20:.2f} "
+            f"in use, {info.fordblks / 2**20:.2f} free, {info.hblkhd / 2**20:.2f} mmapped"
+        )
+    except (OSError, AttributeError) as exc:
+        lines.append(f"native memory not read: {exc}")
+    return lines

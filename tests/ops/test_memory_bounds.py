@@ -1,0 +1,140 @@
+"""What a worker keeps between requests stays within a bound on its total size, however
+long it serves: the memo of podcasts' rows that episode uploads keep (in rows across
+all users, not only in users), the SQLite reader connections (each with its own page
+cache) a burst of concurrent reads opened, and the memo of title sort keys (long
+titles are not kept). A soak of two workers grew 22-25 MiB an hour without these."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from podsync.config import Config
+from podsync.services.episodes import writes as episode_writes
+from podsync.services.episodes.bounds import UploadBounds
+from podsync.services.episodes.writes import EpisodeWrites
+from podsync.storage import sqlite as sqlite_engine
+from podsync.storage import sqlite_connection
+from podsync.storage.engine import create_engine
+from podsync.store import users
+from tests.support.http_calls import call
+from tests.support.workers_support import ServerTree
+
+
+def _plays(user: str, first: int, count: int) -> list[dict[str, Any]]:
+    """One play on an episode of each of `count` podcasts, numbered from `first`."""
+    return [
+        {
+            "podcast": f"https://{user}.example/{n}/feed.xml",
+            "episode": f"https://{user}.example/{n}/1.mp3",
+            "action": "play",
+            "timestamp": "2026-01-01T00:00:00",
+            "started": 0,
+            "position": 10,
+            "total": 600,
+        }
+        for n in range(first, first + count)
+    ]
+
+
+async def test_the_episode_feed_memo_stays_within_its_bound_in_rows(
+    config: Config, create_user: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(episode_writes, "FEEDS_PER_USER", 50)
+    monkeypatch.setattr(episode_writes, "FEEDS_REMEMBERED", 120)
+    names = [f"user{i}" for i in range(4)]
+    for name in names:
+        await create_user(name)
+    db = create_engine(config.database)
+    await db.open()
+    try:
+        service = EpisodeWrites(db, UploadBounds(config.gpodder))
+        async with db.read() as conn:
+            ids = [(await users.require_by_name(conn, name)).id for name in names]
+        for user_id, name in zip(ids, names, strict=True):
+            for first in range(0, 90, 30):  # 90 podcasts each, 30 an upload
+                upload = await service.upload(user_id, _plays(name, first, 30))
+                assert upload.stored == 30
+                assert service.feeds_remembered <= 120
+                assert all(len(known) <= 50 for known in service._feeds.values())
+        assert service.feeds_remembered == sum(len(k) for k in service._feeds.values())
+        # Forgotten rows are looked up again: the same podcasts, no second row each.
+        again = await service.upload(ids[0], _plays(names[0], 0, 30))
+        assert again.stored == 30
+        async with db.read() as conn:
+            row = await conn.fetch_one(
+                "SELECT count(*) FROM episode_feeds WHERE user_id = ?", (ids[0],)
+            )
+        assert row is not None and row[0] == 90
+    finally:
+        await db.close()
+
+
+async def test_readers_opened_by_a_burst_of_reads_close_after_it(config: Config) -> None:
+    db = create_engine(config.database)
+    await db.open()
+    try:
+        assert isinstance(db, sqlite_engine.Database)
+        inside = asyncio.Event()
+        entered = 0
+
+        async def hold() -> None:
+            nonlocal entered
+            async with db.read() as conn:
+                await conn.fetch_one("SELECT 1")
+                entered += 1
+                await inside.wait()
+
+        burst = [asyncio.create_task(hold()) for _ in range(20)]
+        for _ in range(200):
+            if entered == 20:
+                break
+            await asyncio.sleep(0.01)
+        assert len(db._all_readers) == 20  # twenty at once: twenty connections
+        inside.set()
+        await asyncio.gather(*burst)
+        assert len(db._all_readers) == sqlite_engine.READERS_KEPT
+        async with db.read() as conn:  # and reading goes on as before
+            assert await conn.fetch_one("SELECT 1") is not None
+    finally:
+        await db.close()
+
+
+def test_the_sort_key_memo_keeps_short_titles_only() -> None:
+    remembered = sqlite_connection._remembered_sort_key
+    remembered.cache_clear()
+    long_title = "The " + "very long title " * 500
+    assert sqlite_connection._cached_sort_key(long_title) == "very long title " * 500
+    assert remembered.cache_info().currsize == 0
+    assert sqlite_connection._cached_sort_key("The Daily") == "daily"
+    assert remembered.cache_info().currsize == 1
+
+
+def test_each_worker_writes_a_heap_report_on_sigusr2_when_asked_for(tmp_path: Path) -> None:
+    """The debugging aid (docs/development.md): with PODSYNC_DEBUG_HEAP_DIR, SIGUSR2 to a
+    worker writes its report and its tracemalloc snapshot, and the worker serves on."""
+    heap = tmp_path / "heap"
+    heap.mkdir()
+    env = {"PODSYNC_DEBUG_HEAP_DIR": str(heap), "PYTHONTRACEMALLOC": "2"}
+    with ServerTree(tmp_path / "server", env=env) as tree:
+        pids = list(tree.worker_pids().values())
+        assert len(pids) == 2
+        for pid in pids:
+            os.kill(pid, signal.SIGUSR2)
+        reports = [heap / f"heap-{pid}-1.txt" for pid in pids]
+        deadline = time.monotonic() + 60
+        while not all(r.exists() for r in reports) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        for pid, report in zip(pids, reports, strict=True):
+            text = report.read_text()
+            assert f"pid {pid} report 1" in text
+            assert "sqlite3 connections:" in text and "traced:" in text, text
+            assert (heap / f"heap-{pid}-1.tracemalloc").stat().st_size > 0
+        assert sorted(tree.alive()) == sorted([tree.proc.pid, *pids])  # type: ignore[union-attr]
+        assert call("GET", f"{tree.base_url}/healthz").status == 200
