@@ -11,6 +11,7 @@ from podsync.services.episode_search import EpisodeSearch
 from podsync.services.listening import ListeningService
 from podsync.services.listening_stats import ListeningStats
 from podsync.services.opml_io import OpmlService
+from podsync.services.player import PlayerSettings
 from podsync.services.remote_import.jobs import ImportJobs
 from podsync.services.web_listening import WebListening
 from podsync.services.web_sessions import SignedIn, WebSessionService
@@ -27,5 +28,6 @@ OPML = web.AppKey("ui_opml", OpmlService)
 IMPORT_JOBS = web.AppKey("ui_import_jobs", ImportJobs)
 STYLESHEET = web.AppKey("ui_stylesheet", bytes)
 FAVICON = web.AppKey("ui_favicon", bytes)
-PLAYER_SCRIPT = web.AppKey("ui_player_script", bytes)
+STATIC = web.AppKey("ui_static", dict[str, bytes])
+PLAYER_SETTINGS = web.AppKey("ui_player_settings", PlayerSettings)
 SIGNED_IN = web.RequestKey("ui_signed_in", SignedIn)

@@ -13,6 +13,7 @@ from podsync.services.episode_search import EpisodeSearch
 from podsync.services.listening import ListeningService
 from podsync.services.listening_stats import ListeningStats
 from podsync.services.opml_io import OpmlService
+from podsync.services.player import PlayerSettings
 from podsync.services.remote_import import RemoteImportService
 from podsync.services.remote_import.bounds import ImportBounds
 from podsync.services.remote_import.jobs import ImportJobs
@@ -39,6 +40,7 @@ from podsync.web.ui import (
     listening,
     lockout,
     pages,
+    player,
     remote_import,
     search,
     stats,
@@ -56,12 +58,19 @@ from podsync.web.ui.keys import (
     LISTENING,
     LISTENING_STATS,
     OPML,
-    PLAYER_SCRIPT,
+    PLAYER_SETTINGS,
+    STATIC,
     STYLESHEET,
     WEB_LISTENING,
     WEB_SESSIONS,
 )
-from podsync.web.ui.render import FAVICON_FILE, STATIC_CSS, static_file, stylesheet
+from podsync.web.ui.render import (
+    FAVICON_FILE,
+    STATIC_CSS,
+    STATIC_FILES,
+    static_file,
+    stylesheet,
+)
 
 # (method, path, handler, options). Route names start "ui.": the bearer check
 # leaves these to the UI's own session rules (web/ui/guard.py).
@@ -81,6 +90,9 @@ _UI: list[tuple[str, str, Handler, dict[str, bool]]] = [
     ("POST", "/ui/episodes/mark", episodes.mark, {}),
     ("GET", "/ui/episodes/{ref}", episodes.episode_page, {}),
     ("POST", "/ui/episodes/{ref}/progress", episodes.progress, {}),
+    ("GET", "/ui/episodes/{ref}/player.json", player.player_json, {}),
+    ("POST", "/ui/episodes/{ref}/speed", player.set_speed, {}),
+    ("POST", "/ui/continue/remove", player.remove_from_continue, {}),
     ("GET", "/ui/search", search.search, {}),
     ("GET", "/ui/stats", stats.stats, {}),
     ("GET", "/ui/history", listening.history, {}),
@@ -129,8 +141,20 @@ def _constant(
 
 
 _stylesheet = _constant(STYLESHEET, "text/css", 86400, "utf-8")
-_player_script = _constant(PLAYER_SCRIPT, "text/javascript", 86400, "utf-8")
 _favicon = _constant(FAVICON, "image/vnd.microsoft.icon", 604800)
+
+
+def _static(
+    name: str, content_type: str, charset: str | None
+) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """A handler for one of STATIC_FILES (read once at start, kept in the app)."""
+    headers = {"Cache-Control": "public, max-age=86400", "X-Content-Type-Options": "nosniff"}
+
+    async def answer(request: web.Request) -> web.Response:
+        body = request.app[STATIC][name]
+        return web.Response(body=body, content_type=content_type, charset=charset, headers=headers)
+
+    return answer
 
 
 async def _not_found(request: web.Request) -> web.Response:
@@ -147,6 +171,7 @@ def open_services(app: web.Application) -> None:
     app[EPISODE_PAGES] = EpisodePages(db)
     app[EPISODE_SEARCH] = EpisodeSearch(db)
     app[LISTENING_STATS] = ListeningStats(db)
+    app[PLAYER_SETTINGS] = PlayerSettings(db, app[EPISODE_PAGES])
     gpodder = app[GPODDER]
     app[WEB_LISTENING] = WebListening(
         app[EPISODE_PAGES], gpodder.devices, gpodder.episodes, app[SYNC_HEALTH]
@@ -172,7 +197,7 @@ def ui_app() -> web.Application:
     app.on_shutdown.append(_stop_imports)
     app[STYLESHEET] = stylesheet()
     app[FAVICON] = static_file(FAVICON_FILE)
-    app[PLAYER_SCRIPT] = static_file(episodes.PLAYER_JS)
+    app[STATIC] = {name: static_file(name) for name, _, _ in STATIC_FILES}
     app[ERROR_PAGE] = page_for_error
     routes = [
         web.route(method, path, ui_route(handler, **options), name=f"ui.r{n}_{handler.__name__}")
@@ -181,11 +206,12 @@ def ui_app() -> web.Application:
     routes.append(
         web.get(f"/ui/static/{STATIC_CSS}", _stylesheet, name="ui.static", allow_head=False)
     )
-    routes.append(
+    routes += [
         web.get(
-            f"/ui/static/{episodes.PLAYER_JS}", _player_script, name="ui.player", allow_head=False
+            f"/ui/static/{name}", _static(name, kind, charset), name=f"ui.s{n}", allow_head=False
         )
-    )
+        for n, (name, kind, charset) in enumerate(STATIC_FILES)
+    ]
     routes.append(web.get("/favicon.ico", _favicon, name="ui.favicon", allow_head=False))
     routes.append(
         web.get("/ui/{tail:.*}", ui_route(_not_found), name="ui.not_found", allow_head=False)
