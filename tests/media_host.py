@@ -31,9 +31,12 @@ class MediaHost:
     """`episodes`: (title, seconds) newest first; the feed is /show.xml, episode n's
     file /n.wav, its page /n.html. `ranges` lists the Range headers asked for."""
 
-    def __init__(self, title: str, episodes: list[tuple[str, int]]) -> None:
+    def __init__(
+        self, title: str, episodes: list[tuple[str, int]], notes: dict[int, str] | None = None
+    ) -> None:
         self.title = title
         self.episodes = episodes
+        self.notes = notes or {}  # more HTML for episode n's show notes
         self.files = {f"/{n}.wav": wav(s) for n, (_, s) in self.numbered()}
         self.hits: Counter[str] = Counter()
         self.ranges: list[str] = []
@@ -113,6 +116,7 @@ class MediaHost:
                 f'<enclosure url="{escape(self.url(f"/{n}.wav"))}" '
                 f'length="{len(self.files[f"/{n}.wav"])}" type="audio/wav"/>'
                 f"<description>{escape(f'<p>Notes of <em>{title}</em>.</p><ul><li>one</li></ul>')}"
+                f"{escape(self.notes.get(n, ''))}"
                 f"</description><itunes:duration>{minutes:02d}:{secs:02d}</itunes:duration></item>"
             )
         return (

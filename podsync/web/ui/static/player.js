@@ -245,11 +245,15 @@
     stopTimer();
     started = null;
     current = info;
+    remember(info.ref);
     bar.hidden = false;
     document.body.classList.add("with-player");
     $("title").textContent = info.title;
     $("podcast").textContent = info.podcast;
     $("open").setAttribute("href", info.page);
+    if (window.htmx) {
+      window.htmx.process($("open")); // htmx boosts a link by its address when it saw it
+    }
     $("initial").textContent = (info.podcast || "?").slice(0, 1);
     var img = $("art");
     if (info.artwork) {
@@ -280,6 +284,24 @@
       audio.play().catch(function () {
         say("The browser did not start playing: press Play.");
       });
+    }
+  }
+
+  // The episode in the bar, for this tab only: a full page load (a reload, a page
+  // outside htmx) shows it again, paused where the server says the person is.
+  function remember(ref) {
+    try {
+      sessionStorage.setItem("podsync-player", ref);
+    } catch (e) {
+      // storage refused: the bar starts empty after a full load
+    }
+  }
+
+  function remembered() {
+    try {
+      return sessionStorage.getItem("podsync-player");
+    } catch (e) {
+      return null;
     }
   }
 
@@ -335,7 +357,12 @@
   }
 
   function bind() {
-    audio = $("audio");
+    // Made here, not in the page: without script the episode page's own player is
+    // the only one.
+    audio = document.createElement("audio");
+    audio.setAttribute("preload", "metadata");
+    audio.setAttribute("data-pb-audio", "");
+    bar.querySelector(".pb-inner").appendChild(audio);
     $("toggle").addEventListener("click", function () {
       if (!current) {
         return;
@@ -456,6 +483,14 @@
     }
     var box = document.getElementById("player");
     if (!box) {
+      var saved = remembered();
+      if (!current && saved) {
+        fetchInfo("/ui/episodes/" + encodeURIComponent(saved) + "/player.json").then(function (info) {
+          if (info && info.audio && !current) {
+            load(info, false);
+          }
+        });
+      }
       return;
     }
     var own = box.querySelector("audio");
