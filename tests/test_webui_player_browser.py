@@ -43,11 +43,34 @@ from tests.ui_browser import (
 pytestmark = pytest.mark.slow
 
 NOTES = {2: "<p>At 1:10 the harbour master speaks; at 1:40 the lights.</p>"}
+# Harbour lights (2): Podlove's chapters in the item; Salt and rope (1): Podcasting
+# 2.0's, a JSON document on the same host.
+CHAPTERS = {
+    2: '<psc:chapters version="1.2"><psc:chapter start="00:00:00.000" title="Intro"/>'
+    '<psc:chapter start="00:01:10" title="The harbour master"/>'
+    '<psc:chapter start="1:40.5" title="The lights"/></psc:chapters>',
+    1: '<podcast:chapters url="/1.chapters.json" type="application/json+chapters"/>',
+}
+CHAPTERS_JSON = {
+    "/1.chapters.json": (
+        "application/json+chapters",
+        json.dumps(
+            {
+                "version": "1.2.0",
+                "chapters": [
+                    {"startTime": 0, "title": "Knots"},
+                    {"startTime": 45.5, "title": "Salt"},
+                    {"startTime": 60, "title": "Hidden", "toc": False},
+                ],
+            }
+        ).encode(),
+    )
+}
 
 
 @pytest.fixture
 def media() -> Iterator[MediaHost]:
-    host = MediaHost("Sea Stories", EPISODES, notes=NOTES)
+    host = MediaHost("Sea Stories", EPISODES, NOTES, CHAPTERS, CHAPTERS_JSON)
     yield host
     host.close()
 
@@ -82,6 +105,10 @@ def playing(page: Any) -> bool:
     return not bar_audio(page).evaluate("a => a.paused")
 
 
+def words(found: Any) -> list[str]:
+    return [" ".join(text.split()) for text in found.all_inner_texts()]
+
+
 def heading(page: Any, text: str) -> None:
     wait_for(lambda: page.get_by_role("heading", level=1).inner_text() == text)
 
@@ -89,9 +116,9 @@ def heading(page: Any, text: str) -> None:
 def open_episode(page: Any, title: str) -> None:
     page.locator("nav[aria-label=Main]").get_by_role("link", name="Subscriptions").click()
     heading(page, "Subscriptions")
-    page.get_by_role("link", name="Sea Stories").click()
+    page.get_by_role("link", name="Sea Stories", exact=True).click()
     heading(page, "Sea Stories")
-    page.get_by_role("link", name=title).click()
+    page.locator("main").get_by_role("link", name=title, exact=True).click()
     heading(page, title)
 
 
@@ -133,10 +160,10 @@ def test_playback_goes_on_across_pages_with_skip_keys_and_no_csp_violation(
     screenshot(page, "player-history-playing-390")
     # Skip: back 15 s, forward 30 s (buttons), then the keys.
     at = current_time(page)
-    bar.get_by_role("button", name="−15 seconds back").click()
+    bar.get_by_role("button", name="Back 15 seconds").click()
     assert current_time(page) <= at - 13
     at = current_time(page)
-    bar.get_by_role("button", name="+30 seconds forward").click()
+    bar.get_by_role("button", name="Forward 30 seconds").click()
     assert current_time(page) >= at + 28
     page.locator("main h1").click()  # focus out of the bar's buttons
     at = current_time(page)
@@ -216,6 +243,37 @@ def test_times_in_notes_seek_and_your_state_follows_a_save(
     ctx.close()
 
 
+def test_chapters_from_the_feed_and_from_their_json_seek(
+    served: tuple[str, Config],
+    media: MediaHost,
+    browser: Any,  # noqa: F811
+) -> None:
+    server, _ = served
+    ctx = browser.new_context(viewport=DESKTOP)
+    page = ctx.new_page()
+    errors = watch_errors(page)
+    subscribed_phone(page, server, media)
+    open_episode(page, "Harbour lights")
+    listed = page.locator("ol.chapters a")
+    assert words(listed) == ["0:00 Intro", "1:10 The harbour master", "1:40 The lights"]
+    wait_for(lambda: bar_audio(page).evaluate("a => a.readyState") >= 1)
+    listed.filter(has_text="The lights").click()
+    wait_for(lambda: playing(page) and current_time(page) >= 100)
+    page.locator("#player-bar").get_by_role("button", name=re.compile("^Pause")).click()
+    # Podcasting 2.0 chapters: fetched by podsync from the feed's host, "toc": false left out.
+    open_episode(page, "Salt and rope")
+    wait_for(lambda: page.locator("ol.chapters a").count() == 2)
+    assert words(page.locator("ol.chapters a")) == ["0:00 Knots", "0:45 Salt"]
+    assert media.hits["/1.chapters.json"] == 1
+    page.locator("ol.chapters a").filter(has_text="Salt").click()
+    wait_for(lambda: playing(page) and 45 <= current_time(page) < 50)
+    info = page.request.get(server + page.url.split(server)[1] + "/player.json").json()
+    assert info["title"] == "Salt and rope" and info["chapters"].endswith("/chapters.json")
+    screenshot(page, "player-chapters-1280")
+    assert not errors, errors
+    ctx.close()
+
+
 def test_continue_listening_plays_and_removes(
     served: tuple[str, Config],
     media: MediaHost,
@@ -249,9 +307,16 @@ def test_continue_listening_plays_and_removes(
     assert actions_after == actions_before  # nothing for the apps
     # A later play (the phone's) brings it back.
     phone.queued_actions.append(
-        {"podcast": media.url("/show.xml"), "episode": media.url("/2.wav"), "device": "pixel",
-         "action": "play", "timestamp": "2030-01-01T08:00:00", "started": 50, "position": 60,
-         "total": 120}  # fmt: skip
+        {
+            "podcast": media.url("/show.xml"),
+            "episode": media.url("/2.wav"),
+            "device": "pixel",
+            "action": "play",
+            "timestamp": "2030-01-01T08:00:00",
+            "started": 50,
+            "position": 60,
+            "total": 120,
+        }
     )
     phone.sync()
     page.goto(server + "/ui/")
@@ -305,7 +370,9 @@ def test_changed_pages_axe_both_sizes_light_and_dark_and_without_script(
             for path in ("/ui/", "/ui/history", "/ui/stats", "/ui/search?q=harbour"):
                 page.goto(server + path)
                 wait_for(lambda: page.locator("#player-bar").is_visible())  # noqa: B023
-                label = f"player-{path.strip('/').replace('/', '-').split('?')[0]}-{size_name}-{scheme}"
+                label = (
+                    f"player-{path.strip('/').replace('/', '-').split('?')[0]}-{size_name}-{scheme}"
+                )
                 screenshot(page, label)
                 found = check_accessibility(page, source)
                 if found:
@@ -332,6 +399,8 @@ def test_changed_pages_axe_both_sizes_light_and_dark_and_without_script(
     page.locator(".notes").get_by_role("link", name="1:10").click()
     assert page.locator("audio").get_attribute("src") == media.url("/2.wav") + "#t=70"
     assert "It starts at 1:10." in page.get_by_role("status").inner_text()
+    page.locator("ol.chapters a").filter(has_text="The lights").click()
+    assert page.locator("audio").get_attribute("src") == media.url("/2.wav") + "#t=100"
     page.goto(server + "/ui/")
     page.get_by_role("button", name=re.compile("^Remove from Continue listening")).click()
     assert "Removed from Continue listening" in page.locator(".notice").inner_text()

@@ -177,7 +177,7 @@ STEPS_0_3: tuple[Step, ...] = (
     per_user_numbers,
     _step_21,  # the web UI's third release (as SQLite's step 21)
     _step_22,  # a page per episode, and finding one by a word of its title
-    # 23: speed per podcast, and removals from Continue listening (as SQLite's 23).
+    # 23: speed per podcast, removals from Continue listening, chapters (as SQLite's 23).
     """
     CREATE TABLE podcast_speeds (
         user_id     BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
@@ -193,5 +193,7 @@ STEPS_0_3: tuple[Step, ...] = (
         PRIMARY KEY (user_id, episode_id)
     );
     CREATE INDEX continue_removed_episode ON continue_removed(episode_id);
+    ALTER TABLE feed_episodes ADD COLUMN chapters TEXT;
+    UPDATE feed_info SET etag = NULL, last_modified = NULL;
     """,
 )

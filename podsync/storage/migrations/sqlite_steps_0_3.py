@@ -189,7 +189,8 @@ STEPS_0_3: tuple[Step, ...] = (
     # 23: the web UI's player (its fourth release): the speed a person listens to each
     # podcast at (percent, 80 to 300), and the episodes they removed from Continue
     # listening (kept by podsync alone: no episode action is written; a play that
-    # happens after the removal shows the episode again).
+    # happens after the removal shows the episode again); each feed item's chapters
+    # (inline, or the address of their JSON), read anew at each feed's next fetch.
     """
     CREATE TABLE podcast_speeds (
         user_id     INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
@@ -205,5 +206,7 @@ STEPS_0_3: tuple[Step, ...] = (
         PRIMARY KEY (user_id, episode_id)
     ) STRICT, WITHOUT ROWID;
     CREATE INDEX continue_removed_episode ON continue_removed(episode_id);
+    ALTER TABLE feed_episodes ADD COLUMN chapters TEXT;  -- services/feeds/chapters.py
+    UPDATE feed_info SET etag = NULL, last_modified = NULL;
     """,
 )

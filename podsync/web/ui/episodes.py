@@ -25,6 +25,7 @@ from podsync.services.feeds.notes import MAX_DURATION, sanitize
 from podsync.services.web_listening import WEB_CAPTION, check_progress, length_of
 from podsync.web.keys import FEED_INFO
 from podsync.web.ui.artwork import artwork_path
+from podsync.web.ui.chapters import of_episode, proxy_path, views
 from podsync.web.ui.guard import form_text
 from podsync.web.ui.keys import EPISODE_PAGES, LISTENING, SIGNED_IN, WEB_LISTENING
 from podsync.web.ui.note_links import with_time_links
@@ -105,6 +106,7 @@ async def episode_page(request: web.Request) -> web.StreamResponse:
     if asked is not None and from_notes:
         start = asked
     title = episode_title(episode)
+    kept = of_episode(episode)
     response = render(
         request,
         "episode.html",
@@ -121,7 +123,8 @@ async def episode_page(request: web.Request) -> web.StreamResponse:
         notes=with_time_links(sanitize(item.notes, episode.podcast_url), episode.ref)
         if item and item.notes
         else None,
-        chapters=[],
+        chapters=views(kept.chapters) if kept else [],
+        chapters_src=proxy_path(episode) if kept and kept.url else None,
         link=shown_url(item.link if item else None),
         audio=audio,
         audio_src=f"{audio}#t={start}" if audio and start else audio,

@@ -8,6 +8,7 @@ from podsync.services.accounts import AccountService
 from podsync.services.browsing import BrowseService
 from podsync.services.episode_pages import EpisodePages
 from podsync.services.episode_search import EpisodeSearch
+from podsync.services.feeds.chapters import ChapterCache
 from podsync.services.listening import ListeningService
 from podsync.services.listening_stats import ListeningStats
 from podsync.services.opml_io import OpmlService
@@ -30,4 +31,5 @@ STYLESHEET = web.AppKey("ui_stylesheet", bytes)
 FAVICON = web.AppKey("ui_favicon", bytes)
 STATIC = web.AppKey("ui_static", dict[str, bytes])
 PLAYER_SETTINGS = web.AppKey("ui_player_settings", PlayerSettings)
+CHAPTERS = web.AppKey("ui_chapters", ChapterCache)
 SIGNED_IN = web.RequestKey("ui_signed_in", SignedIn)

@@ -24,17 +24,11 @@ from podsync.services.player import parse_speed, speed_text
 from podsync.store.listening import HistoryRow
 from podsync.web.keys import FEED_INFO
 from podsync.web.ui.artwork import artwork_path
+from podsync.web.ui.chapters import for_player as chapters_for_player
 from podsync.web.ui.guard import form_text
 from podsync.web.ui.keys import EPISODE_PAGES, PLAYER_SETTINGS, SIGNED_IN
 from podsync.web.ui.listening import HistoryItem, history_items
-from podsync.web.ui.render import file_name, host_and_path, shown_url
-
-
-def json_answer(status: int, **body: Any) -> web.Response:
-    response = web.json_response(body, status=status)
-    response.headers["Cache-Control"] = "no-store"
-    response.headers["X-Content-Type-Options"] = "nosniff"
-    return response
+from podsync.web.ui.render import file_name, host_and_path, json_answer, shown_url
 
 
 async def player_info(request: web.Request, episode: Episode) -> dict[str, Any]:
@@ -68,7 +62,7 @@ async def player_info(request: web.Request, episode: Episode) -> dict[str, Any]:
         "total": total,
         "artwork": artwork_path(info.artwork_hash if info else None),
         "speed": float(speed_text(percent)),
-        "chapters": None,
+        "chapters": chapters_for_player(episode),
         "page": f"/ui/episodes/{episode.ref}",
     }
     if entity is not None:

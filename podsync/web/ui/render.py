@@ -151,6 +151,14 @@ def render(
     return response
 
 
+def json_answer(status: int, **body: Any) -> web.Response:
+    """An answer to the UI's script (JSON, never cached)."""
+    response = web.json_response(body, status=status)
+    response.headers["Cache-Control"] = "no-store"
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
 def zone(name: str) -> tzinfo:
     """The zone of this name (UTC when there is none such: the configured one was
     checked at start, a person's when they chose it)."""

@@ -10,6 +10,7 @@ from podsync.services.accounts import AccountService
 from podsync.services.browsing import BrowseService
 from podsync.services.episode_pages import EpisodePages
 from podsync.services.episode_search import EpisodeSearch
+from podsync.services.feeds.chapters import ChapterCache
 from podsync.services.listening import ListeningService
 from podsync.services.listening_stats import ListeningStats
 from podsync.services.opml_io import OpmlService
@@ -34,6 +35,7 @@ from podsync.web.ui import (
     admin,
     app_passwords,
     artwork,
+    chapters,
     devices,
     episodes,
     grant,
@@ -51,6 +53,7 @@ from podsync.web.ui.guard import Handler, error_page, page_for_error, ui_route
 from podsync.web.ui.keys import (
     ACCOUNTS,
     BROWSE,
+    CHAPTERS,
     EPISODE_PAGES,
     EPISODE_SEARCH,
     FAVICON,
@@ -91,6 +94,7 @@ _UI: list[tuple[str, str, Handler, dict[str, bool]]] = [
     ("GET", "/ui/episodes/{ref}", episodes.episode_page, {}),
     ("POST", "/ui/episodes/{ref}/progress", episodes.progress, {}),
     ("GET", "/ui/episodes/{ref}/player.json", player.player_json, {}),
+    ("GET", "/ui/episodes/{ref}/chapters.json", chapters.chapters_json, {}),
     ("POST", "/ui/episodes/{ref}/speed", player.set_speed, {}),
     ("POST", "/ui/continue/remove", player.remove_from_continue, {}),
     ("GET", "/ui/search", search.search, {}),
@@ -172,6 +176,7 @@ def open_services(app: web.Application) -> None:
     app[EPISODE_SEARCH] = EpisodeSearch(db)
     app[LISTENING_STATS] = ListeningStats(db)
     app[PLAYER_SETTINGS] = PlayerSettings(db, app[EPISODE_PAGES])
+    app[CHAPTERS] = ChapterCache()
     gpodder = app[GPODDER]
     app[WEB_LISTENING] = WebListening(
         app[EPISODE_PAGES], gpodder.devices, gpodder.episodes, app[SYNC_HEALTH]

@@ -465,6 +465,38 @@
     });
   }
 
+  // Chapters behind a Podcasting 2.0 address: this server fetches them, the page
+  // lists them as it lists those its feed gives inline.
+  function chapters() {
+    var box = document.getElementById("chapters");
+    if (!box || box.hasAttribute("data-loaded")) {
+      return;
+    }
+    box.setAttribute("data-loaded", "");
+    var ref = box.getAttribute("data-episode");
+    fetchInfo(box.getAttribute("data-src")).then(function (found) {
+      var list = box.querySelector("ol");
+      if (!found || !found.chapters || !found.chapters.length || !list) {
+        return;
+      }
+      found.chapters.forEach(function (chapter) {
+        var item = document.createElement("li");
+        var link = document.createElement("a");
+        link.href = "/ui/episodes/" + encodeURIComponent(ref) + "?t=" + chapter.start;
+        link.setAttribute("data-seek", String(chapter.start));
+        link.setAttribute("data-episode", ref);
+        var at = document.createElement("span");
+        at.className = "chapter-time";
+        at.textContent = clock(chapter.start);
+        link.appendChild(at);
+        link.appendChild(document.createTextNode(" " + chapter.title));
+        item.appendChild(link);
+        list.appendChild(item);
+      });
+      box.hidden = false;
+    });
+  }
+
   // The page in view (the first, or one htmx swapped in): its episode player gives
   // way to the bar.
   function page() {
@@ -481,6 +513,7 @@
       }
       audio = $("audio");
     }
+    chapters();
     var box = document.getElementById("player");
     if (!box) {
       var saved = remembered();
