@@ -1,7 +1,7 @@
 """Times in show notes ("12:34", "1:02:03") as links that seek the player.
 
-Done when a page shows the notes, on the notes already sanitized (services/feeds/
-notes.py): the text between tags is searched (never inside a link the notes already
+Done when a page shows the notes, on the notes sanitized (services/feeds/notes.py;
+again here, whatever the caller did): the text between tags is searched (never inside a link the notes already
 have), each time becomes a link to the episode's own page at that time (`?t=754`:
 without script the page's player starts there) carrying `data-seek` for the script,
 which seeks the player instead. What comes out is sanitized once more, with only
@@ -22,6 +22,7 @@ from podsync.services.feeds.notes import (
     MAX_DURATION,
     SCHEMES,
     TAGS,
+    sanitize,
 )
 
 # A tag as the sanitizer writes it (attributes double-quoted, `"` escaped inside),
@@ -72,7 +73,9 @@ def with_time_links(notes: str, ref: str) -> str:
     """Sanitized notes with their times made links that seek (see the module)."""
     if _REF.fullmatch(ref) is None:
         return notes
-    parts = _TAG.split(notes)
+    # Sanitized as stored first: what the feed wrote never carries the attributes
+    # only these links may have.
+    parts = _TAG.split(sanitize(notes))
     inside_link = 0
     for n, part in enumerate(parts):
         if n % 2:  # a tag
