@@ -128,7 +128,7 @@ def test_playback_goes_on_across_pages_with_skip_keys_and_no_csp_violation(
     browser: Any,  # noqa: F811
 ) -> None:
     server, _ = served
-    ctx = browser.new_context(viewport=PHONE)
+    ctx = browser.new_context(boosted=True, viewport=PHONE)
     page = ctx.new_page()
     errors = watch_errors(page)
     subscribed_phone(page, server, media)
@@ -139,7 +139,7 @@ def test_playback_goes_on_across_pages_with_skip_keys_and_no_csp_violation(
     assert page.locator("audio").count() == 1
     assert 39.5 <= current_time(page) <= 41
     assert "Harbour lights" in bar.inner_text() and "Sea Stories" in bar.inner_text()
-    assert "starts at 0:40, where you stopped" in page.get_by_role("status").inner_text()
+    assert "starts where you stopped, at 0:40" in page.get_by_role("status").inner_text()
     assert page.get_by_text("Keyboard shortcuts").is_visible()
     bar.get_by_role("button", name=re.compile("^Play")).click()
     wait_for(lambda: current_time(page) >= 41.5)
@@ -174,7 +174,7 @@ def test_playback_goes_on_across_pages_with_skip_keys_and_no_csp_violation(
     page.keyboard.press("Space")
     wait_for(lambda: playing(page))
     # The title opens the episode's page; Back returns, still playing.
-    bar.locator("a.pb-open").click()
+    bar.get_by_role("link", name="Harbour lights").click()
     heading(page, "Harbour lights")
     assert playing(page)
     page.go_back()
@@ -194,7 +194,7 @@ def test_speed_follows_the_person_to_a_second_browser(
     browser: Any,  # noqa: F811
 ) -> None:
     server, _ = served
-    first = browser.new_context(viewport=DESKTOP)
+    first = browser.new_context(boosted=True, viewport=DESKTOP)
     page = first.new_page()
     subscribed_phone(page, server, media)
     open_episode(page, "Harbour lights")
@@ -206,7 +206,7 @@ def test_speed_follows_the_person_to_a_second_browser(
     assert bar_audio(page).evaluate("a => a.playbackRate") == 1.5
     first.close()
     # A second browser: the same podcast plays at 1.5x, another episode too.
-    second = browser.new_context(viewport=DESKTOP)
+    second = browser.new_context(boosted=True, viewport=DESKTOP)
     page = second.new_page()
     sign_in(page, server)
     open_episode(page, "The tide tables")
@@ -223,7 +223,7 @@ def test_times_in_notes_seek_and_your_state_follows_a_save(
     browser: Any,  # noqa: F811
 ) -> None:
     server, _ = served
-    ctx = browser.new_context(viewport=DESKTOP)
+    ctx = browser.new_context(boosted=True, viewport=DESKTOP)
     page = ctx.new_page()
     subscribed_phone(page, server, media)
     open_episode(page, "Harbour lights")
@@ -249,7 +249,7 @@ def test_chapters_from_the_feed_and_from_their_json_seek(
     browser: Any,  # noqa: F811
 ) -> None:
     server, _ = served
-    ctx = browser.new_context(viewport=DESKTOP)
+    ctx = browser.new_context(boosted=True, viewport=DESKTOP)
     page = ctx.new_page()
     errors = watch_errors(page)
     subscribed_phone(page, server, media)
@@ -280,7 +280,7 @@ def test_continue_listening_plays_and_removes(
     browser: Any,  # noqa: F811
 ) -> None:
     server, _ = served
-    ctx = browser.new_context(viewport=PHONE)
+    ctx = browser.new_context(boosted=True, viewport=PHONE)
     page = ctx.new_page()
     phone = subscribed_phone(page, server, media)
     page.goto(server + "/ui/")
@@ -330,7 +330,7 @@ def test_manifest_served_and_linked(
     browser: Any,  # noqa: F811
 ) -> None:
     server, _ = served
-    ctx = browser.new_context(viewport=DESKTOP)
+    ctx = browser.new_context(boosted=True, viewport=DESKTOP)
     page = ctx.new_page()
     sign_in(page, server)
     for path in ("/ui/", "/ui/history", "/ui/stats", "/ui/search", "/ui/account"):
@@ -355,14 +355,14 @@ def test_changed_pages_axe_both_sizes_light_and_dark_and_without_script(
     browser: Any,  # noqa: F811
 ) -> None:
     server, _ = served
-    setup = browser.new_context(viewport=DESKTOP)
+    setup = browser.new_context(boosted=True, viewport=DESKTOP)
     subscribed_phone(setup.new_page(), server, media)
     setup.close()
     source = axe_source()
     failures: dict[str, Any] = {}
     for size_name, size in (("390", PHONE), ("1280", DESKTOP)):
         for scheme in ("light", "dark"):
-            ctx = browser.new_context(viewport=size, color_scheme=scheme)
+            ctx = browser.new_context(boosted=True, viewport=size, color_scheme=scheme)
             page = ctx.new_page()
             sign_in(page, server)
             open_episode(page, "Harbour lights")
@@ -390,7 +390,7 @@ def test_changed_pages_axe_both_sizes_light_and_dark_and_without_script(
             ctx.close()
     assert not failures, violations_text(failures)  # type: ignore[arg-type]
     # Without script: the pages, the episode's own player, Remove, a time link.
-    ctx = browser.new_context(viewport=PHONE, java_script_enabled=False)
+    ctx = browser.new_context(boosted=True, viewport=PHONE, java_script_enabled=False)
     page = ctx.new_page()
     sign_in(page, server)
     assert not page.locator("#player-bar").is_visible()

@@ -1,12 +1,12 @@
 """Times in show notes ("12:34", "1:02:03") as links that seek the player.
 
 Done when a page shows the notes, on the notes sanitized (services/feeds/notes.py;
-again here, whatever the caller did): the text between tags is searched (never inside a link the notes already
-have), each time becomes a link to the episode's own page at that time (`?t=754`:
-without script the page's player starts there) carrying `data-seek` for the script,
-which seeks the player instead. What comes out is sanitized once more, with only
-those links' attributes added to what is allowed, so the transform cannot open a way
-for anything the feed wrote.
+again here, whatever the caller did): the text between tags is searched (never
+inside a link the notes already have), each time becomes a link to the episode's
+own page at that time (`?t=754`: without script the page's player starts there)
+carrying `data-seek` for the script, which seeks the player instead. What comes out
+is sanitized once more, with only those links' attributes added to what is allowed,
+so the transform cannot open a way for anything the feed wrote.
 """
 
 from __future__ import annotations

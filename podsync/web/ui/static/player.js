@@ -274,7 +274,7 @@
     audio.playbackRate = Number(speed.value) || 1;
     audio.defaultPlaybackRate = audio.playbackRate;
     say(
-      (pendingSeek ? "It starts at " + clock(pendingSeek) + ", where you stopped. " : "") +
+      (pendingSeek ? "It starts where you stopped, at " + clock(pendingSeek) + ". " : "") +
         "Your position is saved as you listen (device \u201cWeb browser\u201d): every 30 seconds, when you pause and at the end."
     );
     showPlaying();
