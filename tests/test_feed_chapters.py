@@ -51,7 +51,7 @@ def test_chapters_json_read_and_bounded() -> None:
                 {"title": "no start"},
                 "junk",
             ]
-        }  # fmt: skip
+        }
     ).encode()
     assert [(c.start, c.title) for c in chapters.from_json(body)] == [(0, "a"), (5, "b")]
     assert chapters.from_json(b"not json") == [] and chapters.from_json(b"[1]") == []
