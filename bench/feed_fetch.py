@@ -49,7 +49,7 @@ from podsync.services.feeds.parse import parse_feed, parse_forgiving
 from podsync.services.passwords import PasswordService
 from podsync.services.sync import SyncService
 from podsync.storage.sqlite import Database
-from tests.feed_site import rss
+from tests.support.feed_site import rss
 
 ARTWORKS = 20
 ARTWORK_BYTES = 60 * 1024

@@ -21,14 +21,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.migration_support
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.support.migration_support
 
 from podsync.config import Config, load_config
 from podsync.services.gpodder.episodes import parse_item
 from podsync.storage.engine import Engine, create_engine
 from podsync.storage.migrations import sqlite as sqlite_migrations
 from podsync.storage.migrations.sqlite_per_user import per_user_numbers
-from tests.migration_support import (
+from tests.support.migration_support import (
     add_user,
     database_at,
     store_actions_as_before,

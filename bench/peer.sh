@@ -1,28 +1,27 @@
 #!/bin/sh
 # podsync against the peer server oPodSync (PHP + SQLite, the gpodder API), same run,
-# interleaved rounds: sets up what /work/shared/bench/README.md describes and runs
-# its peer_opodsync.py, then prints the two ratios the issue tracks.
+# interleaved rounds: runs peer_opodsync.py of the shared benches, if you have them
+# (they are not part of this repository), then prints its two ratios.
 #
 #   . .venv/bin/activate && bench/peer.sh                 # --rounds 3 --seconds 4
 #   bench/peer.sh --rounds 5 --durability normal          # any peer_opodsync.py option
 #
 # Environment (all optional):
-#   OPODSYNC_SRC  oPodSync's source tree (default /tmp/opodsync); made when missing from
-#   OPODSYNC_GIT  a git dir of kd2org/opodsync (e.g. one fetched beforehand), else a
-#                 `git clone` of GitHub. Only commit 18095b13 is used, unpacked outside
-#                 the repository: its code is never committed here.
-#   PEER_DIR      where peer_opodsync.py and its Lua scripts live (/work/shared/bench)
+#   OPODSYNC_SRC  oPodSync's source tree (default: tests/fixtures/opodsync, vendored)
+#   PEER_DIR      the shared benches, if you have them: where peer_opodsync.py and its
+#                 Lua scripts live (default: ../shared/bench beside the repository)
 #   PODSYNC       the podsync command (default: `command -v podsync`)
 #   PYTHON        a Python with `requests` (default: python3)
-#   OUT           the JSON result is also written here (default /tmp/peer-opodsync.json)
+#   OUT           the JSON result is also written here (default: a new temporary file)
 # Needs: apt-get install -y wrk php-cli php-sqlite3
 set -eu
 
-COMMIT=18095b13
-SRC=${OPODSYNC_SRC:-/tmp/opodsync}
-PEER_DIR=${PEER_DIR:-/work/shared/bench}
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+SRC=${OPODSYNC_SRC:-$root/tests/fixtures/opodsync}
+PEER_DIR=${PEER_DIR:-$root/../shared/bench}
 PYTHON=${PYTHON:-python3}
-OUT=${OUT:-/tmp/peer-opodsync.json}
+OUT=${OUT:-$(mktemp /tmp/peer-opodsync-XXXXXX.json)}
 PODSYNC=${PODSYNC:-$(command -v podsync || true)}
 
 fail() { echo "peer.sh: $*" >&2; exit 1; }
@@ -32,18 +31,8 @@ command -v php >/dev/null || fail "php missing (apt-get install -y php-cli php-s
 php -m | grep -qx sqlite3 || fail "PHP's sqlite3 extension missing (apt-get install -y php-sqlite3)"
 [ -n "$PODSYNC" ] || fail "no podsync command: activate the venv (pip install -e .) or set PODSYNC"
 "$PYTHON" -c "import requests" 2>/dev/null || fail "$PYTHON lacks requests (pip install requests)"
-[ -f "$PEER_DIR/peer_opodsync.py" ] || fail "$PEER_DIR/peer_opodsync.py not found (set PEER_DIR)"
-
-if [ ! -f "$SRC/server/index.php" ]; then
-    if [ -z "${OPODSYNC_GIT:-}" ]; then
-        OPODSYNC_GIT=$(mktemp -d)/opodsync.git
-        git clone --quiet --bare https://github.com/kd2org/opodsync "$OPODSYNC_GIT" \
-            || fail "cannot clone oPodSync; fetch it and set OPODSYNC_GIT to its git dir"
-    fi
-    mkdir -p "$SRC"
-    git --git-dir="$OPODSYNC_GIT" archive "$COMMIT" | tar -x -C "$SRC"
-    echo "oPodSync $COMMIT unpacked to $SRC" >&2
-fi
+[ -f "$PEER_DIR/peer_opodsync.py" ] || fail "peer_opodsync.py not found: the shared benches are not in this repository; set PEER_DIR to where you have them"
+[ -f "$SRC/server/index.php" ] || fail "no oPodSync source in $SRC (set OPODSYNC_SRC)"
 
 [ $# -gt 0 ] || set -- --rounds 3 --seconds 4
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2

@@ -19,8 +19,10 @@
 #
 # Environment (all optional):
 #   OPODSYNC_SRC  oPodSync's source (default: tests/fixtures/opodsync, vendored)
-#   PEER_DIR      where peer_gpodder.py, peer_opodsync.py and compare.py live
-#                 (default /work/shared/bench, else bench/ beside this script)
+#   PEER_DIR      the shared benches, if you have them (peer_gpodder.py,
+#                 peer_opodsync.py and compare.py: not part of this repository;
+#                 default: ../shared/bench beside the repository). Without them the
+#                 peer_* and compare benches are left out and said so.
 #   PODSYNC       the podsync command (default: `command -v podsync`)
 #   OUT           where the results go (default: a new directory under /tmp)
 # Needs: wrk, php-cli + php-sqlite3, and the bench extra (pip install -e '.[bench]').
@@ -29,8 +31,7 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 OPODSYNC_SRC=${OPODSYNC_SRC:-$root/tests/fixtures/opodsync}
-PEER_DIR=${PEER_DIR:-/work/shared/bench}
-[ -f "$PEER_DIR/peer_gpodder.py" ] || PEER_DIR=$here
+PEER_DIR=${PEER_DIR:-$root/../shared/bench}
 PODSYNC=${PODSYNC:-$(command -v podsync || true)}
 OUT=${OUT:-$(mktemp -d /tmp/podsync-targets-XXXXXX)}
 PYTHON=${PYTHON:-python3}
@@ -39,7 +40,11 @@ mkdir -p "$OUT"
 fail() { echo "targets.sh: $*" >&2; exit 1; }
 command -v wrk >/dev/null || fail "wrk missing (apt-get install -y wrk)"
 [ -n "$PODSYNC" ] || fail "no podsync command: activate the venv (pip install -e '.[bench]')"
-[ -f "$PEER_DIR/peer_gpodder.py" ] || fail "peer_gpodder.py not found: set PEER_DIR"
+shared() {
+    [ -f "$PEER_DIR/$1" ] && return 0
+    echo "== $2 left out: $1 is one of the shared benches, not in this repository (set PEER_DIR)" >&2
+    return 1
+}
 
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 step() {
@@ -57,15 +62,19 @@ step() {
 for bench in "$@"; do
     case "$bench" in
     peer_gpodder)
+        shared peer_gpodder.py "$bench" || continue
         step peer_gpodder env PODSYNC_SERVER_WORKERS=1 "$PYTHON" "$PEER_DIR/peer_gpodder.py" \
             "$PODSYNC" "$OPODSYNC_SRC" --rounds 3 --seconds 4 ;;
     peer_gpodder_2)
+        shared peer_gpodder.py "$bench" || continue
         step peer_gpodder_2 env PODSYNC_SERVER_WORKERS=2 "$PYTHON" "$PEER_DIR/peer_gpodder.py" \
             "$PODSYNC" "$OPODSYNC_SRC" --rounds 3 --seconds 4 ;;
     peer_opodsync_2)
+        shared peer_opodsync.py "$bench" || continue
         step peer_opodsync_2 env PODSYNC_SERVER_WORKERS=2 "$PYTHON" "$PEER_DIR/peer_opodsync.py" \
             "$PODSYNC" "$OPODSYNC_SRC" --rounds 3 --seconds 4 ;;
     compare)
+        shared compare.py "$bench" || continue
         step compare "$PYTHON" "$PEER_DIR/compare.py" "$PODSYNC" --seconds 6 --json ;;
     load)
         step load "$PYTHON" "$here/load.py" --only list,feed,floor,storm,sync --json ;;

@@ -32,9 +32,9 @@ from podsync.storage.engine import create_engine
 from podsync.storage.sqlite import Database
 from podsync.web.app import create_app
 from podsync.web.keys import USER
-from tests.packaged_support import cannot_run
-from tests.pg_cluster import Cluster, start_cluster
-from tests.podman_sandbox import Sandbox, sandbox_beside_decoys
+from tests.support.packaged_support import cannot_run
+from tests.support.pg_cluster import Cluster, start_cluster
+from tests.support.podman_sandbox import Sandbox, sandbox_beside_decoys
 
 PASSWORD = "correct horse battery"
 
@@ -130,7 +130,7 @@ def pg_cluster() -> Iterator[Cluster]:
 
 @pytest.fixture(scope="session")
 def podman_sandbox() -> Iterator[Sandbox]:
-    """podman with a store of its own for the container tests (tests/podman_sandbox.py);
+    """podman with a store of its own for the container tests (tests/support/podman_sandbox.py);
     the machine's store is checked to be as it was at the end."""
     if shutil.which("podman") is None:
         cannot_run("needs podman (apt-get install podman runc)")

@@ -76,8 +76,9 @@ class _Commands(click.Group):
     envvar="PODSYNC_CONFIG",
     type=click.Path(dir_okay=False),
     help=(
-        "TOML config file [env: PODSYNC_CONFIG; default: ./podsync.toml, else "
-        "/etc/podsync/podsync.toml, when it exists]."
+        "TOML config file [env: PODSYNC_CONFIG; default: the first that exists of "
+        "./podsync.toml, $XDG_CONFIG_HOME/podsync/podsync.toml (~/.config/podsync/...) "
+        "and /etc/podsync/podsync.toml]."
     ),
 )
 @click.pass_context

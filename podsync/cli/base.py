@@ -17,7 +17,11 @@ from podsync.config import Config, ConfigError, ConfigOrigin, load_config_and_or
 from podsync.config.locations import default_data_directory
 from podsync.errors import PodsyncError
 from podsync.services.accounts import AccountService
-from podsync.services.passwords import PasswordService
+from podsync.services.passwords import (
+    MIN_PASSWORD_LENGTH,
+    PasswordService,
+    check_password_rules,
+)
 from podsync.storage.engine import Engine, create_engine, database_errors, describe
 from podsync.storage.errors import SchemaTooNew
 
@@ -195,5 +199,20 @@ def read_password(from_stdin: bool) -> str:
         return line.rstrip("\r\n")
     if not sys.stdin.isatty():
         raise click.ClickException("no terminal to ask for a password; use --password-stdin")
-    value: str = click.prompt("Password", hide_input=True, confirmation_prompt=True)
+    value: str = click.prompt(
+        f"Password (at least {MIN_PASSWORD_LENGTH} characters)",
+        hide_input=True,
+        confirmation_prompt=True,
+        value_proc=_keep_if_valid,
+    )
     return value
+
+
+def _keep_if_valid(password: str) -> str:
+    """A password typed at the prompt, checked before it is asked again: one too
+    short is refused at once (the prompt asks anew) rather than after the repeat."""
+    try:
+        check_password_rules(password)
+    except PodsyncError as exc:
+        raise click.UsageError(str(exc)) from None
+    return password

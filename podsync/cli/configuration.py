@@ -87,15 +87,19 @@ def _environment_problem(config: Config) -> str | None:
 
 
 def _file_words(origin: ConfigOrigin) -> str:
-    return f"file {origin.file}" if origin.file else "no config file, built-in defaults"
+    if origin.file:
+        return f"file {origin.file}"
+    looked = f" (looked for {', '.join(origin.looked_in)})" if origin.looked_in else ""
+    return f"no config file{looked}, built-in defaults"
 
 
 def render_toml(config: Config, origin: ConfigOrigin) -> str:
     """Every section and key, in the order of config.example.toml, as TOML that
     `load_config` reads back to the same configuration (secrets aside)."""
+    read = f"read from {origin.file}" if origin.file else _file_words(origin)
     lines = [
         "# podsync configuration in force",
-        f"# {_file_words(origin)}; a value's source follows it (default, file or variable)",
+        f"# {read}; a value's source follows it (default, file or variable)",
     ]
     for section in dataclasses.fields(config):
         lines.append(f"\n[{section.name}]")

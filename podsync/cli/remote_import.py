@@ -13,8 +13,8 @@ import click
 
 from podsync.cli.base import Context, pass_context, run_with_accounts, run_with_db
 from podsync.config.envvars import IMPORT_PASSWORD_ENV
-from podsync.services.gpodder.bounds import UploadBounds
-from podsync.services.gpodder.episodes import EpisodeService
+from podsync.services.episodes.bounds import UploadBounds
+from podsync.services.episodes.writes import EpisodeWrites
 from podsync.services.opml_io import OpmlService
 from podsync.services.remote_import import RemoteAccount, RemoteImportService
 from podsync.services.remote_import.bounds import ImportBounds
@@ -76,9 +76,7 @@ def import_from(
 
     async def run(db: Engine) -> ImportJob:
         opml = OpmlService(db, SyncService(db, config.sync))
-        episodes = EpisodeService(
-            db, config.gpodder.episode_page_size, UploadBounds(config.gpodder)
-        )
+        episodes = EpisodeWrites(db, UploadBounds(config.gpodder))
         importer = RemoteImportService(opml, episodes, ImportBounds.for_config(config))
         jobs = ImportJobs(db, importer, config.auth)
         user = await opml.require_user(name)

@@ -16,7 +16,12 @@ from typing import Any
 
 from podsync.config import database_url
 from podsync.config.envvars import CONFIG_ENV, screen_variable
-from podsync.config.locations import SYSTEM_CONFIG_FILE, default_database_path, is_file
+from podsync.config.locations import (
+    SYSTEM_CONFIG_FILE,
+    config_file_places,
+    default_database_path,
+    is_file,
+)
 from podsync.config.sections import (
     AuthConfig,
     DatabaseConfig,
@@ -31,7 +36,6 @@ from podsync.config.validation import ConfigError, validate
 from podsync.numbers import INT64_MAX, INT64_MIN, parse_int
 
 ENV_PREFIX = "PODSYNC_"
-DEFAULT_CONFIG_FILE = "podsync.toml"
 __all__ = [
     "AuthConfig",
     "Config",
@@ -79,6 +83,7 @@ class ConfigOrigin:
     sources: Mapping[str, str] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()  # for the person: an old ./podsync.db in use
+    looked_in: tuple[str, ...] = ()  # where a file was looked for, when none was named
 
 
 _SECTION_TYPES: dict[str, type[Any]] = {
@@ -154,9 +159,10 @@ def load_config(
 ) -> Config:
     """Build the configuration.
 
-    `path` is the --config option; without it `PODSYNC_CONFIG`, then ./podsync.toml
-    when it exists, then the service's /etc/podsync/podsync.toml when it exists
-    (`system_config`; None: none), then the built-in defaults.
+    `path` is the --config option; without it `PODSYNC_CONFIG`, then the first of
+    `locations.config_file_places` that exists (./podsync.toml,
+    $XDG_CONFIG_HOME/podsync/podsync.toml, the service's /etc/podsync/podsync.toml:
+    `system_config`; None: none), then the built-in defaults.
     """
     return load_config_and_origin(path, environ, cwd, system_config)[0]
 
@@ -174,14 +180,14 @@ def load_config_and_origin(
     sources: dict[str, str] = {}
 
     file_path: Path | None = None
+    looked_in: tuple[Path, ...] = ()
     if path is not None:
         file_path = Path(path)
     elif env.get(CONFIG_ENV):
         file_path = Path(env[CONFIG_ENV])
-    elif is_file(cwd / DEFAULT_CONFIG_FILE):  # an unreadable directory has none
-        file_path = cwd / DEFAULT_CONFIG_FILE
-    elif system_config is not None and is_file(system_config):
-        file_path = system_config
+    else:  # an unreadable directory has none
+        looked_in = config_file_places(env, cwd, system_config)
+        file_path = next((place for place in looked_in if is_file(place)), None)
     if file_path is not None and not file_path.is_absolute():
         file_path = cwd / file_path
 
@@ -244,7 +250,11 @@ def load_config_and_origin(
     notes = () if values["database"].get("url") else notes
     config = Config(**{s: _SECTION_TYPES[s](**v) for s, v in values.items()})
     origin = ConfigOrigin(
-        str(file_path) if file_path is not None else "", sources, tuple(sorted(warnings)), notes
+        str(file_path) if file_path is not None else "",
+        sources,
+        tuple(sorted(warnings)),
+        notes,
+        tuple(str(place) for place in looked_in),
     )
     return validate(config), origin
 

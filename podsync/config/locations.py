@@ -1,6 +1,7 @@
-"""Where podsync keeps its data when the configuration does not say: one place that
-does not depend on the working directory, so that `podsync user add` run anywhere
-finds the database `podsync serve` uses."""
+"""Where podsync looks for its configuration file, and keeps its data when the
+configuration does not say: places that do not depend on the working directory, so
+that `podsync user add` run anywhere finds the configuration and the database
+`podsync serve` uses (the XDG base directories, as the data already did)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 DATABASE_FILE = "podsync.db"
+CONFIG_FILE = "podsync.toml"
 # The configuration of podsync installed as a service (packaging/podsync.service):
 # read when no other file is named, so that an admin command finds the service's
 # database instead of making one of its own.
@@ -24,6 +26,29 @@ def is_file(path: Path) -> bool:
         return False
 
 
+def _xdg_home(environ: Mapping[str, str], variable: str, *default: str) -> Path:
+    """$variable (ignored when relative, as the XDG spec says), else ~/default."""
+    chosen = environ.get(variable, "")
+    if not os.path.isabs(chosen):
+        home = environ.get("HOME") or os.path.expanduser("~")
+        chosen = os.path.join(home, *default)
+    return Path(chosen)
+
+
+def config_file_places(
+    environ: Mapping[str, str], cwd: Path, system_config: Path | None
+) -> tuple[Path, ...]:
+    """Where a configuration file is looked for when none is named (neither
+    --config nor $PODSYNC_CONFIG), in order; the first that exists is read:
+    ./podsync.toml, $XDG_CONFIG_HOME/podsync/podsync.toml (~/.config/podsync/...),
+    the service's /etc/podsync/podsync.toml (`system_config`; None: none)."""
+    user = _xdg_home(environ, "XDG_CONFIG_HOME", ".config") / "podsync" / CONFIG_FILE
+    places = [cwd / CONFIG_FILE, user]
+    if system_config is not None:
+        places.append(system_config)
+    return tuple(places)
+
+
 def _state_directory(environ: Mapping[str, str]) -> str:
     return environ.get("STATE_DIRECTORY", "").split(":")[0]
 
@@ -36,11 +61,7 @@ def default_data_directory(environ: Mapping[str, str]) -> Path:
     state = _state_directory(environ)
     if state:
         return Path(state)
-    data_home = environ.get("XDG_DATA_HOME", "")
-    if not os.path.isabs(data_home):
-        home = environ.get("HOME") or os.path.expanduser("~")
-        data_home = os.path.join(home, ".local", "share")
-    return Path(data_home) / "podsync"
+    return _xdg_home(environ, "XDG_DATA_HOME", ".local", "share") / "podsync"
 
 
 def default_database_path(environ: Mapping[str, str], cwd: Path) -> tuple[str, tuple[str, ...]]:

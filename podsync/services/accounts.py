@@ -116,7 +116,7 @@ class AccountService:
 # What "end every login" ends: the one list behind a password change (web UI, admin
 # page, `user passwd`), "Sign out everywhere", `user logout` and `user disable` (the
 # admin page's Disable too); `user delete` cascades to the same rows. A new way to
-# log in joins this list, and tests/test_every_login_ends.py tries each path on it.
+# log in joins this list, and tests/nextcloud/test_every_login_ends.py tries each path on it.
 ENDS_WITH_EVERY_LOGIN: tuple[tuple[str, Callable[[Connection, int], Awaitable[Any]]], ...] = (
     # Access tokens and gpodder session cookies carry the generation.
     ("access tokens and gpodder sessions", users.bump_generation),

@@ -19,7 +19,7 @@ from podsync.model import Subscription, User
 from podsync.rules import APPLIED, IGNORED, Subscribe, Unsubscribe, canonical_uuid
 from podsync.services.sync import SyncService
 from podsync.storage.engine import Engine
-from podsync.store import browse, devices, episodes, sync_health
+from podsync.store import browse, devices, episode_actions, sync_health
 from podsync.store import subscriptions as subscription_store
 from podsync.store.browse import SubscriptionRow
 from podsync.store.devices import Device
@@ -109,7 +109,7 @@ class BrowseService:
         async with self.db.read() as conn:
             subscribed, unsubscribed = await browse.subscription_counts(conn, user.id)
             device_list = await devices.list_for_user(conn, user.id)
-            history = await episodes.count_for_user(conn, user.id)
+            history = await episode_actions.count_for_user(conn, user.id)
         return Overview(subscribed, unsubscribed, device_list, history)
 
     async def subscriptions(

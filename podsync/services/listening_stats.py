@@ -19,7 +19,7 @@ from datetime import date, datetime, timedelta, tzinfo
 from podsync.model import User
 from podsync.services.episode_state import finished
 from podsync.storage.engine import Engine
-from podsync.store import listening_stats
+from podsync.store import listening
 
 WEEKS = 12
 MONTHS = 12
@@ -49,7 +49,7 @@ class ListeningStats:
         since = min(_first_week(today), _month_start(today, MONTHS - 1))
         since_us = int(datetime(since.year, since.month, since.day, tzinfo=tz).timestamp() * 1e6)
         async with self.db.read(threaded=True) as conn:
-            rows = await listening_stats.plays_since(conn, user.id, since_us)
+            rows = await listening.plays_since(conn, user.id, since_us)
         # Counted on a worker thread too: a year of plays is many thousand rows.
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(None, counted, rows, tz, today)
@@ -60,7 +60,7 @@ def _first_week(today: date) -> date:
     return monday - timedelta(weeks=WEEKS - 1)
 
 
-def counted(rows: list[listening_stats.PlayRow], tz: tzinfo, today: date) -> Stats:
+def counted(rows: list[listening.PlayRow], tz: tzinfo, today: date) -> Stats:
     """The statistics of these plays (oldest first) as of `today` in `tz`."""
     first_week = _first_week(today)
     weeks = dict.fromkeys((first_week + timedelta(weeks=n) for n in range(WEEKS)), 0)

@@ -22,7 +22,7 @@ import logging
 import re
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
 
 from podsync import timestamps
@@ -31,7 +31,7 @@ from podsync.model import Caller, User
 from podsync.services.accounts import USERNAME
 from podsync.services.app_passwords import looks_like_app_password, secret_hash
 from podsync.services.throttle import MAX_CLIENT
-from podsync.storage.engine import Engine
+from podsync.storage.engine import Connection, Engine
 from podsync.store import app_passwords, devices, users
 from podsync.store import sync_health as store
 from podsync.store.sync_health import APP_PASSWORD, DEVICE, Refusal, Revoked
@@ -90,6 +90,20 @@ class SyncHealth:
         self._synced = _Recently(monotonic)
         self._refused = _Recently(monotonic)  # attempts looked at
         self._written = _Recently(monotonic)  # refusals written
+
+    def synced_in(
+        self, user_id: int, device_id: str
+    ) -> Callable[[Connection], Awaitable[None]] | None:
+        """A write of this device's own (the web player's) went through: what notes
+        it inside that write's transaction, or None when it was noted within EVERY_S."""
+        if not self._synced.first((user_id, device_id)):
+            return None
+        now = self.clock()
+
+        async def note(conn: Connection) -> None:
+            await store.touch_device(conn, user_id, device_id, now, now - int(EVERY_S * 1e6))
+
+        return note
 
     async def synced(self, user_id: int, device_id: str) -> None:
         """A request for this device went through."""

@@ -1,7 +1,7 @@
 """What a person does with an episode in the web UI, written as an app would write
-it: play actions of a gpodder device `web` ("Web browser"), through the same
-episode service as a gpodder upload (the same rules, bounds and per-user numbers),
-its syncs noted as any device's. AntennaPod, gPodder and Kasts read them at their
+it: play actions of a device `web` ("Web browser"), typed, through the one write
+path of episode actions (the same rules, bounds and per-user numbers as an app's
+upload), its syncs noted as any device's. AntennaPod, gPodder and Kasts read them at their
 next sync as they read each other's.
 
 - Progress: a play (`started`, `position`, `total`) every 30 s while the page's
@@ -13,23 +13,28 @@ next sync as they read each other's.
   marks an episode unplayed).
 
 The device is made on first use. An account at `gpodder.max_devices_per_user`
-without it is refused (LimitExceeded, naming the limit): nothing is written.
+without it is refused (LimitExceeded, naming the limit): nothing is written. A save
+is three transactions: the episode read, one write (the device when new, the
+actions, the device's sync time at most once a minute), the episode read back.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
+from podsync import timestamps
 from podsync.errors import InvalidInput
 from podsync.model import User
 from podsync.services.episode_pages import Episode, EpisodePages
-from podsync.services.gpodder.devices import DeviceService
-from podsync.services.gpodder.episodes import INT32_MAX, EpisodeService
+from podsync.services.episodes import actions
+from podsync.services.episodes.items import INT32_MAX
+from podsync.services.episodes.writes import AsDevice, EpisodeWrites
 from podsync.services.sync_health import SyncHealth
+from podsync.store.episodes import EpisodeAction
 
 WEB_DEVICE = "web"
 WEB_CAPTION = "Web browser"
+_AS_WEB = AsDevice(WEB_DEVICE, WEB_CAPTION)
 NO_LENGTH = (
     "podsync does not know how long this episode is (its feed does not say, and no "
     "app has played it yet), so it cannot be marked played; play it here a moment, "
@@ -58,41 +63,40 @@ class WebListening:
     def __init__(
         self,
         pages: EpisodePages,
-        devices: DeviceService,
-        episodes: EpisodeService,
+        writes: EpisodeWrites,
         health: SyncHealth,
     ) -> None:
         self.pages = pages
-        self.devices = devices
-        self.episodes = episodes
+        self.writes = writes
         self.health = health
 
     async def progress(self, user: User, ref: str, progress: Progress) -> Episode:
         """A stretch listened to in the page's player; the episode as it is now."""
         episode = await self.pages.episode(user, ref)
-        item = _play(episode, progress.started, progress.position, progress.total)
-        await self._write(user, [item])
+        now = timestamps.now_us()
+        await self._write(
+            user, [_play(episode, now, progress.started, progress.position, progress.total)], now
+        )
         return await self.pages.episode(user, episode.ref)
 
     async def mark(self, user: User, ref: str, played: bool) -> Episode:
         episode = await self.pages.episode(user, ref)
+        now = timestamps.now_us()
         if played:
             total = length_of(episode)
             if total is None:
                 raise InvalidInput(NO_LENGTH)
-            items = [_play(episode, total, total, total)]
+            written = [_play(episode, now, total, total, total)]
         else:
             total = length_of(episode) or 0
-            items = [_play(episode, 0, 0, total), _action(episode, "new")]
-        await self._write(user, items)
+            written = [_play(episode, now, 0, 0, total), _action(episode, now, "new")]
+        await self._write(user, written, now)
         return await self.pages.episode(user, episode.ref)
 
-    async def _write(self, user: User, items: list[dict[str, Any]]) -> None:
-        await self.devices.ensure(user.id, WEB_DEVICE, WEB_CAPTION)
-        upload = await self.episodes.upload(user.id, items, device_id=WEB_DEVICE)
-        if upload.skipped:  # the device went away, or a URL the rules refuse
-            raise InvalidInput("the episode could not be recorded (its address is not usable)")
-        await self.health.synced(user.id, WEB_DEVICE)
+    async def _write(self, user: User, written: list[EpisodeAction], now: int) -> None:
+        """One write: the device made when new, the actions, the sync noted when due."""
+        note = self.health.synced_in(user.id, WEB_DEVICE)
+        await self.writes.record(user.id, written, now, as_device=_AS_WEB, then=note)
 
 
 def length_of(episode: Episode) -> int | None:
@@ -104,20 +108,14 @@ def length_of(episode: Episode) -> int | None:
     return play.total if play is not None and play.total else None
 
 
-def _action(episode: Episode, action: str) -> dict[str, Any]:
-    item: dict[str, Any] = {
-        "podcast": episode.podcast_url,
-        "episode": episode.episode_url,
-        "action": action,
-    }
-    if episode.guid:
-        item["guid"] = episode.guid
-    return item
+def _action(episode: Episode, now: int, kind: str) -> EpisodeAction:
+    return actions.action(
+        episode.podcast_url, episode.episode_url, episode.guid or None, kind, now, WEB_DEVICE
+    )
 
 
-def _play(episode: Episode, started: int, position: int, total: int) -> dict[str, Any]:
-    item = _action(episode, "play")
-    item.update(started=started, position=position)
-    if total:
-        item["total"] = total
-    return item
+def _play(episode: Episode, now: int, started: int, position: int, total: int) -> EpisodeAction:
+    return actions.play(
+        episode.podcast_url, episode.episode_url, episode.guid or None, now, WEB_DEVICE,
+        started, position, total,
+    )  # fmt: skip

@@ -1,24 +1,24 @@
-"""Storing episode actions (gpodder spec 6.6, schema step 19).
+"""Storing episode actions (gpodder spec 6.6, schema step 19): the actions of one
+write resolved against what the user has, then stored.
 
-A user's podcasts (`episode_feeds`) and episodes (`episodes`: URL and guid, found by a
-hash of the URL) are each stored once; an action is a row of numbers keyed by (user,
-seq), `seq` being the user's own episode stream position. An action already stored
-(the same podcast spelling, episode, action, time, play fields, device and guid: a
-batch sent again after a lost answer) is not stored twice: it is looked up by its
-episode and time and compared field by field. Call in a write, after
-`meta.lock_user`: the user's writers then run one at a time on every engine.
+A user's podcasts and episodes are each stored once (`store.episode_feeds`); an
+action is a row of numbers keyed by (user, seq), `seq` being the user's own episode
+stream position. An action already stored (the same podcast spelling, episode,
+action, time, play fields, device and guid: a batch sent again after a lost answer)
+is not stored twice: it is looked up by its episode and time and compared field by
+field. Call in a write, after `meta.lock_user`: the user's writers then run one at a
+time on every engine. Reads of the actions are in `store.episode_actions`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from podsync.episode_keys import ACTION_CODES, stored_url, url_hash, url_prefix
-from podsync.store import Connection
-
-_KEYS = 300  # keys per lookup statement (two parameters each)
+from podsync.store import Connection, episode_feeds
+from podsync.store.episode_feeds import KEYS, Feed, new_ids, pairs
 
 
 @dataclass(slots=True)
@@ -37,15 +37,6 @@ class EpisodeAction:
     started: int | None
     position: int | None
     total: int | None
-
-
-class Feed(NamedTuple):
-    """A user's podcast as the episode actions name it."""
-
-    id: int
-    url: str  # the spelling of its first action
-    prefix: str  # what its episodes' URLs begin with
-    last_at: int  # the latest occurred_at of its actions
 
 
 # What makes two actions the same, once the episode is known.
@@ -85,11 +76,11 @@ async def resolve(
     keys = {a.podcast_key for a in actions}
     feeds = {k: f for k in keys if known is not None and (f := known.get(k)) is not None}
     if len(feeds) < len(keys):
-        feeds.update(await _feeds(conn, user_id, keys - feeds.keys()))
+        feeds.update(await episode_feeds.by_keys(conn, user_id, keys - feeds.keys()))
     hashes = {(a.podcast_key, a.episode_url): 0 for a in actions}
     for key in hashes:
         hashes[key] = url_hash(key[1])
-    episodes = await _episodes(conn, feeds, hashes)
+    episodes = await episode_feeds.episodes_by_url(conn, feeds, hashes)
     stored = await _stored(conn, user_id, episodes, actions, feeds) if episodes else set()
     new: list[EpisodeAction] = []
     places: list[int] = []
@@ -130,48 +121,6 @@ def _content(episode_id: int, a: EpisodeAction) -> _Content:
     )
 
 
-async def _feeds(conn: Connection, user_id: int, keys: Iterable[str]) -> dict[str, Feed]:
-    found: dict[str, Feed] = {}
-    unique = sorted(keys)
-    for start in range(0, len(unique), _KEYS):
-        chunk = unique[start : start + _KEYS]
-        rows = await conn.fetch_all(
-            "SELECT url_key, id, url, prefix, last_at FROM episode_feeds "
-            f"WHERE user_id = ? AND url_key IN ({','.join('?' * len(chunk))})",
-            (user_id, *chunk),
-        )
-        found.update((str(k), Feed(int(i), str(u), str(p), int(t))) for k, i, u, p, t in rows)
-    return found
-
-
-def _pairs(count: int) -> str:
-    """`(VALUES (?, ?), ...)` of typed parameters (PostgreSQL types them from this)."""
-    return ",".join(["(CAST(? AS BIGINT), CAST(? AS BIGINT))"] * count)
-
-
-async def _episodes(
-    conn: Connection, feeds: dict[str, Feed], hashes: dict[tuple[str, str], int]
-) -> dict[tuple[str, str], tuple[int, str | None]]:
-    """(url key, URL) -> (episode id, guid) of the episodes stored already."""
-    by_id = {feed.id: (key, feed.prefix) for key, feed in feeds.items()}
-    keys = sorted({(feeds[k].id, h) for (k, _), h in hashes.items() if k in feeds})
-    found: dict[tuple[str, str], tuple[int, str | None]] = {}
-    for start in range(0, len(keys), _KEYS):
-        chunk = keys[start : start + _KEYS]
-        rows = await conn.fetch_all(
-            f"WITH k (feed_id, url_hash) AS (VALUES {_pairs(len(chunk))}) "
-            "SELECT e.id, e.feed_id, e.url, e.prefixed, e.guid FROM k "
-            "JOIN episodes e ON e.feed_id = k.feed_id AND e.url_hash = k.url_hash",
-            [value for pair in chunk for value in pair],
-        )
-        for episode_id, feed_id, url, prefixed, guid in rows:
-            key, prefix = by_id[int(feed_id)]
-            full = (key, prefix + str(url) if prefixed else str(url))
-            if full in hashes:  # not another URL of the same hash
-                found[full] = (int(episode_id), None if guid is None else str(guid))
-    return found
-
-
 async def _stored(
     conn: Connection,
     user_id: int,
@@ -191,10 +140,10 @@ async def _stored(
         }
     )
     stored: set[_Content] = set()
-    for start in range(0, len(keys), _KEYS):
-        chunk = keys[start : start + _KEYS]
+    for start in range(0, len(keys), KEYS):
+        chunk = keys[start : start + KEYS]
         rows = await conn.fetch_all(
-            f"WITH k (episode_id, occurred_at) AS (VALUES {_pairs(len(chunk))}) "
+            f"WITH k (episode_id, occurred_at) AS (VALUES {pairs(len(chunk))}) "
             "SELECT a.episode_id, a.occurred_at, a.action, a.device_id, a.started, a.position, "
             "a.total, a.guid, a.podcast_url FROM k JOIN episode_actions a "
             "ON a.episode_id = k.episode_id AND a.occurred_at = k.occurred_at "
@@ -279,20 +228,6 @@ async def store(conn: Connection, batch: Batch, received_at: int) -> Stored:
     return Stored(rows[0][1], rows[-1][1])
 
 
-async def _new_ids(conn: Connection, table: str, count: int) -> list[int]:
-    """`count` ids for new rows of `table`. SQLite has one writer, holding its lock:
-    the ids past the largest are free. PostgreSQL hands out each of a sequence's
-    values once (those of concurrent writers interleave)."""
-    if conn.dialect == "sqlite":
-        row = await conn.fetch_one(f"SELECT coalesce(max(id), 0) + 1 FROM {table}")
-        return list(range(int(row[0]), int(row[0]) + count))
-    rows = await conn.fetch_all(
-        "SELECT nextval(pg_get_serial_sequence(?, 'id')) FROM generate_series(1, ?)",
-        (table, count),
-    )
-    return sorted(int(r[0]) for r in rows)
-
-
 async def _add_feeds(conn: Connection, batch: Batch, latest: dict[str, int]) -> None:
     """The batch's podcasts the user has no row for yet: each spelled as its first
     action spells it, its prefix that of its first episode URL."""
@@ -302,7 +237,7 @@ async def _add_feeds(conn: Connection, batch: Batch, latest: dict[str, int]) -> 
             first.setdefault(a.podcast_key, a)
     if not first:
         return
-    ids = await _new_ids(conn, "episode_feeds", len(first))
+    ids = await new_ids(conn, "episode_feeds", len(first))
     rows = []
     for feed_id, (key, a) in zip(ids, first.items(), strict=True):
         feed = Feed(feed_id, a.podcast_url, url_prefix(a.episode_url), latest[key])
@@ -325,7 +260,7 @@ async def _add_episodes(conn: Connection, batch: Batch) -> None:
             first[key] = a
     if not first:
         return
-    ids = await _new_ids(conn, "episodes", len(first))
+    ids = await new_ids(conn, "episodes", len(first))
     rows = []
     feeds, hashes = batch.feeds, batch.hashes
     for episode_id, (key, a) in zip(ids, first.items(), strict=True):
@@ -338,16 +273,3 @@ async def _add_episodes(conn: Connection, batch: Batch) -> None:
         "VALUES (?, ?, ?, ?, ?, ?)",
         rows,
     )
-
-
-async def max_seq(conn: Connection, user_id: int) -> int:
-    """The user's highest stored seq (0 when none): the episode stream's head."""
-    row = await conn.fetch_one(
-        "SELECT coalesce(max(seq), 0) FROM episode_actions WHERE user_id = ?", (user_id,)
-    )
-    return int(row[0])
-
-
-async def count_for_user(conn: Connection, user_id: int) -> int:
-    row = await conn.fetch_one("SELECT count(*) FROM episode_actions WHERE user_id = ?", (user_id,))
-    return int(row[0])

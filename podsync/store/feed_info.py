@@ -242,10 +242,13 @@ async def discover(conn: Connection, now: int, limit: int) -> int:
     return seen
 
 
-async def claim_due(conn: Connection, now: int, lease_until: int, limit: int) -> list[DueFeed]:
+async def claim_due(
+    conn: Connection, now: int, lease_until: int, limit: int, claimer: str
+) -> list[DueFeed]:
     """Claim up to `limit` feeds due at `now` that someone still subscribes to: each
     claimed feed's next try moves to `lease_until`, so no other process (or pass)
-    fetches it meanwhile. The claim is a conditional UPDATE per feed: when two
+    fetches it meanwhile, and `claimer` names who claimed it (services/feeds/claims.py).
+    The claim is a conditional UPDATE per feed: when two
     processes race for one, the second updates no row and leaves it. Ordered by the
     index on `next_try_at` alone, so that the scan stops at `limit` feeds: ties (the
     feeds one discovery write added) come in the index's order, and a tie-break on
@@ -260,8 +263,9 @@ async def claim_due(conn: Connection, now: int, lease_until: int, limit: int) ->
     claimed = []
     for row in candidates:
         won = await conn.execute(
-            "UPDATE feed_info SET next_try_at = ? WHERE url_key = ? AND next_try_at = ?",
-            (lease_until, row[0], row[11]),
+            "UPDATE feed_info SET next_try_at = ?, claimed_by = ? "
+            "WHERE url_key = ? AND next_try_at = ?",
+            (lease_until, claimer, row[0], row[11]),
         )
         if won:
             claimed.append(_due(row))
@@ -278,7 +282,7 @@ async def add_feed(conn: Connection, url_key: str, feed_url: str, now: int) -> N
 
 
 async def claim_now(
-    conn: Connection, url_key: str, now: int, tried_before: int, lease_until: int
+    conn: Connection, url_key: str, now: int, tried_before: int, lease_until: int, claimer: str
 ) -> DueFeed | None:
     """Claim one feed for a fetch now, unless it was tried since `tried_before` or a
     claim on it still runs (its next try lies past `now` by more than a refresh, which
@@ -290,9 +294,9 @@ async def claim_now(
     if row is None or (row[12] is not None and int(row[12]) > tried_before):
         return None
     won = await conn.execute(
-        "UPDATE feed_info SET next_try_at = ?, checked_at = ? "
+        "UPDATE feed_info SET next_try_at = ?, checked_at = ?, claimed_by = ? "
         "WHERE url_key = ? AND next_try_at = ?",
-        (lease_until, now, url_key, row[11]),
+        (lease_until, now, claimer, url_key, row[11]),
     )
     return _due(row) if won else None
 
@@ -366,7 +370,7 @@ async def record_fetched(
         )
     await conn.execute(
         "UPDATE feed_info SET etag = ?, last_modified = ?, fetched_at = ?, checked_at = ?, "
-        "last_error = NULL, failures = 0, next_try_at = ? WHERE url_key = ?",
+        "last_error = NULL, failures = 0, next_try_at = ?, claimed_by = NULL WHERE url_key = ?",
         (etag, last_modified, now, now, next_try_at, url_key),
     )
 
@@ -378,7 +382,7 @@ async def record_failures(conn: Connection, failed: Sequence[tuple[str, str, int
     if failed:
         await conn.execute_many(
             "UPDATE feed_info SET checked_at = ?, last_error = ?, failures = failures + 1, "
-            "next_try_at = ? WHERE url_key = ?",
+            "next_try_at = ?, claimed_by = NULL WHERE url_key = ?",
             [(now, error, next_try_at, url_key) for url_key, error, now, next_try_at in failed],
         )
 

@@ -1,6 +1,7 @@
 """The web UI's reads of what a person listened to: the history newest first by the
 action's own time (when it happened on the device, ties by arrival), paged by a
-(time, seq) key; the latest plays for "Continue listening"; one podcast's actions.
+(time, seq) key; the latest plays for "Continue listening"; one podcast's actions;
+the plays since a moment for the statistics.
 
 The time is the client's `occurred_at`, not the arrival: a device that uploads a
 backlog (a first sync, a tablet back online) must not put old plays on top. The
@@ -12,10 +13,11 @@ its key, however deep; one podcast's actions are read from its episodes (the ind
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
-from podsync.episode_keys import ACTION_CODES, ACTION_NAMES
+from podsync.episode_keys import ACTION_CODES, ACTION_NAMES, full_url
 from podsync.store import Connection
+from podsync.store.episode_actions import ACTION_COLUMNS, ACTION_SOURCE
 
 # A position in the history: (occurred_at, seq) of an action.
 HistoryKey = tuple[int, int]
@@ -47,10 +49,9 @@ class HistoryFilter:
     action: str | None = None
 
 
-HISTORY_COLUMNS = (
-    "a.seq, coalesce(a.podcast_url, f.url), s.title, e.url, e.prefixed, f.prefix, "
-    "e.guid, a.guid, a.action, a.occurred_at, a.device_id, a.position, a.total, e.id"
-)
+# An action's columns (`store.episode_actions`, read as an ActionRow) and its podcast's
+# spelling and prefix, the subscription's title and the episode's id after them.
+HISTORY_COLUMNS = f"{ACTION_COLUMNS}, f.url, f.prefix, s.title, e.id"
 HISTORY_JOINED = (
     "JOIN episode_feeds f ON f.id = e.feed_id "
     "LEFT JOIN subscriptions s ON s.user_id = a.user_id AND s.url_key = f.url_key "
@@ -58,25 +59,26 @@ HISTORY_JOINED = (
 
 
 def history_row(r: Any) -> HistoryRow:
-    seq, podcast, title, url, prefixed, prefix, episode_guid, guid = r[:8]
+    (seq, _, url, prefixed, episode_guid, action, occurred_at, device_id, _, position, total,
+     guid, podcast_url, feed_url, prefix, title, episode_id) = r  # fmt: skip
     return HistoryRow(
         int(seq),
-        str(podcast),
+        str(feed_url if podcast_url is None else podcast_url),
         None if title is None else str(title),
-        prefix + url if prefixed else str(url),
+        full_url(str(url), prefixed, str(prefix)),
         episode_guid if guid is None else (guid or None),
-        ACTION_NAMES[r[8]],
-        int(r[9]),
-        None if r[10] is None else str(r[10]),
-        None if r[11] is None else int(r[11]),
-        None if r[12] is None else int(r[12]),
-        int(r[13]),
+        ACTION_NAMES[action],
+        int(occurred_at),
+        None if device_id is None else str(device_id),
+        None if position is None else int(position),
+        None if total is None else int(total),
+        int(episode_id),
     )
 
 
 def _where(conn: Connection, user_id: int, only: HistoryFilter) -> tuple[str, str, list[Any]]:
     """(the tables, the conditions, their parameters) of the filtered actions."""
-    source = "episode_actions a JOIN episodes e ON e.id = a.episode_id "
+    source = f"{ACTION_SOURCE} "
     where = "a.user_id = ?"
     params: list[Any] = [user_id]
     if only.podcast_key is not None:
@@ -164,3 +166,33 @@ async def podcast_devices(conn: Connection, user_id: int, podcast_key: str) -> l
         (user_id, podcast_key),
     )
     return sorted(str(r[0]) for r in rows)
+
+
+# The statistics page's reads: the play actions since a moment (the index on user and
+# time), with the podcast of each.
+
+
+class PlayRow(NamedTuple):
+    occurred_at: int  # microseconds since the epoch
+    episode_id: int
+    podcast_key: str
+    started: int | None
+    position: int | None
+    total: int | None
+
+
+async def plays_since(conn: Connection, user_id: int, since_us: int) -> list[PlayRow]:
+    """The user's play actions that happened at or after `since_us`, oldest first."""
+    rows = await conn.fetch_all(
+        "SELECT a.occurred_at, a.episode_id, f.url_key, a.started, a.position, a.total "
+        f"FROM {ACTION_SOURCE} "
+        "JOIN episode_feeds f ON f.id = e.feed_id "
+        "WHERE a.user_id = ? AND a.occurred_at >= ? AND a.action = ? "
+        "ORDER BY a.occurred_at, a.seq",
+        (user_id, since_us, ACTION_CODES["play"]),
+    )
+    return [PlayRow(int(t), int(e), str(k), _int(s), _int(p), _int(n)) for t, e, k, s, p, n in rows]
+
+
+def _int(value: object) -> int | None:
+    return None if value is None else int(value)  # type: ignore[call-overload]

@@ -1,7 +1,7 @@
 """The subscription reads of the Nextcloud gpoddersync API: what changed since a
 moment of the server's clock (its `since` is Unix seconds, not a cursor), by the
 entities' `changed_at`, never a client's clock. (Its episode actions:
-`store.episode_reads`, by the second each was received.)"""
+`store.episode_actions`, by the second each was received.)"""
 
 from __future__ import annotations
 

@@ -18,9 +18,12 @@ from podsync.errors import METRICS_EXTRA, MissingExtra
 from podsync.services.app_passwords import AppPasswordService
 from podsync.services.auth import AuthService, load_secret_key
 from podsync.services.basic_auth import BasicAuth
+from podsync.services.devices import DeviceService
+from podsync.services.episodes.bounds import UploadBounds
+from podsync.services.episodes.history import prune_superseded
+from podsync.services.episodes.writes import EpisodeWrites
 from podsync.services.feed_info import FeedInfoService
 from podsync.services.gpodder import Gpodder, build_gpodder
-from podsync.services.gpodder.history import prune_superseded
 from podsync.services.health import require_writable
 from podsync.services.listing import ListingService
 from podsync.services.nextcloud.login_flows import LoginFlows
@@ -31,15 +34,17 @@ from podsync.services.sync import SyncService
 from podsync.services.sync_health import SyncHealth
 from podsync.storage.engine import Engine, create_engine, open_when_up
 from podsync.web.cors import cors_middleware
+from podsync.web.gpodder.keys import GPODDER
 from podsync.web.keys import (
     APP_PASSWORDS,
     AUTH,
     BASIC_AUTH,
     CONFIG,
     DB,
+    DEVICES,
+    EPISODE_WRITES,
     FEED_FETCHER,
     FEED_INFO,
-    GPODDER,
     LISTING,
     LOGIN_FLOWS,
     NEXTCLOUD,
@@ -150,10 +155,13 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
             db, app[AUTH], app[APP_PASSWORDS], secret, config.gpodder.basic_cache_seconds
         )
         served = ServedPositions(db)
+        app[DEVICES] = DeviceService(db, config.gpodder.max_devices_per_user)
+        app[EPISODE_WRITES] = EpisodeWrites(db, UploadBounds(config.gpodder))
         app[GPODDER] = build_gpodder(
-            db, app[AUTH], app[SYNC], secret, config.gpodder, app[BASIC_AUTH], served
-        )
-        app[NEXTCLOUD] = NextcloudSync(db, app[GPODDER], served)
+            db, app[AUTH], app[SYNC], secret, config.gpodder, app[BASIC_AUTH], served,
+            app[DEVICES], app[EPISODE_WRITES],
+        )  # fmt: skip
+        app[NEXTCLOUD] = NextcloudSync(db, app[EPISODE_WRITES], app[GPODDER].subscriptions, served)
         app[SYNC_HEALTH] = SyncHealth(db)
         app[LOGIN_FLOWS] = LoginFlows(db)
         app[FEED_INFO] = FeedInfoService(db, config.feeds.fetch_metadata)
@@ -198,6 +206,10 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
         await _stop(pruner)
         await _stop(fetching)
         if fetcher is not None:
+            try:
+                await fetcher.let_go()
+            except Exception as exc:  # the database is gone: the claims run out instead
+                log.warning("the feed fetcher's claims were not given back: %s", exc)
             await fetcher.close()
         if served is not None:
             with contextlib.suppress(Exception):  # logged; only an echo follows

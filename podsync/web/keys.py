@@ -16,9 +16,10 @@ if TYPE_CHECKING:
     from podsync.services.app_passwords import AppPasswordService
     from podsync.services.auth import AuthService
     from podsync.services.basic_auth import BasicAuth
+    from podsync.services.devices import DeviceService
+    from podsync.services.episodes.writes import EpisodeWrites
     from podsync.services.feed_info import FeedInfoService
     from podsync.services.feeds.fetcher import FeedFetcher
-    from podsync.services.gpodder import Gpodder
     from podsync.services.listing import ListingService
     from podsync.services.nextcloud.login_flows import LoginFlows
     from podsync.services.nextcloud.sync import NextcloudSync
@@ -34,13 +35,16 @@ DB: web.AppKey[Engine] = web.AppKey("db")
 AUTH: web.AppKey[AuthService] = web.AppKey("auth")
 SYNC: web.AppKey[SyncService] = web.AppKey("sync")
 LISTING: web.AppKey[ListingService] = web.AppKey("listing")
-GPODDER: web.AppKey[Gpodder] = web.AppKey("gpodder")
+# The episode core every protocol, the web player and the import share: the devices
+# (made on first use, bounded) and the one write path of episode actions.
+DEVICES: web.AppKey[DeviceService] = web.AppKey("devices")
+EPISODE_WRITES: web.AppKey[EpisodeWrites] = web.AppKey("episode_writes")
 APP_PASSWORDS: web.AppKey[AppPasswordService] = web.AppKey("app_passwords")
 # HTTP Basic on every API that takes it (gpodder, Nextcloud): app password or password.
 BASIC_AUTH: web.AppKey[BasicAuth] = web.AppKey("basic_auth")
 # Each device's and app password's last good sync and last refused attempt.
 SYNC_HEALTH: web.AppKey[SyncHealth] = web.AppKey("sync_health")
-# The Nextcloud gpoddersync API over the gpodder layer, and Login Flow v2.
+# The Nextcloud gpoddersync API over the episode core, and Login Flow v2.
 NEXTCLOUD: web.AppKey[NextcloudSync] = web.AppKey("nextcloud")
 LOGIN_FLOWS: web.AppKey[LoginFlows] = web.AppKey("login_flows")
 # What the feed fetcher learned (titles, artwork, episode titles, fetch errors).

@@ -25,11 +25,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from podsync import timestamps
-from podsync.services.feeds import NotAFeed, order
+from podsync.services.feeds import NotAFeed, claims, order, refusals
 from podsync.services.feeds.artwork import ArtworkKeeper, Found
 from podsync.services.feeds.failures import FailureLog, shown
 from podsync.services.feeds.http import FeedClient, Fetched, FetchError, HostFaults
 from podsync.storage.engine import Connection, Engine
+from podsync.store import feed_claims
 from podsync.store import feed_info as store
 
 log = logging.getLogger("podsync.feeds")
@@ -107,6 +108,7 @@ class FeedFetcher:
         self._parser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="podsync-feed-parse")
         self.failure_log = FailureLog(log)
         self.artwork = ArtworkKeeper(client, artwork_max_bytes, artwork_store_bytes, clock)
+        self.claimer = claims.claimer()
 
     async def open(self) -> None:
         await self.client.open()
@@ -118,13 +120,54 @@ class FeedFetcher:
         self._parser.shutdown(wait=False, cancel_futures=True)
 
     async def run_forever(self) -> None:
-        """Passes until cancelled; a pass that fails is logged and the next one runs."""
+        """Passes until cancelled, the first at once after `take_back`; a pass that
+        fails is logged and the next one runs."""
+        try:
+            await self.take_back()
+        except Exception:
+            log.exception("the feed fetcher could not take back its claims; they run out")
         while True:
             try:
                 await self.run_once()
             except Exception:
                 log.exception("the feed fetcher's pass failed; trying again later")
             await asyncio.sleep(self.poll_interval_s)
+
+    async def take_back(self) -> None:
+        """At the start of the fetcher's passes, make due at once the feeds that
+        wait for nothing: those claimed by a process of this machine that is gone (it
+        died mid-fetch), and, when private addresses are allowed, those refused for
+        not being public (the setting was just turned on: their backoff was for a
+        refusal that no longer holds)."""
+        now = self.clock()
+        async with self.db.write() as conn:
+            gone = [c for c in await feed_claims.claimers(conn, now) if claims.is_gone(c)]
+            released = await feed_claims.release_claims(conn, gone, now)
+            retried = 0
+            if self.client.allow_private:
+                retried = await feed_claims.retry_refused(conn, refusals.PREFIX, now)
+        if released:
+            pids = ", ".join(sorted({c.split(" ")[1] for c in gone}))
+            log.info(
+                "took back %d feeds claimed for fetching by a process that is gone (pid %s); "
+                "fetching them now",
+                released,
+                pids,
+            )
+        if retried:
+            log.info(
+                "%s is on: fetching now %d feeds refused before as not public",
+                refusals.SETTING,
+                retried,
+            )
+
+    async def let_go(self) -> None:
+        """Give back this process's claims of fetches that did not end (a stop or a
+        reload cancelled them): due at once again, for the next pass of whichever
+        process fetches."""
+        now = self.clock()
+        async with self.db.write() as conn:
+            await feed_claims.release_claims(conn, [self.claimer], now)
 
     async def run_once(self) -> int:
         """One pass: discover, then claim and fetch until nothing is due. Returns how
@@ -144,7 +187,9 @@ class FeedFetcher:
                 # The last batch's outcomes and the next batch's claim: one write.
                 async with self.db.write() as conn:
                     await self._record(conn, ended)
-                    due = await store.claim_due(conn, now, now + LEASE_US, CLAIM_BATCH)
+                    due = await store.claim_due(
+                        conn, now, now + LEASE_US, CLAIM_BATCH, self.claimer
+                    )
                 self._log(ended)
                 if not due:
                     return done
@@ -286,7 +331,9 @@ class FeedFetcher:
         now = self.clock()
         async with self.db.write() as conn:
             await store.add_feed(conn, url_key, feed_url, now)
-            due = await store.claim_now(conn, url_key, now, now - REFRESH_GAP_US, now + LEASE_US)
+            due = await store.claim_now(
+                conn, url_key, now, now - REFRESH_GAP_US, now + LEASE_US, self.claimer
+            )
         if due is None:
             return False
         await self.fetch_one(due)

@@ -33,6 +33,7 @@ from podsync.services.feeds.addresses import (
     check_literal,
     is_public,
 )
+from podsync.services.feeds.refusals import refused
 
 USER_AGENT = f"podsync/{__version__} (feed titles and artwork)"
 ACCEPT = (
@@ -177,13 +178,13 @@ class FeedClient:
         except TimeoutError:
             raise FetchError(f"no complete answer within {self.limits.timeout_s:g} s") from None
         except RefusedAddress as exc:
-            raise FetchError(f"refused: {exc}") from None
+            raise FetchError(refused(str(exc))) from None
         except aiohttp.ClientSSLError:
             raise FetchError("the TLS connection failed (certificate or handshake)") from None
         except aiohttp.ClientConnectorError as exc:
             # The resolver's refusal arrives wrapped as a DNS error.
             if isinstance(exc.os_error, RefusedAddress):
-                reason, by_port = f"refused: {exc.os_error}", False
+                reason, by_port = refused(str(exc.os_error)), False
             elif isinstance(exc, aiohttp.ClientConnectorDNSError):
                 reason, by_port = "the host name does not resolve", False
             else:

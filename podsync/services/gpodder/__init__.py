@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from podsync.config import GpodderConfig
 from podsync.services.auth import AuthService
 from podsync.services.basic_auth import BasicAuth
+from podsync.services.devices import DeviceService
+from podsync.services.episodes.writes import EpisodeWrites
 from podsync.services.gpodder.auth import GpodderAuth
-from podsync.services.gpodder.bounds import UploadBounds
 from podsync.services.gpodder.cursor import ServedCursors
-from podsync.services.gpodder.devices import DeviceService
 from podsync.services.gpodder.episodes import EpisodeService
 from podsync.services.gpodder.subscriptions import GpodderSubscriptions
 from podsync.services.served import ServedPositions
@@ -35,11 +35,13 @@ def build_gpodder(
     config: GpodderConfig,
     basic: BasicAuth,
     positions: ServedPositions,
+    devices: DeviceService,
+    writes: EpisodeWrites,
 ) -> Gpodder:
     return Gpodder(
         auth=GpodderAuth(db, auth, secret_key, config, basic),
-        devices=DeviceService(db, config.max_devices_per_user),
-        episodes=EpisodeService(db, config.episode_page_size, UploadBounds(config)),
+        devices=devices,
+        episodes=EpisodeService(db, config.episode_page_size, writes),
         subscriptions=GpodderSubscriptions(db, sync),
         cursors=ServedCursors(positions),
     )

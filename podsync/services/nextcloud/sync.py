@@ -25,13 +25,13 @@ from typing import Any
 from podsync.errors import InvalidInput
 from podsync.feeds import url_key
 from podsync.numbers import INT64_MAX, INT64_MIN, parse_int
-from podsync.services.gpodder import Gpodder
-from podsync.services.gpodder.pulls import ActionPieces
-from podsync.services.gpodder.subscriptions import device_client_id
+from podsync.services.device_subscriptions import DeviceSubscriptions, device_client_id
+from podsync.services.episodes.pieces import ActionPieces
+from podsync.services.episodes.writes import EpisodeWrites
 from podsync.services.served import ServedPositions
 from podsync.storage.engine import Connection, Engine
-from podsync.store import episode_reads, nextcloud_feed, subscription_stream
-from podsync.store.episode_reads import ActionRow
+from podsync.store import episode_actions, nextcloud_feed, subscription_stream
+from podsync.store.episode_actions import ActionRow
 
 # Seconds before `since` that a pull still answers: the second Kasts' + 1 skips, a
 # change committed by another process after a pull that was stamped before it, a
@@ -108,9 +108,16 @@ class ActionChanges:
 
 
 class NextcloudSync:
-    def __init__(self, db: Engine, gpodder: Gpodder, positions: ServedPositions) -> None:
+    def __init__(
+        self,
+        db: Engine,
+        writes: EpisodeWrites,
+        subscriptions: DeviceSubscriptions,
+        positions: ServedPositions,
+    ) -> None:
         self.db = db
-        self.gpodder = gpodder
+        self.writes = writes
+        self.subscriptions = subscriptions
         self.served = Served(positions)
 
     async def pull_subscriptions(
@@ -140,8 +147,9 @@ class NextcloudSync:
         return SubscriptionChanges(add, remove, now)
 
     async def upload_subscriptions(self, user_id: int, device_id: str, body: Any) -> int:
-        """Through the gpodder layer's upload (the same rules, limits refuse whole)."""
-        await self.gpodder.subscriptions.upload(user_id, device_id, body)
+        """Through the device writes the gpodder API uses too (the same rules, limits
+        refuse whole)."""
+        await self.subscriptions.upload(user_id, device_id, body)
         return int(time.time())
 
     async def pull_actions(
@@ -156,14 +164,16 @@ class NextcloudSync:
         after = 0
         async with self.db.snapshot() as conn:  # a piece at a time (pulls.py)
             if cutoff != 0:
-                from_seq, since_seq = await episode_reads.received_bounds(
+                from_seq, since_seq = await episode_actions.received_bounds(
                     conn, user_id, cutoff, start
                 )
                 after = -1 if from_seq is None else from_seq - 1
                 before_since = (since_seq, device_id if own else None)
 
             async def reader(c: Connection, after_seq: int, count: int) -> list[ActionRow]:
-                return await episode_reads.received_page(c, user_id, after_seq, count, before_since)
+                return await episode_actions.received_page(
+                    c, user_id, after_seq, count, before_since
+                )
 
             pieces = ActionPieces(self.db, user_id, reader, after, None)
             if after < 0:
@@ -175,5 +185,5 @@ class NextcloudSync:
 
     async def upload_actions(self, user_id: int, device_id: str, items: list[Any]) -> int:
         """Every action stored under `device_id` (an upload past the bound: 400)."""
-        await self.gpodder.episodes.upload(user_id, items, device_id)
+        await self.writes.upload(user_id, items, device_id)
         return int(time.time())

@@ -17,7 +17,7 @@ from podsync import timestamps
 from podsync.errors import LimitExceeded
 from podsync.model import User
 from podsync.opml import OutlineFeed
-from podsync.services.gpodder.episodes import EpisodeService
+from podsync.services.episodes.writes import EpisodeWrites
 from podsync.services.opml_io import ImportPlan, OpmlService
 from podsync.services.remote_import.actions import ActionReader, ReadPosition
 from podsync.services.remote_import.bounds import ImportBoundReached, ImportBounds
@@ -58,7 +58,7 @@ Say = Callable[[str], None]
 
 
 class RemoteImportService:
-    def __init__(self, opml: OpmlService, episodes: EpisodeService, bounds: ImportBounds) -> None:
+    def __init__(self, opml: OpmlService, episodes: EpisodeWrites, bounds: ImportBounds) -> None:
         self.opml = opml
         self.episodes = episodes
         self.bounds = bounds

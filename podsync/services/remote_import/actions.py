@@ -21,12 +21,8 @@ from typing import Any
 
 from podsync import timestamps
 from podsync.model import User
-from podsync.services.gpodder.episodes import (
-    EpisodeService,
-    SkipItem,
-    parse_client_time,
-    parse_item,
-)
+from podsync.services.episodes.items import SkipItem, parse_client_time, parse_item
+from podsync.services.episodes.writes import EpisodeWrites
 from podsync.services.remote_import.bounds import ImportBoundReached, ImportBounds
 from podsync.services.remote_import.client import RemoteClient, RemoteError
 from podsync.services.remote_import.json_stream import Element, Member, Opened
@@ -125,7 +121,7 @@ class ActionReader:
 
     def __init__(
         self,
-        episodes: EpisodeService,
+        episodes: EpisodeWrites,
         user: User,
         report: RemoteImportReport,
         bounds: ImportBounds,

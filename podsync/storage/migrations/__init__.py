@@ -14,6 +14,8 @@ Times are integer microseconds since the Unix epoch (UTC) unless noted.
 
 from __future__ import annotations
 
+import logging
+
 from podsync.storage.errors import SchemaTooNew
 
 
@@ -24,3 +26,10 @@ def check_version(current: int, known: int) -> None:
             f"database schema version {current} is newer than this podsync "
             f"understands ({known}); upgrade podsync"
         )
+
+
+def log_upgrade(log: logging.Logger, before: int, after: int, seconds: float) -> None:
+    """Say once that a start upgraded the schema, and how long it took (both engines;
+    a new database, at 0 before, is announced by whoever created it)."""
+    if before > 0:
+        log.info("upgraded the database from schema %d to %d in %.1f s", before, after, seconds)

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import logging
+import time
+
 import asyncpg
 
-from podsync.model import Subscription, episode_action_view, subscription_view
-from podsync.storage.migrations import check_version
+from podsync.model import Subscription, subscription_view
+from podsync.storage.migrations import check_version, log_upgrade
+from podsync.storage.migrations.episode_views import episode_action_view
 from podsync.storage.migrations.postgres_steps_0_3 import STEPS_0_3, Step
 
 # Any constant: the key of the advisory lock that lets one process migrate at a time.
 MIGRATION_LOCK = 0x706F6473796E63  # "podsync"
+
+log = logging.getLogger("podsync.db")
 
 
 async def _stored_views(conn: asyncpg.Connection) -> None:
@@ -315,6 +321,30 @@ MIGRATIONS: tuple[Step, ...] = (
     UPDATE feed_info SET etag = NULL, last_modified = NULL;
     """,
     *STEPS_0_3,  # 16 on
+    # 23: who claimed a feed for a fetch (as SQLite's step 23).
+    """
+    ALTER TABLE feed_info ADD COLUMN claimed_by TEXT;
+    CREATE INDEX feed_info_claimed ON feed_info(claimed_by) WHERE claimed_by IS NOT NULL;
+    """,
+    # 24: speed per podcast, removals from Continue listening, chapters (as SQLite's 24).
+    """
+    CREATE TABLE podcast_speeds (
+        user_id     BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        podcast_key TEXT NOT NULL,
+        speed       BIGINT NOT NULL CHECK (speed BETWEEN 80 AND 300),
+        set_at      BIGINT NOT NULL,
+        PRIMARY KEY (user_id, podcast_key)
+    );
+    CREATE TABLE continue_removed (
+        user_id    BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        episode_id BIGINT NOT NULL REFERENCES episodes(id) ON DELETE CASCADE,
+        removed_at BIGINT NOT NULL,
+        PRIMARY KEY (user_id, episode_id)
+    );
+    CREATE INDEX continue_removed_episode ON continue_removed(episode_id);
+    ALTER TABLE feed_episodes ADD COLUMN chapters TEXT;
+    UPDATE feed_info SET etag = NULL, last_modified = NULL;
+    """,
 )
 
 
@@ -333,6 +363,8 @@ async def migrate(raw: asyncpg.Connection) -> int:
         await raw.execute("CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL)")
     current = await schema_version(raw)
     check_version(current, len(MIGRATIONS))
+    began = time.monotonic()
+    ran = False
     for version in range(current + 1, len(MIGRATIONS) + 1):
         step = MIGRATIONS[version - 1]
         async with raw.transaction():
@@ -340,10 +372,13 @@ async def migrate(raw: asyncpg.Connection) -> int:
             # Re-check under the lock: another process may have migrated meanwhile.
             if await schema_version(raw) >= version:
                 continue
+            ran = True
             if isinstance(step, str):
                 await raw.execute(step)  # simple query protocol: many statements
             else:
                 await step(raw)
             await raw.execute("DELETE FROM schema_version")
             await raw.execute("INSERT INTO schema_version (version) VALUES ($1)", version)
+    if ran:
+        log_upgrade(log, current, len(MIGRATIONS), time.monotonic() - began)
     return len(MIGRATIONS)

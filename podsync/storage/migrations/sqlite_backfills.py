@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from podsync.model import Subscription, episode_action_view, subscription_view
+from podsync.model import Subscription, subscription_view
+from podsync.storage.migrations.episode_views import episode_action_view
 
 
 def stored_views(conn: sqlite3.Connection) -> None:

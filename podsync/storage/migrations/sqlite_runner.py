@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import time
 from collections.abc import Callable, Sequence
 
-from podsync.storage.migrations import check_version
+from podsync.storage.migrations import check_version, log_upgrade
 
 log = logging.getLogger("podsync.db")
 
@@ -25,13 +26,17 @@ def run(raw: sqlite3.Connection, steps: Sequence[Step]) -> int:
     # COMMIT. The pragma cannot change inside a transaction.
     enforced = bool(raw.execute("PRAGMA foreign_keys").fetchone()[0])
     raw.execute("PRAGMA foreign_keys = OFF")
+    began = time.monotonic()
+    ran = False
     try:
         for version in range(current + 1, len(steps) + 1):
-            _run_step(raw, version, steps[version - 1])
+            ran = _run_step(raw, version, steps[version - 1]) or ran
     finally:
         raw.execute(f"PRAGMA foreign_keys = {'ON' if enforced else 'OFF'}")
     if current < len(steps):
         _compact(raw)
+    if ran:
+        log_upgrade(log, current, len(steps), time.monotonic() - began)
     return len(steps)
 
 
@@ -56,13 +61,14 @@ def _compact(raw: sqlite3.Connection) -> None:
         )
 
 
-def _run_step(raw: sqlite3.Connection, version: int, step: Step) -> None:
+def _run_step(raw: sqlite3.Connection, version: int, step: Step) -> bool:
+    """Run one step; False when another process ran it meanwhile."""
     raw.execute("BEGIN IMMEDIATE")
     try:
         # Re-check under the write lock: another process may have migrated.
         if int(raw.execute("PRAGMA user_version").fetchone()[0]) >= version:
             raw.execute("ROLLBACK")
-            return
+            return False
         if isinstance(step, str):
             for statement in statements(step):
                 raw.execute(statement)
@@ -73,6 +79,7 @@ def _run_step(raw: sqlite3.Connection, version: int, step: Step) -> None:
             raise sqlite3.IntegrityError(f"schema step {version} broke a foreign key: {broken}")
         raw.execute(f"PRAGMA user_version = {version}")
         raw.execute("COMMIT")
+        return True
     except BaseException:
         if raw.in_transaction:
             raw.execute("ROLLBACK")

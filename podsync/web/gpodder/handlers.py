@@ -14,8 +14,9 @@ from aiohttp import web
 from podsync.errors import InvalidInput
 from podsync.services.gpodder.cursor import post_cursor, session_key
 from podsync.web.gpodder.http import COOKIE
+from podsync.web.gpodder.keys import GPODDER
 from podsync.web.http import json_bytes, json_ok, read_body
-from podsync.web.keys import GPODDER, GPODDER_SESSION, USER
+from podsync.web.keys import GPODDER_SESSION, USER
 from podsync.web.streaming import StreamedJson
 
 EPISODES = "episodes"

@@ -26,8 +26,9 @@ from aiohttp import web
 from podsync.errors import Forbidden, InvalidInput, TooManyRequests, Unauthorized
 from podsync.services.gpodder import Gpodder
 from podsync.services.gpodder.auth import Session
+from podsync.web.gpodder.keys import GPODDER
 from podsync.web.http import basic_credentials, json_error, login_caller, note_refusal
-from podsync.web.keys import CONFIG, GPODDER, GPODDER_SESSION, SYNC_HEALTH, USER
+from podsync.web.keys import CONFIG, GPODDER_SESSION, SYNC_HEALTH, USER
 from podsync.web.middleware import Handler, is_trusted_proxy
 from podsync.web.origin import refuse_foreign_write
 

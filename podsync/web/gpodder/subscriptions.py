@@ -10,12 +10,13 @@ from datetime import UTC, datetime
 from aiohttp import web
 
 from podsync.errors import Forbidden, InvalidInput
+from podsync.services.devices import check_device_id
 from podsync.services.gpodder.cursor import device_key, post_cursor, session_key
-from podsync.services.gpodder.devices import check_device_id
 from podsync.services.gpodder.subscriptions import parse_url_list
 from podsync.web.gpodder.handlers import empty_ok
+from podsync.web.gpodder.keys import GPODDER
 from podsync.web.http import json_ok, read_body
-from podsync.web.keys import GPODDER, GPODDER_SESSION, USER
+from podsync.web.keys import GPODDER_SESSION, USER
 from podsync.web.origin import foreign_page
 
 STREAM = "subscriptions"

@@ -1,6 +1,6 @@
 """The four calls of the Nextcloud gpoddersync API (/index.php/apps/gpoddersync/).
 Authentication happened in web/nextcloud/http.py; the rules live in
-services/nextcloud/sync.py and the gpodder layer's services."""
+services/nextcloud/sync.py and the episode core (services/episodes/)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from aiohttp import web
 
 from podsync.errors import InvalidInput
 from podsync.web.http import json_bytes, json_ok, read_body
-from podsync.web.keys import GPODDER, NEXTCLOUD
+from podsync.web.keys import DEVICES, NEXTCLOUD
 from podsync.web.nextcloud.http import NC_DEVICE, NC_DEVICE_CAPTION, NC_OWN_DEVICE, NC_USER
 from podsync.web.streaming import StreamedJson
 
@@ -17,9 +17,7 @@ async def _device(request: web.Request) -> str:
     """The gpodder device this login writes as, created on its first call (a 400 past
     gpodder.max_devices_per_user)."""
     device_id = request[NC_DEVICE]
-    await request.app[GPODDER].devices.ensure(
-        request[NC_USER].id, device_id, request[NC_DEVICE_CAPTION]
-    )
+    await request.app[DEVICES].ensure(request[NC_USER].id, device_id, request[NC_DEVICE_CAPTION])
     return device_id
 
 

@@ -16,6 +16,7 @@ from podsync.numbers import parse_int
 from podsync.services.episode_pages import feed_ref
 from podsync.services.episode_state import FINISHED, LABELS, NOT_PLAYED, played
 from podsync.services.feed_info import EpisodeRef
+from podsync.services.feeds import refusals
 from podsync.services.listening import FILTERS, PodcastEpisode, finished
 from podsync.sorting import sort_key
 from podsync.store.listening import HistoryFilter, HistoryKey, HistoryRow
@@ -300,7 +301,7 @@ async def podcast(request: web.Request) -> web.Response:
         link=shown_url(info.link if info else None),
         fetching=feed_info.enabled,
         fetched_at=Moment(info.fetched_at, tz) if info and info.fetched_at else None,
-        fetch_error=info.last_error if info else None,
+        fetch_error=refusals.shown_to(info.last_error, user.admin) if info else None,
         next_try=Moment(info.next_try_at, tz) if info and info.last_error else None,
         devices=[captions.get(d, d) for d in found.devices],
         episodes=[_episode_item(e, entity, captions, tz) for e in found.episodes],

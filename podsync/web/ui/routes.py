@@ -24,9 +24,9 @@ from podsync.web.keys import (
     AUTH,
     CONFIG,
     DB,
+    EPISODE_WRITES,
     ERROR_PAGE,
     FEED_FETCHER,
-    GPODDER,
     SYNC,
     SYNC_HEALTH,
 )
@@ -177,13 +177,10 @@ def open_services(app: web.Application) -> None:
     app[LISTENING_STATS] = ListeningStats(db)
     app[PLAYER_SETTINGS] = PlayerSettings(db, app[EPISODE_PAGES])
     app[CHAPTERS] = ChapterCache()
-    gpodder = app[GPODDER]
-    app[WEB_LISTENING] = WebListening(
-        app[EPISODE_PAGES], gpodder.devices, gpodder.episodes, app[SYNC_HEALTH]
-    )
+    app[WEB_LISTENING] = WebListening(app[EPISODE_PAGES], app[EPISODE_WRITES], app[SYNC_HEALTH])
     app[OPML] = OpmlService(db, app[SYNC])
     bounds = ImportBounds.for_config(app[CONFIG])
-    importer = RemoteImportService(app[OPML], app[GPODDER].episodes, bounds)
+    importer = RemoteImportService(app[OPML], app[EPISODE_WRITES], bounds)
     app[IMPORT_JOBS] = ImportJobs(db, importer, app[CONFIG].auth)
 
 

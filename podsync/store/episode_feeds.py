@@ -1,0 +1,103 @@
+"""A user's podcasts (`episode_feeds`) and episodes (`episodes`) as the episode actions
+name them: each stored once per user, an episode found by a 32-bit hash of its URL
+and kept without the part its podcast's episodes share (`episode_keys`). Rows are
+added by `store.episodes.store`, in the write of the actions that name them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import NamedTuple
+
+from podsync.episode_keys import full_url
+from podsync.store import Connection
+
+KEYS = 300  # keys per lookup statement (two parameters each)
+
+
+class Feed(NamedTuple):
+    """A user's podcast as the episode actions name it."""
+
+    id: int
+    url: str  # the spelling of its first action
+    prefix: str  # what its episodes' URLs begin with
+    last_at: int  # the latest occurred_at of its actions
+
+
+async def by_keys(conn: Connection, user_id: int, keys: Iterable[str]) -> dict[str, Feed]:
+    """The user's podcasts of these url keys, by key."""
+    found: dict[str, Feed] = {}
+    unique = sorted(keys)
+    for start in range(0, len(unique), KEYS):
+        chunk = unique[start : start + KEYS]
+        rows = await conn.fetch_all(
+            "SELECT url_key, id, url, prefix, last_at FROM episode_feeds "
+            f"WHERE user_id = ? AND url_key IN ({','.join('?' * len(chunk))})",
+            (user_id, *chunk),
+        )
+        found.update((str(k), Feed(int(i), str(u), str(p), int(t))) for k, i, u, p, t in rows)
+    return found
+
+
+async def by_ids(
+    conn: Connection, user_id: int, ids: Iterable[int] | None = None
+) -> dict[int, Feed]:
+    """The user's podcasts by id (all of them, or these)."""
+    wanted = None if ids is None else sorted(set(ids))
+    if wanted == []:
+        return {}
+    where = "" if wanted is None else f" AND id IN ({','.join('?' * len(wanted))})"
+    rows = await conn.fetch_all(
+        f"SELECT id, url, prefix, last_at FROM episode_feeds WHERE user_id = ?{where}",
+        (user_id, *(wanted or ())),
+    )
+    return {int(i): Feed(int(i), str(u), str(p), int(t)) for i, u, p, t in rows}
+
+
+async def feed_id(conn: Connection, user_id: int, url_key: str) -> int | None:
+    row = await conn.fetch_one(
+        "SELECT id FROM episode_feeds WHERE user_id = ? AND url_key = ?", (user_id, url_key)
+    )
+    return None if row is None else int(row[0])
+
+
+def pairs(count: int) -> str:
+    """`(VALUES (?, ?), ...)` of typed parameters (PostgreSQL types them from this)."""
+    return ",".join(["(CAST(? AS BIGINT), CAST(? AS BIGINT))"] * count)
+
+
+async def episodes_by_url(
+    conn: Connection, feeds: dict[str, Feed], hashes: dict[tuple[str, str], int]
+) -> dict[tuple[str, str], tuple[int, str | None]]:
+    """(url key, URL) -> (episode id, guid) of the episodes stored already."""
+    by_id = {feed.id: (key, feed.prefix) for key, feed in feeds.items()}
+    keys = sorted({(feeds[k].id, h) for (k, _), h in hashes.items() if k in feeds})
+    found: dict[tuple[str, str], tuple[int, str | None]] = {}
+    for start in range(0, len(keys), KEYS):
+        chunk = keys[start : start + KEYS]
+        rows = await conn.fetch_all(
+            f"WITH k (feed_id, url_hash) AS (VALUES {pairs(len(chunk))}) "
+            "SELECT e.id, e.feed_id, e.url, e.prefixed, e.guid FROM k "
+            "JOIN episodes e ON e.feed_id = k.feed_id AND e.url_hash = k.url_hash",
+            [value for pair in chunk for value in pair],
+        )
+        for episode_id, feed_id, url, prefixed, guid in rows:
+            key, prefix = by_id[int(feed_id)]
+            full = (key, full_url(str(url), prefixed, prefix))
+            if full in hashes:  # not another URL of the same hash
+                found[full] = (int(episode_id), None if guid is None else str(guid))
+    return found
+
+
+async def new_ids(conn: Connection, table: str, count: int) -> list[int]:
+    """`count` ids for new rows of `table`. SQLite has one writer, holding its lock:
+    the ids past the largest are free. PostgreSQL hands out each of a sequence's
+    values once (those of concurrent writers interleave)."""
+    if conn.dialect == "sqlite":
+        row = await conn.fetch_one(f"SELECT coalesce(max(id), 0) + 1 FROM {table}")
+        return list(range(int(row[0]), int(row[0]) + count))
+    rows = await conn.fetch_all(
+        "SELECT nextval(pg_get_serial_sequence(?, 'id')) FROM generate_series(1, ?)",
+        (table, count),
+    )
+    return sorted(int(r[0]) for r in rows)

@@ -1,0 +1,9 @@
+"""The gpodder layer's key: its services, built with the app's (web/app.py)."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from podsync.services.gpodder import Gpodder
+
+GPODDER: web.AppKey[Gpodder] = web.AppKey("gpodder")
