@@ -26,13 +26,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from podsync import timestamps
 from podsync.config import Config, load_config
 from podsync.rules import Subscribe
+from podsync.serve.server import start
 from podsync.services.accounts import AccountService
 from podsync.services.auth import load_secret_key
 from podsync.services.listing import NEXT, ListingService
 from podsync.services.passwords import PasswordService
 from podsync.services.sync import SyncService
 from podsync.storage.sqlite import Database
-from podsync.web.server import start
 
 PASSWORD = "benchmark-password"
 PAGE = 50

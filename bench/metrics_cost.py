@@ -59,7 +59,7 @@ def micro(repeat: int = 100_000) -> None:
     from podsync.config import Config, ServerConfig
     from podsync.web.app import create_app
     from podsync.web.keys import METRICS
-    from podsync.web.metrics import metrics_middleware
+    from podsync.web.ops.metrics import metrics_middleware
 
     async def run() -> None:
         app = create_app(Config(server=ServerConfig(metrics=True)))

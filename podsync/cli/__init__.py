@@ -115,9 +115,9 @@ def serve(ctx: Context, host: str | None, port: int | None, workers: int | None)
       podsync serve --workers 2      # two processes: both cores of a small machine
     """
     from podsync.logs import configure_logging
-    from podsync.web.server import listen
-    from podsync.web.server import serve as run_server
-    from podsync.web.workers import supervise
+    from podsync.serve.server import listen
+    from podsync.serve.server import serve as run_server
+    from podsync.serve.workers import supervise
 
     ctx.log_warnings = True
     overrides: dict[str, Any] = {}
@@ -178,7 +178,7 @@ def _server_errors(config: Config) -> Iterator[None]:
 def _worker_main(config: Config, sockets: list[socket.socket], worker: Worker) -> int:
     """One worker, in the process the supervisor forked: its exit status, with the
     `Error:` line a single server would print."""
-    from podsync.web.server import serve_worker
+    from podsync.serve.server import serve_worker
 
     try:
         with _server_errors(config):

@@ -7,12 +7,9 @@ import json
 import click
 
 from podsync import timestamps
-from podsync.cli.base import Context, pass_context, run_with_db
+from podsync.cli.base import Context, pass_context, run_with_services
 from podsync.model import AppPassword
-from podsync.services.accounts import AccountService
-from podsync.services.app_passwords import AppPasswordService
-from podsync.services.passwords import PasswordService
-from podsync.storage.engine import Engine
+from podsync.services.compose.rare import RareServices
 
 
 def _when(us: int | None) -> str:
@@ -51,13 +48,11 @@ def user_app_passwords(
     if create is not None and revoke is not None:
         raise click.UsageError("give --create or --revoke, not both")
 
-    async def run(db: Engine) -> tuple[list[AppPassword], AppPassword | None, str | None]:
-        passwords = PasswordService.for_config(ctx.config.auth, threads=1)
-        try:
-            user = await AccountService(db, passwords).get_user(name)
-        finally:
-            passwords.close()
-        service = AppPasswordService(db)
+    async def run(
+        services: RareServices,
+    ) -> tuple[list[AppPassword], AppPassword | None, str | None]:
+        user = await services.accounts.get_user(name)
+        service = services.core.app_passwords
         if create is not None:
             made, secret = await service.create(user, create)
             return [], made, secret
@@ -65,7 +60,7 @@ def user_app_passwords(
             return [], await service.revoke(user, revoke), None
         return await service.list(user), None, None
 
-    listed, one, secret = run_with_db(ctx.config, run)
+    listed, one, secret = run_with_services(ctx.config, run, password_threads=1)
     if secret is not None and one is not None:
         click.echo(
             f"app password {one.name!r} (id {one.id}) made for {name}; it is shown only now:",

@@ -9,21 +9,24 @@ import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
 from podsync.config import Config, ConfigError, ConfigOrigin, load_config_and_origin
 from podsync.config.locations import default_data_directory
 from podsync.errors import PodsyncError
-from podsync.services.accounts import AccountService
 from podsync.services.passwords import (
+    HASH_THREADS,
     MIN_PASSWORD_LENGTH,
-    PasswordService,
     check_password_rules,
 )
 from podsync.storage.engine import Engine, create_engine, database_errors, describe
 from podsync.storage.errors import SchemaTooNew
+
+if TYPE_CHECKING:
+    from podsync.services.accounts import AccountService
+    from podsync.services.compose.rare import RareServices
 
 T = TypeVar("T")
 
@@ -177,17 +180,31 @@ def run_with_db(
             click.echo(f"created database at {os.path.abspath(config.database.path)}", err=True)
 
 
+def run_with_services(
+    config: Config,
+    action: Callable[[RareServices], Awaitable[T]],
+    create: bool = False,
+    password_threads: int = HASH_THREADS,
+) -> T:
+    """`run_with_db` with the services built over the database (services/compose/),
+    closed after `action`."""
+    from podsync.services.compose.core import Services  # what only some commands load
+    from podsync.services.compose.rare import RareServices
+
+    async def with_services(db: Engine) -> T:
+        core = Services(config, db, password_threads=password_threads)
+        try:
+            return await action(RareServices(core))
+        finally:
+            await core.close()
+
+    return run_with_db(config, with_services, create)
+
+
 def run_with_accounts(
     config: Config, action: Callable[[AccountService], Awaitable[T]], create: bool = False
 ) -> T:
-    async def with_accounts(db: Engine) -> T:
-        passwords = PasswordService.for_config(config.auth)
-        try:
-            return await action(AccountService(db, passwords))
-        finally:
-            passwords.close()
-
-    return run_with_db(config, with_accounts, create)
+    return run_with_services(config, lambda services: action(services.accounts), create)
 
 
 def read_password(from_stdin: bool) -> str:

@@ -11,16 +11,16 @@ from typing import TYPE_CHECKING, BinaryIO
 import click
 
 from podsync import timestamps
-from podsync.cli.base import Context, pass_context, run_with_db
+from podsync.cli.base import Context, pass_context, run_with_services
 from podsync.errors import Unavailable
 from podsync.opml import OpmlError, parse_opml
-from podsync.services.opml_io import ImportReport, OpmlService
-from podsync.services.sync import SyncService
-from podsync.storage.engine import Engine
+from podsync.services.opml_io import ImportReport
 from podsync.storage.maintenance import create_owner_only
 
 if TYPE_CHECKING:  # click's progress bar class is private; only its type is needed
     from click._termui_impl import ProgressBar
+
+    from podsync.services.compose.rare import RareServices
 
 # Files with more feeds than this show a progress bar on a terminal.
 PROGRESS_THRESHOLD = 300
@@ -62,8 +62,8 @@ def opml_import(ctx: Context, name: str, file: BinaryIO) -> None:
         raise click.ClickException(f"{file.name}: {exc}; nothing imported") from None
     show_bar = len(feeds) > PROGRESS_THRESHOLD and sys.stderr.isatty()
 
-    async def run(db: Engine) -> ImportReport:
-        service = OpmlService(db, SyncService(db, config.sync))
+    async def run(services: RareServices) -> ImportReport:
+        service = services.opml
         user = await service.require_user(name)
         now = timestamps.now_us()
         if not show_bar:
@@ -75,9 +75,9 @@ def opml_import(ctx: Context, name: str, file: BinaryIO) -> None:
         ) as bar:
             return await service.apply(user, plan, now, progress=_advance(bar))
 
-    async def run_resumable(db: Engine) -> ImportReport:
+    async def run_resumable(services: RareServices) -> ImportReport:
         try:
-            return await run(db)
+            return await run(services)
         except Unavailable as exc:
             # Chunks written before the failure stay; a second run finishes the job.
             raise Unavailable(
@@ -85,7 +85,7 @@ def opml_import(ctx: Context, name: str, file: BinaryIO) -> None:
                 exc.retry_after,
             ) from exc
 
-    report = run_with_db(config, run_resumable)
+    report = run_with_services(config, run_resumable)
     click.echo(f"added: {report.added}")
     click.echo(f"resubscribed: {report.resubscribed}")
     click.echo(f"already subscribed: {report.already_subscribed}")
@@ -139,12 +139,12 @@ def opml_export(
     if output is not None and os.path.lexists(output) and not force:
         raise click.ClickException(f"{output} already exists; add --force to overwrite it")
 
-    async def run(db: Engine) -> bytes:
-        service = OpmlService(db, SyncService(db, ctx.config.sync))
+    async def run(services: RareServices) -> bytes:
+        service = services.opml
         user = await service.require_user(name)
         return await service.export(user, include_unsubscribed)
 
-    document = run_with_db(ctx.config, run)
+    document = run_with_services(ctx.config, run)
     if output is None:
         sys.stdout.buffer.write(document)
         sys.stdout.flush()

@@ -11,17 +11,12 @@ from contextlib import contextmanager
 
 import click
 
-from podsync.cli.base import Context, pass_context, run_with_accounts, run_with_db
+from podsync.cli.base import Context, pass_context, run_with_accounts, run_with_services
 from podsync.config.envvars import IMPORT_PASSWORD_ENV
-from podsync.services.episodes.bounds import UploadBounds
-from podsync.services.episodes.writes import EpisodeWrites
-from podsync.services.opml_io import OpmlService
-from podsync.services.remote_import import RemoteAccount, RemoteImportService
-from podsync.services.remote_import.bounds import ImportBounds
+from podsync.services.compose.rare import RareServices
+from podsync.services.remote_import import RemoteAccount
 from podsync.services.remote_import.client import APIS, base_url
 from podsync.services.remote_import.jobs import ImportJob, ImportJobs
-from podsync.services.sync import SyncService
-from podsync.storage.engine import Engine
 
 
 @click.command("import-from", short_help="Import subscriptions and history from another server.")
@@ -74,17 +69,14 @@ def import_from(
     def say(text: str) -> None:
         click.echo(text, err=True)
 
-    async def run(db: Engine) -> ImportJob:
-        opml = OpmlService(db, SyncService(db, config.sync))
-        episodes = EpisodeWrites(db, UploadBounds(config.gpodder))
-        importer = RemoteImportService(opml, episodes, ImportBounds.for_config(config))
-        jobs = ImportJobs(db, importer, config.auth)
-        user = await opml.require_user(name)
+    async def run(services: RareServices) -> ImportJob:
+        jobs = services.import_jobs
+        user = await services.opml.require_user(name)
         with _stopped_by_signals(jobs):
             return await jobs.run_here(user, account, allow_private=True, say=say)
 
     try:
-        job = run_with_db(config, run)
+        job = run_with_services(config, run)
     except asyncio.CancelledError:
         raise click.ClickException("stopped before the import began; nothing was changed") from None
     assert job.report is not None

@@ -21,7 +21,7 @@ class ServerConfig:
     shutdown_timeout: int = 10
     cors_origins: tuple[str, ...] = ()
     metrics: bool = False
-    workers: int = 1  # processes serving the one address and database (web/workers.py)
+    workers: int = 1  # processes serving the one address and database (serve/workers.py)
 
 
 @dataclass(frozen=True)

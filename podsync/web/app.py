@@ -15,23 +15,14 @@ from aiohttp.typedefs import Middleware
 
 from podsync.config import Config
 from podsync.errors import METRICS_EXTRA, MissingExtra
-from podsync.services.app_passwords import AppPasswordService
-from podsync.services.auth import AuthService, load_secret_key
-from podsync.services.basic_auth import BasicAuth
-from podsync.services.devices import DeviceService
-from podsync.services.episodes.bounds import UploadBounds
+from podsync.services.auth import load_secret_key
+from podsync.services.compose.core import Services
 from podsync.services.episodes.history import prune_superseded
-from podsync.services.episodes.writes import EpisodeWrites
-from podsync.services.feed_info import FeedInfoService
-from podsync.services.gpodder import Gpodder, build_gpodder
+from podsync.services.gpodder import Gpodder
 from podsync.services.health import require_writable
-from podsync.services.listing import ListingService
 from podsync.services.nextcloud.login_flows import LoginFlows
-from podsync.services.nextcloud.sync import NextcloudSync
-from podsync.services.passwords import PasswordService
 from podsync.services.served import ServedPositions
 from podsync.services.sync import SyncService
-from podsync.services.sync_health import SyncHealth
 from podsync.storage.engine import Engine, create_engine, open_when_up
 from podsync.web.cors import cors_middleware
 from podsync.web.gpodder.keys import GPODDER
@@ -48,12 +39,14 @@ from podsync.web.keys import (
     LISTING,
     LOGIN_FLOWS,
     NEXTCLOUD,
+    SERVICES,
     SYNC,
     SYNC_HEALTH,
     WORKER,
 )
-from podsync.web.metrics import METRICS, metrics_middleware
 from podsync.web.middleware import request_middleware, set_server_header
+from podsync.web.opa.guard import check_bearer
+from podsync.web.ops.metrics import METRICS, metrics_middleware
 from podsync.web.process import ALONE, Worker
 from podsync.web.routes import setup_routes
 
@@ -97,7 +90,7 @@ async def _prune_periodically(
 
 async def _publish_metrics(app: web.Application) -> None:
     """With several workers: this worker's metrics where a scrape of any other adds
-    them up (web/prometheus.py), every METRICS_PUBLISH_S."""
+    them up (web/ops/prometheus.py), every METRICS_PUBLISH_S."""
     while True:
         await asyncio.sleep(METRICS_PUBLISH_S)
         try:
@@ -107,7 +100,7 @@ async def _publish_metrics(app: web.Application) -> None:
 
 
 def _publish_now(app: web.Application) -> None:
-    metrics: Any = app[METRICS]  # web/prometheus.py's Metrics
+    metrics: Any = app[METRICS]  # web/ops/prometheus.py's Metrics
     metrics.set_commits(app[DB].commits)
     metrics.publish()
 
@@ -133,11 +126,10 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
     turn = os.path.join(worker.shared_dir, WRITE_TURN_FILE) if worker.shared_dir else ""
     db = create_engine(config.database, _checkpoints(worker), turn)
     await open_when_up(db, config.database)
-    passwords = PasswordService.for_config(config.auth)
+    services: Services | None = None
     pruner: asyncio.Task[None] | None = None
     fetcher: FeedFetcher | None = None
     fetching: asyncio.Task[None] | None = None
-    served: ServedPositions | None = None
     publishing: asyncio.Task[None] | None = None
     try:
         # A server that cannot write would answer every sync with an error: refuse.
@@ -147,48 +139,40 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
         # Each worker verifies one password at a time and keeps its share of
         # auth.max_pending_logins waiting: the setting stays the server's.
         pending = worker.share(config.auth.max_pending_logins)
-        app[AUTH] = AuthService(db, config.auth, secret, passwords, max_pending=pending)
-        app[SYNC] = SyncService(db, config.sync)
-        app[LISTING] = ListingService(db, secret)
-        app[APP_PASSWORDS] = AppPasswordService(db)
-        app[BASIC_AUTH] = BasicAuth(
-            db, app[AUTH], app[APP_PASSWORDS], secret, config.gpodder.basic_cache_seconds
-        )
-        served = ServedPositions(db)
-        app[DEVICES] = DeviceService(db, config.gpodder.max_devices_per_user)
-        app[EPISODE_WRITES] = EpisodeWrites(db, UploadBounds(config.gpodder))
-        app[GPODDER] = build_gpodder(
-            db, app[AUTH], app[SYNC], secret, config.gpodder, app[BASIC_AUTH], served,
-            app[DEVICES], app[EPISODE_WRITES],
-        )  # fmt: skip
-        app[NEXTCLOUD] = NextcloudSync(db, app[EPISODE_WRITES], app[GPODDER].subscriptions, served)
-        app[SYNC_HEALTH] = SyncHealth(db)
-        app[LOGIN_FLOWS] = LoginFlows(db)
-        app[FEED_INFO] = FeedInfoService(db, config.feeds.fetch_metadata)
-        app[FEED_FETCHER] = None
+        services = Services(config, db, secret, max_pending_logins=pending)
+        app[SERVICES] = services
+        app[AUTH] = services.auth
+        app[SYNC] = services.sync
+        app[LISTING] = services.listing
+        app[APP_PASSWORDS] = services.app_passwords
+        app[BASIC_AUTH] = services.basic_auth
+        app[DEVICES] = services.devices
+        app[EPISODE_WRITES] = services.episode_writes
+        app[GPODDER] = services.gpodder
+        app[NEXTCLOUD] = services.nextcloud
+        app[SYNC_HEALTH] = services.sync_health
+        app[LOGIN_FLOWS] = services.login_flows
+        app[FEED_INFO] = services.feed_info
+        # Off: then nothing here, or anywhere, opens an outbound connection.
+        fetcher = services.feed_fetcher
+        app[FEED_FETCHER] = fetcher
         # What runs once per server, not once per worker: on the leader.
         if worker.leader:
             pruner = asyncio.create_task(
-                _prune_periodically(app[SYNC], app[GPODDER], app[LOGIN_FLOWS], served, db, config)
+                _prune_periodically(
+                    services.sync,
+                    services.gpodder,
+                    services.login_flows,
+                    services.served,
+                    db,
+                    config,
+                )
             )
-        # Off: then nothing here, or anywhere, opens an outbound connection.
-        if not config.feeds.fetch_metadata:
+        if fetcher is None:
             if worker.leader:
                 log.info("feeds.fetch_metadata is off: podsync makes no outbound connection")
         else:
-            from podsync.services.feeds.fetcher import FeedFetcher
-            from podsync.services.feeds.http import FeedClient
-
-            client = FeedClient(config.feeds.allow_private)
-            fetcher = FeedFetcher(
-                db,
-                client,
-                config.feeds.refresh_hours,
-                artwork_max_bytes=config.feeds.artwork_max_kib << 10,
-                artwork_store_bytes=config.feeds.artwork_store_mib << 20,
-            )
-            await fetcher.open()
-            app[FEED_FETCHER] = fetcher  # every worker fetches what a person asks for
+            await fetcher.open()  # every worker fetches what a person asks for
             if worker.leader:  # and the leader the feeds that are due
                 fetching = asyncio.create_task(fetcher.run_forever())
                 log.info(
@@ -211,16 +195,14 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
             except Exception as exc:  # the database is gone: the claims run out instead
                 log.warning("the feed fetcher's claims were not given back: %s", exc)
             await fetcher.close()
-        if served is not None:
-            with contextlib.suppress(Exception):  # logged; only an echo follows
-                await served.close()
+        if services is not None:
+            await services.close()
         await db.close()
-        passwords.close()
 
 
 def create_app(config: Config, worker: Worker = ALONE) -> web.Application:
     # Outermost first. CORS and metrics sit outside podsync's middleware (request id,
-    # client address, bearer check, errors) so that they see (and decorate) the
+    # client address, errors) so that they see (and decorate) the
     # final response of every error too. (The gpodder layer's transport and auth
     # rules wrap its own routes' handlers: web/gpodder/http.py.)
     middlewares: list[Middleware] = []
@@ -228,7 +210,7 @@ def create_app(config: Config, worker: Worker = ALONE) -> web.Application:
         middlewares.append(metrics_middleware)
     if config.server.cors_origins:
         middlewares.append(cors_middleware(config.server.cors_origins))
-    middlewares.append(request_middleware(config.server.trusted_proxies))
+    middlewares.append(request_middleware(config.server.trusted_proxies, check_bearer))
     app = web.Application(client_max_size=config.server.max_body_bytes, middlewares=middlewares)
     app[CONFIG] = config
     app[WORKER] = worker
@@ -242,10 +224,10 @@ def create_app(config: Config, worker: Worker = ALONE) -> web.Application:
 
 
 def _prometheus() -> ModuleType:
-    """web/prometheus.py, which needs the `metrics` extra: loaded only when metrics
+    """web/ops/prometheus.py, which needs the `metrics` extra: loaded only when metrics
     are on, so a server without them never imports prometheus-client."""
     try:
-        from podsync.web import prometheus
+        from podsync.web.ops import prometheus
     except ImportError as exc:
         if exc.name is None or not exc.name.startswith("prometheus_client"):
             raise

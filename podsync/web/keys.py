@@ -9,13 +9,14 @@ from aiohttp import web
 
 # Keys are data: they name their types for the checker only and import nothing of
 # podsync at run time; the types come from layers below web/, which never import it
-# back. (The metrics key lives beside `Metrics` in web/metrics.py.)
+# back. (The metrics key lives beside `Metrics` in web/ops/metrics.py.)
 if TYPE_CHECKING:
     from podsync.config import Config
     from podsync.model import User
     from podsync.services.app_passwords import AppPasswordService
     from podsync.services.auth import AuthService
     from podsync.services.basic_auth import BasicAuth
+    from podsync.services.compose.core import Services
     from podsync.services.devices import DeviceService
     from podsync.services.episodes.writes import EpisodeWrites
     from podsync.services.feed_info import FeedInfoService
@@ -32,6 +33,9 @@ CONFIG: web.AppKey[Config] = web.AppKey("config")
 # This process among the server's workers (web/process.py).
 WORKER: web.AppKey[Worker] = web.AppKey("worker")
 DB: web.AppKey[Engine] = web.AppKey("db")
+# Every service, built in one place (services/compose/); the keys below name the
+# ones the request path reads most, taken from it.
+SERVICES: web.AppKey[Services] = web.AppKey("services")
 AUTH: web.AppKey[AuthService] = web.AppKey("auth")
 SYNC: web.AppKey[SyncService] = web.AppKey("sync")
 LISTING: web.AppKey[ListingService] = web.AppKey("listing")

@@ -6,7 +6,6 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from podsync.web import health, home
 from podsync.web.gpodder import handlers as gpodder
 from podsync.web.gpodder import slashes
 from podsync.web.gpodder import subscriptions as gpodder_subscriptions
@@ -18,6 +17,7 @@ from podsync.web.nextcloud import sync as nextcloud
 from podsync.web.nextcloud.http import nextcloud_route
 from podsync.web.opa import auth as auth_handlers
 from podsync.web.opa import openapi, opml_export, subscriptions, sync
+from podsync.web.ops import health, home
 
 
 def setup_routes(
@@ -27,16 +27,20 @@ def setup_routes(
     public_url: str = "",
 ) -> None:
     if metrics_enabled:  # prometheus-client (the `metrics` extra) is loaded only then
-        from podsync.web.prometheus import metrics_page
+        from podsync.web.ops.prometheus import metrics_page
     else:
-        from podsync.web.metrics import metrics_off as metrics_page
+        from podsync.web.ops.metrics import metrics_off as metrics_page
     app.router.add_routes(
         [
             web.get("/", home.home, allow_head=False),
             web.get("/healthz", health.healthz),  # HEAD too, for load balancers
             web.post("/auth/login", auth_handlers.login),
             web.post("/auth/refresh", auth_handlers.refresh),
-            web.get("/api/v1/subscriptions", subscriptions.list_subscriptions, allow_head=False),
+            web.get(
+                "/api/v1/subscriptions",
+                subscriptions.list_subscriptions,
+                allow_head=False,
+            ),
             web.get(
                 "/api/v1/subscriptions.opml",
                 opml_export.export_subscriptions,
@@ -77,8 +81,7 @@ def _load_ui() -> LazyPart:
 # The gpodder v2 API and the simple API v1 (the README's endpoint table): (method,
 # path, handler, kind). Under these prefixes repeated slashes route as one (Kasts
 # with a trailing "/" typed after the host sends "//api/2/..."), not by a redirect.
-# Route names start "gpodder.": the bearer check leaves these to the layer's
-# own auth.
+# Route names start "gpodder."; web/gpodder/http.py checks their callers.
 GPODDER_PREFIXES = ("/api/2/", "/subscriptions/")
 _U = "{username}"
 _D = "{device}"
@@ -105,8 +108,8 @@ GPODDER_ROUTES = [
 
 
 # The Nextcloud "GPodder Sync" API and Login Flow v2 (the nextcloud spec): (method,
-# path, handler, whether it takes Basic). Route names start "nextcloud.": the bearer
-# check leaves these to web/nextcloud/http.py.
+# path, handler, whether it takes Basic). Route names start "nextcloud.";
+# web/nextcloud/http.py checks their callers.
 _NC = "/index.php/apps/gpoddersync"
 _NEXTCLOUD: list[tuple[str, str, Handler, bool]] = [
     ("GET", f"{_NC}/subscriptions", nextcloud.get_subscriptions, True),

@@ -17,7 +17,7 @@ import aiohttp
 import pytest
 
 from podsync.config import Config
-from podsync.web.server import PodsyncRunner, start
+from podsync.serve.server import PodsyncRunner, start
 from tests.conftest import PASSWORD, WHOAMI, ServeProcess, raw_http, run_cli
 
 SECRET = "Sup3rS3cretT0ken-do-not-log"
@@ -25,7 +25,7 @@ SECRET = "Sup3rS3cretT0ken-do-not-log"
 
 @pytest.fixture
 async def server(config: Config, seeded_users: Any) -> AsyncIterator[tuple[PodsyncRunner, int]]:
-    """The real server (podsync.web.server.start) on a free port."""
+    """The real server (podsync.serve.server.start) on a free port."""
     runner, urls = await start(config.replace("server", port=0))
     try:
         yield runner, int(urls[0].rsplit(":", 1)[1])

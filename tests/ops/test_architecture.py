@@ -73,8 +73,8 @@ def test_no_module_of_podsync_imports_itself_back() -> None:
 
 def test_not_even_for_its_types() -> None:
     """An import under TYPE_CHECKING runs only for the checker, but a reader follows
-    it all the same: a circle through one is still a circle (web/metrics.py named
-    web/prometheus.py's Metrics that way)."""
+    it all the same: a circle through one is still a circle (web/ops/metrics.py named
+    web/ops/prometheus.py's Metrics that way)."""
     graph = grimp.build_graph("podsync", exclude_type_checking_imports=False, cache_dir=None)
     assert _cycles(graph) == []
 

@@ -12,7 +12,7 @@ import aiohttp
 import pytest
 
 from podsync import __version__
-from podsync.web.server import start
+from podsync.serve.server import start
 from tests.conftest import MakeConfig
 
 

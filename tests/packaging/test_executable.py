@@ -138,7 +138,7 @@ def test_the_bundle_holds_the_compiled_bindings_data_and_metadata(podsync_binary
         "idna",
         "argon2",
         "podsync.cli.opml",
-        "podsync.web.server",
+        "podsync.serve.server",
     ):
         assert module in names, module
     for compiled in ("_argon2_cffi_bindings/_ffi.", "_cffi_backend.", "aiohttp/_http_parser."):

@@ -15,9 +15,8 @@ from podsync.errors import InvalidInput
 from podsync.services.gpodder.cursor import post_cursor, session_key
 from podsync.web.gpodder.http import COOKIE
 from podsync.web.gpodder.keys import GPODDER
-from podsync.web.http import json_bytes, json_ok, read_body
+from podsync.web.http import StreamedJson, json_bytes, json_ok, read_body
 from podsync.web.keys import GPODDER_SESSION, USER
-from podsync.web.streaming import StreamedJson
 
 EPISODES = "episodes"
 TRUE = frozenset({"true", "1", "yes"})

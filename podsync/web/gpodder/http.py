@@ -26,10 +26,11 @@ from aiohttp import web
 from podsync.errors import Forbidden, InvalidInput, TooManyRequests, Unauthorized
 from podsync.services.gpodder import Gpodder
 from podsync.services.gpodder.auth import Session
+from podsync.web.errors import basic_refusal
 from podsync.web.gpodder.keys import GPODDER
-from podsync.web.http import basic_credentials, json_error, login_caller, note_refusal
+from podsync.web.http import basic_credentials, login_caller, note_refusal
 from podsync.web.keys import CONFIG, GPODDER_SESSION, SYNC_HEALTH, USER
-from podsync.web.middleware import Handler, is_trusted_proxy
+from podsync.web.middleware import Handler, checks_own_callers, is_trusted_proxy
 from podsync.web.origin import refuse_foreign_write
 
 COOKIE = "sessionid"
@@ -105,14 +106,12 @@ def gpodder_route(handler: Handler, kind: str = "") -> Handler:
     async def gpodder_handler(request: web.Request) -> web.StreamResponse:
         try:
             response = await _authenticated(request, handler, kind)
-        except Unauthorized as exc:
-            response = json_error(401, str(exc), headers={"WWW-Authenticate": CHALLENGE})
-        except Forbidden as exc:
-            response = json_error(403, str(exc))
+        except (Unauthorized, Forbidden) as exc:
+            response = basic_refusal(exc, CHALLENGE)
         response.headers["Cache-Control"] = "no-store"
         return response
 
-    return gpodder_handler
+    return checks_own_callers(gpodder_handler)
 
 
 async def _authenticated(request: web.Request, handler: Handler, kind: str) -> web.StreamResponse:

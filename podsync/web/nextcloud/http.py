@@ -22,9 +22,10 @@ from aiohttp import web
 
 from podsync.errors import Forbidden, TooManyRequests, Unauthorized
 from podsync.model import User
-from podsync.web.http import basic_credentials, json_error, login_caller, note_refusal
+from podsync.web.errors import basic_refusal
+from podsync.web.http import basic_credentials, login_caller, note_refusal
 from podsync.web.keys import BASIC_AUTH, SYNC_HEALTH
-from podsync.web.middleware import Handler
+from podsync.web.middleware import Handler, checks_own_callers
 from podsync.web.origin import refuse_foreign_write
 
 CHALLENGE = 'Basic realm="podsync", charset="UTF-8"'
@@ -70,11 +71,9 @@ def nextcloud_route(handler: Handler, basic: bool = True) -> Handler:
             response = await handler(request)
             if basic and response.status < 300:
                 await request.app[SYNC_HEALTH].synced(request[NC_USER].id, request[NC_DEVICE])
-        except Unauthorized as exc:
-            response = json_error(401, str(exc), headers={"WWW-Authenticate": CHALLENGE})
-        except Forbidden as exc:
-            response = json_error(403, str(exc))
+        except (Unauthorized, Forbidden) as exc:
+            response = basic_refusal(exc, CHALLENGE)
         response.headers["Cache-Control"] = "no-store"
         return response
 
-    return nextcloud_handler
+    return checks_own_callers(nextcloud_handler)

@@ -10,9 +10,9 @@ from aiohttp import web
 from yarl import URL
 
 from podsync.errors import InvalidInput, NotFound, Unauthorized
-from podsync.web.home import server_address
 from podsync.web.http import json_ok
 from podsync.web.keys import APP_PASSWORDS, CLIENT_ADDRESS, LOGIN_FLOWS
+from podsync.web.ops.home import server_address
 
 POLL_PATH = "/index.php/login/v2/poll"
 FLOW_PATH = "/index.php/login/v2/flow/"

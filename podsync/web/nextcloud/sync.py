@@ -7,10 +7,9 @@ from __future__ import annotations
 from aiohttp import web
 
 from podsync.errors import InvalidInput
-from podsync.web.http import json_bytes, json_ok, read_body
+from podsync.web.http import StreamedJson, json_bytes, json_ok, read_body
 from podsync.web.keys import DEVICES, NEXTCLOUD
 from podsync.web.nextcloud.http import NC_DEVICE, NC_DEVICE_CAPTION, NC_OWN_DEVICE, NC_USER
-from podsync.web.streaming import StreamedJson
 
 
 async def _device(request: web.Request) -> str:

@@ -8,16 +8,14 @@ import asyncio
 from aiohttp import web
 
 from podsync.web import params
-from podsync.web.keys import DB, SYNC, USER
+from podsync.web.keys import SERVICES, USER
 
 OPML_CONTENT_TYPE = "text/x-opml"
 
 
 async def export_subscriptions(request: web.Request) -> web.StreamResponse:
-    from podsync.services.opml_io import OpmlService  # loads with the first export
-
     include_unsubscribed = params.boolean(request, "include_unsubscribed")
-    service = OpmlService(request.app[DB], request.app[SYNC])
+    service = request.app[SERVICES].opml  # opml_io loads with the first export
     response = web.StreamResponse(
         headers={"Content-Disposition": 'attachment; filename="subscriptions.opml"'}
     )

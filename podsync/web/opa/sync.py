@@ -10,8 +10,8 @@ from podsync.services.sync import BatchOutcome
 from podsync.web import params
 from podsync.web.http import client_id, conditional_json, json_bytes, read_json
 from podsync.web.keys import LISTING, SYNC, USER
-from podsync.web.metrics import METRICS
 from podsync.web.opa.sync_wire import parse_envelope, render_results
+from podsync.web.ops.metrics import METRICS
 
 INCLUDE_VALUES = ("all", "subscriptions")
 

@@ -17,9 +17,11 @@ from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 from multidict import MultiDictProxy
 
-from podsync.errors import InvalidInput, NotFound, TooManyRequests, Unavailable
-from podsync.web.home import server_address
+from podsync.errors import InvalidInput, PodsyncError
+from podsync.web.errors import answer_for, retry_after
 from podsync.web.keys import CLIENT_ADDRESS, CONFIG, REQUEST_ID
+from podsync.web.middleware import checks_own_callers, reads_own_forms
+from podsync.web.ops.home import server_address
 from podsync.web.ui.keys import SIGNED_IN, WEB_SESSIONS
 from podsync.web.ui.render import render
 
@@ -73,25 +75,20 @@ def ui_route(
             return await _run(request, handler, public, admin, reads_own_body)
         except Refused as exc:
             return _error(request, 403, "Refused", str(exc))
-        except NotFound as exc:
-            return _error(request, 404, "Not found", str(exc))
-        except TooManyRequests as exc:
-            response = _error(request, 429, "Too many attempts", str(exc))
-            response.headers["Retry-After"] = str(exc.retry_after)
+        except PodsyncError as exc:
+            answer = answer_for(exc)
+            if answer is None or answer.page_heading is None:
+                raise  # the middleware's answer: this protocol's page for the status
+            response = _error(request, answer.status, answer.page_heading, str(exc))
+            response.headers.update(retry_after(exc) or {})
             return response
-        except Unavailable as exc:
-            response = _error(request, 503, "Try again in a moment", exc.reason)
-            response.headers["Retry-After"] = str(exc.retry_after)
-            return response
-        except InvalidInput as exc:
-            return _error(request, 400, "Not accepted", str(exc))
         except web.HTTPRequestEntityTooLarge:
             limit = size_text(request.app[CONFIG].server.max_body_bytes)
             return _error(request, 413, "Too large", f"The form was larger than {limit}.")
 
     wrapped.__name__ = handler.__name__
     wrapped.__doc__ = handler.__doc__
-    return wrapped
+    return reads_own_forms(checks_own_callers(wrapped))
 
 
 async def _run(

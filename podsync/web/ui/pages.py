@@ -12,8 +12,8 @@ from podsync.config import GpodderConfig
 from podsync.errors import InvalidInput, TooManyRequests
 from podsync.numbers import parse_int
 from podsync.store.browse import SUBSCRIPTION_ORDERS
-from podsync.web.home import is_loopback, server_address
 from podsync.web.keys import CONFIG, FEED_INFO, SYNC_HEALTH
+from podsync.web.ops.home import is_loopback, server_address
 from podsync.web.ui.artwork import artwork_path
 from podsync.web.ui.devices import refused_row
 from podsync.web.ui.guard import form_text

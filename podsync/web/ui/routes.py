@@ -6,30 +6,10 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from podsync.services.accounts import AccountService
-from podsync.services.browsing import BrowseService
-from podsync.services.episode_pages import EpisodePages
-from podsync.services.episode_search import EpisodeSearch
+from podsync.services.compose.rare import RareServices
 from podsync.services.feeds.chapters import ChapterCache
-from podsync.services.listening import ListeningService
-from podsync.services.listening_stats import ListeningStats
-from podsync.services.opml_io import OpmlService
-from podsync.services.player import PlayerSettings
-from podsync.services.remote_import import RemoteImportService
-from podsync.services.remote_import.bounds import ImportBounds
-from podsync.services.remote_import.jobs import ImportJobs
-from podsync.services.web_listening import WebListening
-from podsync.services.web_sessions import WebSessionService
-from podsync.web.keys import (
-    AUTH,
-    CONFIG,
-    DB,
-    EPISODE_WRITES,
-    ERROR_PAGE,
-    FEED_FETCHER,
-    SYNC,
-    SYNC_HEALTH,
-)
+from podsync.web.keys import ERROR_PAGE, SERVICES
+from podsync.web.middleware import checks_own_callers
 from podsync.web.ui import (
     account,
     admin,
@@ -75,8 +55,8 @@ from podsync.web.ui.render import (
     stylesheet,
 )
 
-# (method, path, handler, options). Route names start "ui.": the bearer check
-# leaves these to the UI's own session rules (web/ui/guard.py).
+# (method, path, handler, options). Route names start "ui."; the UI's own
+# session rules (web/ui/guard.py) check their callers.
 _UI: list[tuple[str, str, Handler, dict[str, bool]]] = [
     ("GET", "/ui/login", account.login_form, {"public": True}),
     ("POST", "/ui/login", account.login, {"public": True}),
@@ -141,7 +121,7 @@ def _constant(
         body = request.app[key]
         return web.Response(body=body, content_type=content_type, charset=charset, headers=headers)
 
-    return answer
+    return checks_own_callers(answer)  # anyone's: the sign-in page needs them
 
 
 _stylesheet = _constant(STYLESHEET, "text/css", 86400, "utf-8")
@@ -166,22 +146,20 @@ async def _not_found(request: web.Request) -> web.Response:
 
 
 def open_services(app: web.Application) -> None:
-    """The UI's services, on the app's database and auth (open before the first page)."""
-    db, auth = app[DB], app[AUTH]
-    app[ACCOUNTS] = AccountService(db, auth.passwords)
-    app[WEB_SESSIONS] = WebSessionService(db, auth, app[ACCOUNTS], app[CONFIG].ui.session_lifetime)
-    app[BROWSE] = BrowseService(db, app[SYNC], app[FEED_FETCHER])
-    app[LISTENING] = ListeningService(db)
-    app[EPISODE_PAGES] = EpisodePages(db)
-    app[EPISODE_SEARCH] = EpisodeSearch(db)
-    app[LISTENING_STATS] = ListeningStats(db)
-    app[PLAYER_SETTINGS] = PlayerSettings(db, app[EPISODE_PAGES])
+    """The UI's services, over the app's (open before the first page)."""
+    rare = RareServices(app[SERVICES])
+    app[ACCOUNTS] = rare.accounts
+    app[WEB_SESSIONS] = rare.web_sessions
+    app[BROWSE] = rare.browse
+    app[LISTENING] = rare.listening
+    app[EPISODE_PAGES] = rare.episode_pages
+    app[EPISODE_SEARCH] = rare.episode_search
+    app[LISTENING_STATS] = rare.listening_stats
+    app[WEB_LISTENING] = rare.web_listening
+    app[PLAYER_SETTINGS] = rare.player_settings
     app[CHAPTERS] = ChapterCache()
-    app[WEB_LISTENING] = WebListening(app[EPISODE_PAGES], app[EPISODE_WRITES], app[SYNC_HEALTH])
-    app[OPML] = OpmlService(db, app[SYNC])
-    bounds = ImportBounds.for_config(app[CONFIG])
-    importer = RemoteImportService(app[OPML], app[EPISODE_WRITES], bounds)
-    app[IMPORT_JOBS] = ImportJobs(db, importer, app[CONFIG].auth)
+    app[OPML] = rare.opml
+    app[IMPORT_JOBS] = rare.import_jobs
 
 
 async def _stop_imports(app: web.Application) -> None:

@@ -40,8 +40,9 @@ from dataclasses import dataclass
 
 from podsync import __version__
 from podsync.config import Config, describe_database
-from podsync.web.process import HANDLED, Worker, WorkerMain, fork_worker, how_it_ended
-from podsync.web.server import ReloadConfig, read_again, urls
+from podsync.serve.fork import HANDLED, WorkerMain, fork_worker, how_it_ended
+from podsync.serve.server import ReloadConfig, read_again, urls
+from podsync.web.process import Worker
 
 log = logging.getLogger("podsync")
 

@@ -8,18 +8,17 @@ from aiohttp import web
 
 from podsync import __version__
 from podsync.errors import Unavailable
-from podsync.services.health import HealthService
 from podsync.storage.engine import database_errors
 from podsync.storage.errors import RETRY_AFTER_DOWN
 from podsync.web.http import json_ok
-from podsync.web.keys import DB
+from podsync.web.keys import SERVICES
 
 log = logging.getLogger("podsync.web")
 
 
 async def healthz(request: web.Request) -> web.Response:
     try:
-        await HealthService(request.app[DB]).check()
+        await request.app[SERVICES].health.check()
     except Unavailable as exc:
         reason, retry_after = exc.reason, exc.retry_after
     except database_errors() as exc:

@@ -3,7 +3,7 @@ and counts every request, and the labels it uses.
 
 Labels are route *templates* (`/api/v1/subscriptions/{sync_id}`), methods,
 statuses and outcomes: never a username, a URL or a token. What they are counted
-into, and the page Prometheus scrapes, live in `web/prometheus.py`, which alone
+into, and the page Prometheus scrapes, live in `web/ops/prometheus.py`, which alone
 imports the prometheus-client library (the `metrics` extra): with metrics off it
 is never loaded.
 """
@@ -22,7 +22,7 @@ from podsync.web.middleware import Handler
 
 
 class RequestMetrics(Protocol):
-    """What the request path counts into: `web/prometheus.py`'s `Metrics`, the one
+    """What the request path counts into: `web/ops/prometheus.py`'s `Metrics`, the one
     kind there is. Named here so that this module never imports that one (which
     imports this one for its labels)."""
 

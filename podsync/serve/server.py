@@ -1,5 +1,5 @@
 """Running the app: the listening sockets, access log, malformed-HTTP handling, TLS,
-signals, a reload on SIGHUP; one of several workers (`web/workers.py`)."""
+signals, a reload on SIGHUP; one of several workers (`serve/workers.py`)."""
 
 from __future__ import annotations
 
@@ -318,7 +318,7 @@ def read_again(reload_config: ReloadConfig, config: Config, alone: bool = False)
 
 
 async def serve_worker(config: Config, sockets: list[socket.socket], worker: Worker) -> None:
-    """One of several workers (`web/workers.py` forked it): serve on the parent's
+    """One of several workers (`serve/workers.py` forked it): serve on the parent's
     sockets until SIGTERM or until the parent is gone. SIGINT and SIGHUP are the
     parent's: it stops or reloads every worker."""
     mark_worker(worker.index)

@@ -30,7 +30,7 @@ from prometheus_client.registry import Collector
 
 from podsync.store import stats
 from podsync.web.keys import DB
-from podsync.web.metrics import LATENCY_BUCKETS, LOGIN_OUTCOMES, METRICS, is_login_route
+from podsync.web.ops.metrics import LATENCY_BUCKETS, LOGIN_OUTCOMES, METRICS, is_login_route
 
 _SEP = "\t"  # joins a key's labels in a worker's published numbers (labels hold no tab)
 

@@ -1,0 +1,1 @@
+"""What an operator or a monitor reads: the home page, /healthz, /metrics."""
