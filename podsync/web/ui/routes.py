@@ -138,7 +138,7 @@ def _static(
         body = request.app[STATIC][name]
         return web.Response(body=body, content_type=content_type, charset=charset, headers=headers)
 
-    return answer
+    return checks_own_callers(answer)  # anyone's: the manifest and icons are public too
 
 
 async def _not_found(request: web.Request) -> web.Response:
