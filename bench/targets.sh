@@ -1,11 +1,18 @@
 #!/bin/sh
-# Every bench behind this round's targets, one after another, on one machine: the
-# figures of docs/performance.md ("The latest round"). Run it on a quiet machine
-# (nothing else running); it takes about 25 minutes and prints the load average
-# before and after each bench. Every JSON result lands in $OUT.
+# Every bench behind this round's targets, one after another, on one machine, podsync
+# beside oPodSync in the same run: the figures of docs/performance.md ("The latest
+# round"). Run it on a quiet machine (nothing else running); all of it takes about
+# 35 minutes. It notes the load average before and after each bench, and ends with
+# bench/targets.py's table: the write targets first, each bench's non-2xx answers
+# (podsync / oPodSync) and the load averages. Every JSON result lands in $OUT.
 #
-#   . .venv/bin/activate && bench/targets.sh
-#   OUT=/tmp/round3 bench/targets.sh peer_gpodder workers     # some of the benches
+# The side-by-side benches (peer_gpodder.py, peer_opodsync.py, compare.py with its
+# bare_server.py, heavy_user.py) are not part of this repository: name their folder
+# (by default ../shared/bench beside it).
+#
+#   . .venv/bin/activate && bench/targets.sh --shared DIR
+#   PEER_DIR=DIR OUT=/tmp/round4 bench/targets.sh peer_gpodder load   # some of them
+#   bench/targets.sh --shared DIR --smoke peer_gpodder      # 1 round of 1 s: does it run?
 #
 # Benches (all by default, in this order):
 #   peer_gpodder     the gpodder scenarios beside oPodSync, one podsync process
@@ -14,15 +21,16 @@
 #   compare          the login storm (list p99 storm / quiet), one process
 #   load             list, poll and floor, the storm, sync batch (bench/load.py)
 #   rss              idle RSS against bare aiohttp on the defaults, feed fetcher on
+#   heavy_user       one account of 200,000 episode actions beside oPodSync
 #   workers          one process against two: throughput, CPU and memory
 #   startup          the binary's size, start-up and idle memory (builds it first)
 #
 # Environment (all optional):
+#   PEER_DIR      the side-by-side benches' folder, if you have them (also
+#                 SHARED_BENCH, or --shared DIR; default: ../shared/bench beside the
+#                 repository). Without them the peer_*, compare and heavy_user
+#                 benches are left out and said so.
 #   OPODSYNC_SRC  oPodSync's source (default: tests/fixtures/opodsync, vendored)
-#   PEER_DIR      the shared benches, if you have them (peer_gpodder.py,
-#                 peer_opodsync.py and compare.py: not part of this repository;
-#                 default: ../shared/bench beside the repository). Without them the
-#                 peer_* and compare benches are left out and said so.
 #   PODSYNC       the podsync command (default: `command -v podsync`)
 #   OUT           where the results go (default: a new directory under /tmp)
 # Needs: wrk, php-cli + php-sqlite3, and the bench extra (pip install -e '.[bench]').
@@ -30,56 +38,82 @@ set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
+fail() { echo "targets.sh: $*" >&2; exit 1; }
+
+PEER_DIR=${PEER_DIR:-${SHARED_BENCH:-$root/../shared/bench}}
+# Rounds and seconds of the side-by-side benches (--smoke: one short round each).
+ROUNDS=3
+SECONDS_EACH=4
+HEAVY_ACTIONS=200000
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --shared) [ $# -ge 2 ] || fail "--shared needs a folder"; PEER_DIR=$2; shift 2 ;;
+    --smoke) ROUNDS=1; SECONDS_EACH=1; HEAVY_ACTIONS=2000; shift ;;
+    --*) fail "unknown option '$1'" ;;
+    *) break ;;
+    esac
+done
 OPODSYNC_SRC=${OPODSYNC_SRC:-$root/tests/fixtures/opodsync}
-PEER_DIR=${PEER_DIR:-$root/../shared/bench}
 PODSYNC=${PODSYNC:-$(command -v podsync || true)}
 OUT=${OUT:-$(mktemp -d /tmp/podsync-targets-XXXXXX)}
 PYTHON=${PYTHON:-python3}
 mkdir -p "$OUT"
 
-fail() { echo "targets.sh: $*" >&2; exit 1; }
 command -v wrk >/dev/null || fail "wrk missing (apt-get install -y wrk)"
 [ -n "$PODSYNC" ] || fail "no podsync command: activate the venv (pip install -e '.[bench]')"
+[ -f "$OPODSYNC_SRC/server/index.php" ] || fail "no oPodSync in $OPODSYNC_SRC: set OPODSYNC_SRC"
 shared() {
     [ -f "$PEER_DIR/$1" ] && return 0
     echo "== $2 left out: $1 is one of the shared benches, not in this repository (set PEER_DIR)" >&2
+    echo "$2|-|-|left out|" >>"$OUT/load.txt"
     return 1
 }
 
 load() { cut -d' ' -f1-3 /proc/loadavg; }
+# One line per bench in $OUT/load.txt: its name, the load average before and after.
+: >"$OUT/load.txt"
 step() {
     name=$1
     shift
-    echo "== $name (load average $(load))" >&2
+    before=$(load)
+    echo "== $name (load average $before)" >&2
     "$@" >"$OUT/$name.json" 2>"$OUT/$name.err" || {
         echo "   $name failed: see $OUT/$name.err" >&2
+        echo "$name|$before|$(load)|failed" >>"$OUT/load.txt"
         return 0
     }
+    echo "$name|$before|$(load)|" >>"$OUT/load.txt"
     echo "   done (load average $(load)): $OUT/$name.json" >&2
 }
 
-[ $# -gt 0 ] || set -- peer_gpodder peer_gpodder_2 peer_opodsync_2 compare load rss workers startup
+[ $# -gt 0 ] || set -- peer_gpodder peer_gpodder_2 peer_opodsync_2 compare load rss heavy_user \
+    workers startup
 for bench in "$@"; do
     case "$bench" in
     peer_gpodder)
         shared peer_gpodder.py "$bench" || continue
         step peer_gpodder env PODSYNC_SERVER_WORKERS=1 "$PYTHON" "$PEER_DIR/peer_gpodder.py" \
-            "$PODSYNC" "$OPODSYNC_SRC" --rounds 3 --seconds 4 ;;
+            "$PODSYNC" "$OPODSYNC_SRC" --rounds "$ROUNDS" --seconds "$SECONDS_EACH" ;;
     peer_gpodder_2)
         shared peer_gpodder.py "$bench" || continue
         step peer_gpodder_2 env PODSYNC_SERVER_WORKERS=2 "$PYTHON" "$PEER_DIR/peer_gpodder.py" \
-            "$PODSYNC" "$OPODSYNC_SRC" --rounds 3 --seconds 4 ;;
+            "$PODSYNC" "$OPODSYNC_SRC" --rounds "$ROUNDS" --seconds "$SECONDS_EACH" ;;
     peer_opodsync_2)
         shared peer_opodsync.py "$bench" || continue
         step peer_opodsync_2 env PODSYNC_SERVER_WORKERS=2 "$PYTHON" "$PEER_DIR/peer_opodsync.py" \
-            "$PODSYNC" "$OPODSYNC_SRC" --rounds 3 --seconds 4 ;;
+            "$PODSYNC" "$OPODSYNC_SRC" --rounds "$ROUNDS" --seconds "$SECONDS_EACH" ;;
     compare)
         shared compare.py "$bench" || continue
-        step compare "$PYTHON" "$PEER_DIR/compare.py" "$PODSYNC" --seconds 6 --json ;;
+        step compare "$PYTHON" "$PEER_DIR/compare.py" "$PODSYNC" --seconds "$((SECONDS_EACH + 2))" --json ;;
     load)
-        step load "$PYTHON" "$here/load.py" --only list,feed,floor,storm,sync --json ;;
+        step load "$PYTHON" "$here/load.py" --only list,feed,floor,storm,sync --json \
+            --rounds "$ROUNDS" --seconds "$SECONDS_EACH" ;;
     rss)
         step rss "$PYTHON" "$here/load.py" --only rss --set feeds.fetch_metadata=true --json ;;
+    heavy_user)
+        shared heavy_user.py "$bench" || continue
+        step heavy_user env PODSYNC_SERVER_WORKERS=1 "$PYTHON" "$PEER_DIR/heavy_user.py" \
+            "$PODSYNC" "$OPODSYNC_SRC" --actions "$HEAVY_ACTIONS" --json ;;
     workers)
         step workers "$PYTHON" "$here/workers.py" --json ;;
     startup)

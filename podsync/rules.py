@@ -152,8 +152,12 @@ class Plan:
         now: int,
         room: int | None = None,
         entity_room: int | None = None,
+        new_ids: Iterable[str] = (),
     ) -> None:
         self.user_id = user_id
+        # Sync ids for the entities the batch creates, made before the write turn
+        # (`new_uuid7s`); more are made here if they run out.
+        self._new_ids = iter(new_ids)
         self.client_id = client_id
         self.now = now
         self.room = room
@@ -238,7 +242,7 @@ class Plan:
             entity = Subscription(
                 id=None,
                 user_id=self.user_id,
-                sync_id=new_uuid7(),
+                sync_id=next(self._new_ids, None) or new_uuid7(),
                 guid=c.guid or derive_guid(c.feed_url),
                 feed_url=c.feed_url,
                 url_key=url_key(c.feed_url),

@@ -40,6 +40,7 @@ class AuthConfig:
     login_max_failures: int = 5
     login_lockout_seconds: int = 900
     login_max_failures_per_address: int = 50
+    login_max_failures_per_name: int = 50  # an hour, from all addresses together
     max_pending_logins: int = 16
     password_hash_memory_kib: int = 65536  # argon2id's memory cost of one hash (64 MiB)
     password_hash_time_cost: int = 3  # argon2id's passes over that memory
@@ -86,3 +87,4 @@ class FeedsConfig:
     allow_private: bool = False  # fetch from loopback and private networks too
     artwork_max_kib: int = 1024  # a feed's image is kept up to this size; 0: none kept
     artwork_store_mib: int = 1024  # all kept images together, at most
+    artwork_user_share_mib: int = 100  # the images one user's feeds name, at most

@@ -165,6 +165,7 @@ def validate(config: C) -> C:
         "login_max_failures",
         "login_lockout_seconds",
         "login_max_failures_per_address",
+        "login_max_failures_per_name",
         "max_pending_logins",
     ):
         value = getattr(a, key)
@@ -217,4 +218,6 @@ def validate(config: C) -> C:
     kib, mib = config.feeds.artwork_max_kib, config.feeds.artwork_store_mib
     _require(0 <= kib <= 16384, f"feeds.artwork_max_kib must be between 0 and 16384, not {kib}")
     _require(mib >= 1, f"feeds.artwork_store_mib must be at least 1, not {mib}")
+    share = config.feeds.artwork_user_share_mib
+    _require(share >= 1, f"feeds.artwork_user_share_mib must be at least 1, not {share}")
     return config

@@ -17,6 +17,7 @@ from podsync.store import (
     app_passwords,
     login_failures,
     login_flows,
+    login_successes,
     meta,
     tokens,
     users,
@@ -82,6 +83,7 @@ class AccountService:
         async with self.db.write() as conn:
             user = await users.require_by_name(conn, name)
             await users.delete(conn, user.id)
+            await login_successes.clear_name(conn, user.name)
 
     async def set_time_zone(self, user: User, name: str) -> str | None:
         """The zone the web UI shows this user's times in: an IANA name in any letter

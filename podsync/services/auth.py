@@ -160,9 +160,11 @@ class AuthService:
         ok = await self.passwords.verify(user.password_hash if user else None, password)
         return user, ok
 
-    async def throttle_check(self, username: str, address: str) -> None:
-        """TooManyRequests while this name or this address is locked out."""
-        retry_after = await self.throttle.retry_after(username, address)
+    async def throttle_check(self, username: str, address: str, *, name_bound: bool = True) -> None:
+        """TooManyRequests while this name or this address is locked out (or, with
+        `name_bound`, the name is guarded and this address did not sign in as it
+        lately: services/throttle.py)."""
+        retry_after = await self.throttle.retry_after(username, address, name_bound=name_bound)
         if retry_after is not None:
             log.warning("login throttled for user %s from %s", loggable_name(username), address)
             raise TooManyRequests(
@@ -196,6 +198,7 @@ class AuthService:
                 reason = "app_password"
             await self._failed(username, password, caller, reason)
             raise Unauthorized(BAD_CREDENTIALS)
+        await self.throttle.note_success(username, caller.address)
         return user
 
     async def _failed(self, username: str, password: str, caller: Caller, reason: str) -> None:

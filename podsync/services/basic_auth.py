@@ -53,9 +53,12 @@ class BasicAuth:
         TooManyRequests or Unavailable as a login would be refused."""
         app_password_shaped = looks_like_app_password(password)
         if app_password_shaped:
-            await self.auth.throttle_check(name, caller.address)
+            # No guess finds an app password: past the bound on guesses at the name,
+            # an app password still signs in, from anywhere.
+            await self.auth.throttle_check(name, caller.address, name_bound=False)
             login = await self.app_passwords.find_login(name, password)
             if login is not None:
+                await self.auth.throttle.note_success(name, caller.address)
                 return login
         user = await self._account_password(name, password, caller, app_password_shaped)
         return BasicLogin(user, None)

@@ -144,7 +144,7 @@ class BrowseService:
         key = url_key(feed_url)
         verdict: Verdict | None = None
         if self.checks is not None and not await self._subscribed(user, key):
-            verdict = await self.checks.check(user.id, feed_url, key)
+            verdict = await self.checks.check(user.id, feed_url, key, admin=user.admin)
             if verdict.answer == NOT_A_FEED:
                 raise InvalidInput(f"This address is not a podcast feed: {verdict.reason}.")
         unreachable = verdict.reason if verdict and verdict.answer == UNREACHABLE else None
@@ -154,7 +154,7 @@ class BrowseService:
             # subscription: the fetcher's pass, finding it, then sees the feed is not
             # due, and fetches it no second time.
             if verdict.learned is not None:
-                await self.fetcher.keep_checked(feed_url, key, verdict.learned)
+                await self.fetcher.keep_checked(feed_url, key, verdict.learned, user.id)
             elif unreachable is not None:
                 await self.fetcher.keep_failed(feed_url, key, unreachable)
         outcome = await self.sync.apply(user.id, None, [Subscribe(feed_url)])
@@ -184,11 +184,12 @@ class BrowseService:
 
     async def refresh(self, user: User, sync_id: str) -> bool | None:
         """Fetch one of the user's feeds now: True when fetched (or tried), False when
-        it was fetched a moment ago, None when the fetcher is off."""
+        it was fetched a moment ago, None when the fetcher is off; TooManyRequests past
+        the user's bound on fetches a minute (the Subscribe form's, shared)."""
         entity = await self.subscription(user, sync_id)
-        if self.fetcher is None:
+        if self.checks is None:
             return None
-        return await self.fetcher.refresh(entity.url_key, entity.feed_url)
+        return await self.checks.refresh(user.id, entity.url_key, entity.feed_url)
 
     async def set_subscribed(self, user: User, sync_id: str, subscribed: bool) -> None:
         """Unsubscribe, or subscribe again to, one of the user's subscriptions."""

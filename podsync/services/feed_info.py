@@ -14,13 +14,20 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from podsync import timestamps
 from podsync.feeds import url_key
 from podsync.storage.engine import Engine
-from podsync.store import artwork
+from podsync.store import artwork, feed_collection
 from podsync.store import feed_info as store
 from podsync.store.feed_info import FeedInfo
 
 __all__ = ["EpisodeRef", "FeedInfo", "FeedInfoService", "FetchSummary"]
+
+# A feed nobody subscribes to is collected once this long has passed since its last
+# subscriber left and its last fetch: the pruner runs hourly, so it goes within two.
+COLLECT_AFTER_US = 3_600_000_000
+FEEDS_PER_WRITE = 10  # a feed may hold thousands of episodes
+IMAGES_PER_WRITE = 50
 
 
 class EpisodeRef(NamedTuple):
@@ -90,11 +97,13 @@ class FeedInfoService:
                 found[ref] = title
         return found
 
-    async def artwork(self, digest: str) -> tuple[str, bytes] | None:
-        """(type, bytes) of an image the fetcher keeps, by its hash (hex), or None.
-        Read on a worker thread: an image may be a megabyte."""
+    async def artwork(self, user_id: int, digest: str) -> tuple[str, bytes] | None:
+        """(type, bytes) of an image the fetcher keeps, by its hash (hex), when one of
+        the user's podcasts has it; else None, as for an image not kept (a hash says
+        nothing of what others subscribe to). Read on a worker thread: an image may
+        be a megabyte."""
         async with self.db.read(threaded=True) as conn:
-            return await artwork.image(conn, digest)
+            return await artwork.image_for(conn, user_id, digest)
 
     async def failing(self, limit: int = 100) -> list[FeedInfo]:
         """Feeds whose last fetch failed (with the error and the next try), the
@@ -107,3 +116,27 @@ class FeedInfoService:
         async with self.db.read() as conn:
             feeds, fetched, failing = await store.counts(conn)
         return FetchSummary(self.enabled, feeds, fetched, failing)
+
+
+async def collect_unreferenced(db: Engine, now: int | None = None) -> tuple[int, int]:
+    """Delete the feeds no subscription refers to any more (COLLECT_AFTER_US after
+    the last one left), their episodes, and the images no feed names then; (feeds,
+    images) deleted. Run by the leader's pruner."""
+    before = (timestamps.now_us() if now is None else now) - COLLECT_AFTER_US
+    feeds = images = 0
+    while True:
+        async with db.write() as conn:
+            keys = await feed_collection.unreferenced(conn, before, FEEDS_PER_WRITE)
+            if keys:
+                await feed_collection.forget_feeds(conn, keys)
+        feeds += len(keys)
+        if len(keys) < FEEDS_PER_WRITE:
+            break
+    while True:
+        async with db.write() as conn:
+            digests = await artwork.unnamed(conn, IMAGES_PER_WRITE)
+            for digest in digests:
+                await artwork.collect(conn, digest)
+        images += len(digests)
+        if len(digests) < IMAGES_PER_WRITE:
+            return feeds, images

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
-from podsync import rules, timestamps
+from podsync import feeds, rules, timestamps
 from podsync.config import SyncConfig
 from podsync.errors import LimitExceeded
 from podsync.model import RecordedAction, Subscription
@@ -23,6 +23,7 @@ from podsync.storage.engine import Engine
 from podsync.store import Connection, meta
 from podsync.store import actions as action_log
 from podsync.store import subscriptions as store
+from podsync.store import sync_batch as batch_store
 
 T = TypeVar("T")
 _US_PER_DAY = 86_400_000_000
@@ -103,10 +104,20 @@ class SyncService:
         ]
         retention = now - self.config.action_id_retention_days * _US_PER_DAY
         ids = [k.action_id for k in keys if k is not None]
+        # What the rules would compute inside the write turn, computed here: the keys
+        # of the entities any command can touch (those of commands found replayed
+        # below too: loading a few entities more changes no outcome) and the sync ids
+        # of the entities the batch may create.
+        sync_ids, url_keys, guids = rules.lookup_keys(checked)
+        subscribes = sum(isinstance(c, rules.Subscribe) for c in checked)
+        new_ids = feeds.new_uuid7s(subscribes)
         async with self.db.write() as conn:
             # Another process's batch for this user waits until this one commits.
             await meta.lock_user(conn, user_id)
-            recorded = await action_log.get_many(conn, user_id, ids, newer_than=retention)
+            loaded = await batch_store.load(
+                conn, user_id, ids, retention, (sync_ids, url_keys, guids), subscribes > 0
+            )
+            recorded, entities = loaded.recorded, loaded.entities
             # Which commands run: each action id once (its first occurrence), and only
             # when it was not recorded before.
             first_of: dict[str, int] = {}
@@ -118,51 +129,50 @@ class SyncService:
                     first_of[key.action_id] = i
                 to_run.append(i)
             run = [checked[i] for i in to_run]
-            sync_ids, url_keys, guids = rules.lookup_keys(run)
-            sync_ids.update(r.sync_id for r in recorded.values() if r.sync_id)
-            entities = await store.find_matching(conn, user_id, sync_ids, url_keys, guids)
-            seq_before = await store.user_seq(conn, user_id)
-            subscribes = sum(isinstance(c, rules.Subscribe) for c in run)
             if strict:
                 # Run without limits, then refuse the whole batch if its result would
                 # pass one: the caller answers 400 and nothing is written.
-                plan = rules.Plan(user_id, client_id, entities, now)
+                plan = rules.Plan(user_id, client_id, entities, now, new_ids=new_ids)
                 ran = dict(zip(to_run, plan.apply_all(run), strict=True))
-                await self._check_limits(conn, user_id, plan)
+                await self._check_limits(conn, user_id, plan, loaded.entity_count)
             else:
-                room, entity_room = await self._rooms(conn, user_id, subscribes)
-                plan = rules.Plan(user_id, client_id, entities, now, room, entity_room)
+                subscribes = sum(isinstance(c, rules.Subscribe) for c in run)
+                room, entity_room = await self._rooms(
+                    conn, user_id, subscribes, loaded.entity_count
+                )
+                plan = rules.Plan(
+                    user_id, client_id, entities, now, room, entity_room, new_ids=new_ids
+                )
                 ran = dict(zip(to_run, plan.apply_all(run), strict=True))
-            saved = await store.save(conn, *plan.changes(), now)
+            records = [
+                RecordedAction(
+                    action_id,
+                    ran[i].status,
+                    ran[i].reason,
+                    ran[i].sync_id,
+                    now,
+                    keys[i].fingerprint,  # type: ignore[union-attr]
+                )
+                for action_id, i in first_of.items()
+            ]
+            saved = await batch_store.save(conn, user_id, plan.changes(), now, records)
+            seq_before = loaded.seq
             seq_after = max((s.change_seq for s in saved.values()), default=seq_before)
-            await action_log.record_many(
-                conn,
-                user_id,
-                [
-                    RecordedAction(
-                        action_id,
-                        ran[i].status,
-                        ran[i].reason,
-                        ran[i].sync_id,
-                        now,
-                        keys[i].fingerprint,  # type: ignore[union-attr]
-                    )
-                    for action_id, i in first_of.items()
-                ],
-            )
             current = {**{s.sync_id: s for s in entities}, **saved}
             results = [_result(i, keys, ran, first_of, recorded, current) for i in range(len(keys))]
             return render(BatchOutcome(results, seq_before, seq_after))
 
     async def _rooms(
-        self, conn: Connection, user_id: int, subscribes: int
+        self, conn: Connection, user_id: int, subscribes: int, entities: int | None
     ) -> tuple[int | None, int | None]:
         """How many more subscribed feeds and entities the user may have (None: more
-        than this batch's `subscribes` could use, so no need to count)."""
+        than this batch's `subscribes` could use, so no need to count); `entities`:
+        the user's count of entities, when read already."""
         if not subscribes:
             return None, None
         y = self.config
-        entities = await store.count_entities(conn, user_id)
+        if entities is None:
+            entities = await store.count_entities(conn, user_id)
         entity_room = y.max_entities_per_user - entities
         # Subscribed feeds are a subset of the entities: their count is read only
         # when the cheap bound does not settle it.
@@ -171,12 +181,16 @@ class SyncService:
             room = y.max_subscriptions_per_user - await store.count_subscribed(conn, user_id)
         return room, (entity_room if entity_room < subscribes else None)
 
-    async def _check_limits(self, conn: Connection, user_id: int, plan: rules.Plan) -> None:
-        """LimitExceeded when the plan's result passes a limit."""
+    async def _check_limits(
+        self, conn: Connection, user_id: int, plan: rules.Plan, before: int | None
+    ) -> None:
+        """LimitExceeded when the plan's result passes a limit (`before`: the user's
+        count of entities before the batch, when read already)."""
         y = self.config
         if not plan.created and plan.subscribed_delta <= 0:
             return
-        before = await store.count_entities(conn, user_id)  # the plan is not saved yet
+        if before is None:  # the plan is not saved yet
+            before = await store.count_entities(conn, user_id)
         entities = before + len(plan.created)
         if entities > y.max_entities_per_user:
             raise LimitExceeded(entity_limit_message(entities, y.max_entities_per_user))

@@ -72,6 +72,15 @@ def _changed(status: str) -> int:
     return int(match.group(1)) if match else 0
 
 
+async def _no_session_reset(raw: asyncpg.Connection) -> None:
+    """What a connection needs on its way back to the pool beyond asyncpg's own
+    cleanup (which rolls back a transaction left open): nothing. asyncpg's default
+    also sends RESET ALL, CLOSE ALL, UNLISTEN * and releases session advisory locks,
+    a round trip on every unit of work for state podsync never creates: it sets no
+    session setting, declares no cursor, listens to nothing and takes advisory locks
+    for the transaction only."""
+
+
 class PgConnection:
     """An asyncpg connection with the store's calls and `?` placeholders."""
 
@@ -110,7 +119,9 @@ class PostgresDatabase:
 
     async def open(self) -> None:
         """Connect and migrate (one process at a time, under an advisory lock)."""
-        self._pool = await asyncpg.create_pool(self.url, min_size=POOL_MIN, max_size=POOL_MAX)
+        self._pool = await asyncpg.create_pool(
+            self.url, min_size=POOL_MIN, max_size=POOL_MAX, reset=_no_session_reset
+        )
         try:
             async with self._pool.acquire() as raw:
                 await migrate(raw)

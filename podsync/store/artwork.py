@@ -56,6 +56,57 @@ async def total_bytes(conn: Connection) -> int:
     return 0 if row is None else int(row[0])
 
 
+async def used_by(conn: Connection, user_id: int) -> int:
+    """The size of the distinct images the user's subscribed feeds name: the user's
+    part of the store."""
+    row = await conn.fetch_one(
+        "SELECT coalesce(sum(size), 0) FROM artwork WHERE hash IN ("
+        "SELECT f.artwork_hash FROM subscriptions s JOIN feed_info f ON f.url_key = s.url_key "
+        "WHERE s.user_id = ? AND s.unsubscribed_at IS NULL AND f.artwork_hash IS NOT NULL)",
+        (user_id,),
+    )
+    return 0 if row is None else int(row[0])
+
+
+async def subscribers(conn: Connection, url_key: str) -> list[int]:
+    """The users subscribed to the feed now."""
+    rows = await conn.fetch_all(
+        "SELECT user_id FROM subscriptions WHERE url_key = ? AND unsubscribed_at IS NULL "
+        "ORDER BY user_id",
+        (url_key,),
+    )
+    return [int(r[0]) for r in rows]
+
+
+@dataclass(frozen=True, slots=True)
+class Room:
+    """The bounds a new image must fit: the store in all, each user's share; `asking`:
+    the user who asked for the feed (a Subscribe before the subscription exists, a
+    Refresh), counted as one of its subscribers."""
+
+    store_bytes: int
+    share_bytes: int
+    asking: int | None = None
+
+
+async def _no_room(conn: Connection, url_key: str, size: int, room: Room) -> str | None:
+    """Why an image of `size` bytes new to the store may not be kept for the feed:
+    the store is full, or every subscriber of the feed has used their share (an image
+    is kept when one of them has room for it)."""
+    if await total_bytes(conn) + size > room.store_bytes:
+        return "podsync's artwork store is full (feeds.artwork_store_mib)"
+    users = await subscribers(conn, url_key)
+    if room.asking is not None and room.asking not in users:
+        users.append(room.asking)
+    for user_id in users:
+        if await used_by(conn, user_id) + size <= room.share_bytes:
+            return None
+    return (
+        "the share of podsync's artwork store its subscribers may use is used up "
+        "(feeds.artwork_user_share_mib)"
+    )
+
+
 async def keep(
     conn: Connection,
     url_key: str,
@@ -63,17 +114,17 @@ async def keep(
     content_type: str,
     body: bytes,
     kept: Kept,
-    store_bytes: int,
+    room: Room,
 ) -> str | None:
     """Make this image the feed's (storing it unless it is stored already), and drop
-    the one it had when no other feed names it. Past `store_bytes` in all a new image
+    the one it had when no other feed names it. A new image that does not fit `room`
     is not stored: the feed keeps its image, and the reason is returned (and kept as
     the feed's artwork error). Call in a write."""
     await _lock(conn, digest)
     stored = await conn.fetch_one("SELECT 1 FROM artwork WHERE hash = ?", (digest,))
     if stored is None:
-        if await total_bytes(conn) + len(body) > store_bytes:
-            error = "podsync's artwork store is full (feeds.artwork_store_mib)"
+        error = await _no_room(conn, url_key, len(body), room)
+        if error is not None:
             await failed(conn, url_key, kept.source, error, kept.at)
             return error
         await conn.execute(
@@ -128,7 +179,28 @@ async def forget(conn: Connection, url_key: str) -> None:
         await _collect(conn, before)
 
 
-async def image(conn: Connection, digest: str) -> tuple[str, bytes] | None:
-    """(type, bytes) of a kept image by its hash, or None."""
-    row = await conn.fetch_one("SELECT content_type, bytes FROM artwork WHERE hash = ?", (digest,))
+async def unnamed(conn: Connection, limit: int) -> list[str]:
+    """Up to `limit` images no feed names (left by feeds collected)."""
+    rows = await conn.fetch_all(
+        "SELECT hash FROM artwork a WHERE NOT EXISTS "
+        "(SELECT 1 FROM feed_info f WHERE f.artwork_hash = a.hash) LIMIT ?",
+        (limit,),
+    )
+    return [str(r[0]) for r in rows]
+
+
+async def collect(conn: Connection, digest: str) -> None:
+    """Delete the image unless a feed names it (under its lock). Call in a write."""
+    await _collect(conn, digest)
+
+
+async def image_for(conn: Connection, user_id: int, digest: str) -> tuple[str, bytes] | None:
+    """(type, bytes) of a kept image by its hash, when a podcast of the user (one
+    subscribed to now or before) has it; else None."""
+    row = await conn.fetch_one(
+        "SELECT content_type, bytes FROM artwork WHERE hash = ? AND EXISTS ("
+        "SELECT 1 FROM feed_info f JOIN subscriptions s ON s.url_key = f.url_key "
+        "WHERE f.artwork_hash = ? AND s.user_id = ?)",
+        (digest, digest, user_id),
+    )
     return None if row is None else (str(row[0]), bytes(row[1]))

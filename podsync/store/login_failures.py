@@ -90,6 +90,30 @@ async def nth_newest_for_address(conn: Connection, address: str, since: int, n: 
     return None if row is None else int(row[0])
 
 
+async def nth_newest_password_of_name(
+    conn: Connection, name: str, since: int, n: int
+) -> int | None:
+    """The last try of the n-th newest distinct wrong password of `name` after
+    `since`, from any address, if there are n of them."""
+    row = await conn.fetch_one(
+        "SELECT last_at FROM (SELECT password_key, max(failed_at) AS last_at "
+        "FROM login_failures WHERE name_hash = ? AND failed_at > ? GROUP BY password_key) "
+        "AS guesses ORDER BY last_at DESC LIMIT 1 OFFSET ?",
+        (name_digest(name), since, n - 1),
+    )
+    return None if row is None else int(row[0])
+
+
+async def guesses_at_name(conn: Connection, name: str, since: int) -> tuple[int, int]:
+    """(distinct wrong passwords, addresses) of `name` after `since`."""
+    row = await conn.fetch_one(
+        "SELECT count(DISTINCT password_key), count(DISTINCT address) FROM login_failures "
+        "WHERE name_hash = ? AND failed_at > ?",
+        (name_digest(name), since),
+    )
+    return (0, 0) if row is None else (int(row[0]), int(row[1]))
+
+
 async def for_name(conn: Connection, name: str, since: int) -> list[LoginFailure]:
     """The failures of `name` last tried after `since`, newest first."""
     rows = await conn.fetch_all(

@@ -140,6 +140,43 @@ _UPDATE_KEPT = (
 )
 
 
+# PostgreSQL: a batch's rows as one array per column, one statement (and one executor
+# run) instead of one per row. WITH ORDINALITY ... ORDER BY keeps the rows in the
+# batch's order, so that ids follow the order of creation as on SQLite.
+_TYPES = {
+    "sync_id": "text",
+    "guid": "text",
+    "feed_url": "text",
+    "url_key": "text",
+    "title": "text",
+    "subscribed_at": "bigint",
+    "unsubscribed_at": "bigint",
+    "last_updated": "bigint",
+    "last_client_id": "text",
+    "change_seq": "bigint",
+    "changed_at": "bigint",
+    "view": "bytea",
+}
+
+
+def _arrays(columns: Sequence[str]) -> str:
+    """`unnest(?::t1[], ...) WITH ORDINALITY AS batch(c1, ..., n)` over `columns`."""
+    casts = ", ".join(f"?::{_TYPES[c]}[]" for c in columns)
+    return f"unnest({casts}) WITH ORDINALITY AS batch({', '.join(columns)}, n)"
+
+
+_INSERT_ARRAYS = (
+    f"INSERT INTO subscriptions (user_id, sync_id, {', '.join(_STATE)}) "
+    f"SELECT ?::bigint, sync_id, {', '.join(_STATE)} FROM {_arrays(('sync_id', *_STATE))} "
+    "ORDER BY n"
+)
+
+
+def _columns(rows: Sequence[Sequence[Any]]) -> list[list[Any]]:
+    """Rows to one list per column (PostgreSQL's arrays)."""
+    return [list(column) for column in zip(*rows, strict=True)]
+
+
 async def save(
     conn: Connection,
     created: Sequence[Subscription],
@@ -160,7 +197,7 @@ async def save(
         return {}
     user_id = entities[0].user_id
     assert all(e.user_id == user_id for e in entities), "a batch is one user's"
-    first_seq = await users.next_change_seqs(conn, user_id, len(entities))
+    first_seq = await users.next_change_seqs(conn, user_id, len(entities), len(created))
     saved: dict[str, Subscription] = {}
     for offset, entity in enumerate(entities):
         # The plan's own copies (new, or made by its replace): filled in place.
@@ -185,13 +222,12 @@ async def save(
                 _UPDATE,
                 [(*_state(saved[s.sync_id]), s.user_id, s.sync_id) for s in moved_keys],
             )
-    if created:
+    if created and conn.dialect == "postgresql":
+        rows = [(s.sync_id, *_state(saved[s.sync_id])) for s in created]
+        await conn.execute(_INSERT_ARRAYS, (user_id, *_columns(rows)))
+    elif created:
         await conn.execute_many(
             _INSERT, [(s.user_id, s.sync_id, *_state(saved[s.sync_id])) for s in created]
-        )
-        await conn.execute(
-            "UPDATE users SET entity_count = entity_count + ? WHERE id = ?",
-            (len(created), created[0].user_id),
         )
     return saved
 

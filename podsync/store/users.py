@@ -164,15 +164,19 @@ async def overview(conn: Connection) -> list[UserOverview]:
     ]
 
 
-async def next_change_seqs(conn: Connection, user_id: int, count: int) -> int:
+async def next_change_seqs(
+    conn: Connection, user_id: int, count: int, new_entities: int = 0
+) -> int:
     """Reserve the user's next `count` change numbers; return the first. Call inside a
     write, after `meta.lock_user`: the user's writers then take numbers one at a time
     and commit in that order (on PostgreSQL the UPDATE also holds the user's row to
     COMMIT), so a change feed never sees number 11 while 10 is still to come. Other
-    users' writers take their own numbers and never wait for this one."""
+    users' writers take their own numbers and never wait for this one.
+    `new_entities` is added to the user's count of entities by the same statement."""
     row = await conn.fetch_one(
-        "UPDATE users SET change_seq = change_seq + ? WHERE id = ? RETURNING change_seq",
-        (count, user_id),
+        "UPDATE users SET change_seq = change_seq + ?, entity_count = entity_count + ? "
+        "WHERE id = ? RETURNING change_seq",
+        (count, new_entities, user_id),
     )
     if row is None:
         raise Unauthorized(ACCOUNT_GONE)

@@ -18,6 +18,7 @@ from podsync.errors import METRICS_EXTRA, MissingExtra
 from podsync.services.auth import load_secret_key
 from podsync.services.compose.core import Services
 from podsync.services.episodes.history import prune_superseded
+from podsync.services.feed_info import collect_unreferenced
 from podsync.services.gpodder import Gpodder
 from podsync.services.health import require_writable
 from podsync.services.nextcloud.login_flows import LoginFlows
@@ -69,7 +70,8 @@ async def _prune_periodically(
 ) -> None:
     """Forget what is past its retention, now and every hour: action ids, the
     revocations of gpodder sessions whose cookies have all expired, served positions
-    of readers gone, and superseded episode actions past gpodder.episode_history_days."""
+    of readers gone, superseded episode actions past gpodder.episode_history_days,
+    and the feeds and artwork no subscription refers to any more."""
     while True:
         try:
             removed = await sync.prune_action_log()
@@ -83,6 +85,11 @@ async def _prune_periodically(
             pruned = await prune_superseded(db, config.gpodder.episode_history_days)
             if pruned:
                 log.info("pruned %d superseded episode actions past their history", pruned)
+            feeds, images = await collect_unreferenced(db)
+            if feeds or images:
+                log.info(
+                    "forgot %d feeds and %d images nobody subscribes to any more", feeds, images
+                )
         except Exception:
             log.exception("pruning past their retention failed; trying again later")
         await asyncio.sleep(PRUNE_INTERVAL_S)

@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from podsync.feeds import PODCAST_GUID_NAMESPACE, _as_uuid, derive_guid, new_uuid7
+from podsync.feeds import PODCAST_GUID_NAMESPACE, _as_uuid, derive_guid, new_uuid7, new_uuid7s
 
 
 @pytest.mark.parametrize(
@@ -51,6 +51,22 @@ def test_sync_ids_made_later_sort_later() -> None:
     # never out of order by more than that step.
     tick = [uuid.UUID(u).int >> 64 for u in burst]
     assert tick == sorted(tick)
+
+
+def test_a_batch_of_sync_ids_made_at_once_is_in_order_after_the_ids_before() -> None:
+    """The ids of a batch's new entities are made before the write turn, all at once:
+    distinct version 7 UUIDs, in ascending order, after an id made before them."""
+    earlier = new_uuid7()
+    time.sleep(0.001)
+    batch = new_uuid7s(300)
+    assert len(set(batch)) == 300
+    assert batch == sorted(batch)
+    assert earlier < batch[0]
+    for text in batch:
+        parsed = uuid.UUID(text)
+        assert str(parsed) == text
+        assert parsed.version == 7 and parsed.variant == uuid.RFC_4122
+    assert new_uuid7s(0) == []
 
 
 def test_the_uuid_text_is_the_bytes_with_version_and_variant_set() -> None:

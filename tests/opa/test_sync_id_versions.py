@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from podsync import rules
+from podsync import feeds, rules
 from tests.support.sync_helpers import action, all_subscriptions, get_json, post_batch
 
 pytestmark = pytest.mark.both_engines
@@ -25,6 +25,8 @@ async def test_ids_of_an_earlier_release_work_beside_new_ones(
     # The release before made random UUIDv4 ids: make one entity that way.
     with monkeypatch.context() as patch:
         patch.setattr(rules, "new_uuid7", lambda: str(uuid.uuid4()))
+        # A batch's ids are made before its write turn, all at once.
+        patch.setattr(feeds, "new_uuid7s", lambda n: [str(uuid.uuid4()) for _ in range(n)])
         body = await post_batch(client, alice, [action(feed_url=OLD_FEED)])
     old_id = body["results"][0]["data"]["sync_id"]
     body = await post_batch(client, alice, [action(feed_url=NEW_FEED)])

@@ -152,8 +152,8 @@ def test_a_user_has_a_few_addresses_fetched_a_minute_then_is_told_when_to_try(
         assert 1 <= int(past.headers["Retry-After"]) <= 60
         said = problem(past)
         assert said.startswith(
-            f"You had {CHECKS_PER_USER} feed addresses checked in the last minute, the most "
-            "there can be. Try again in "
+            f"You had {CHECKS_PER_USER} feeds fetched in the last minute (Subscribe and "
+            "Refresh count together), the most there can be. Try again in "
         ), said
         assert said.endswith("s; to add many feeds at once, import them as an OPML file.")
         assert f'value="{feeds.url("/show.xml")}"' in past.body.decode()  # the field kept

@@ -2,7 +2,7 @@
 owner's episodes only), the speed per podcast (checked, CSRF-checked, kept per
 person and podcast), Remove from Continue listening (nothing for the apps, back
 after a later play, paged list), times in show notes as links that stay sanitized,
-and schema step 23 from a database of the release before."""
+and schema step 25 from a database of the release before."""
 
 from __future__ import annotations
 
@@ -135,7 +135,7 @@ def test_times_in_notes_become_seek_links_and_stay_sanitized() -> None:
     assert re.search(r"<script", with_time_links("<script>1:00</script>", "1")) is None
 
 
-async def test_step_23_from_the_release_before(make_config: MakeConfig, db_engine: str) -> None:
+async def test_step_25_from_the_release_before(make_config: MakeConfig, db_engine: str) -> None:
     config = make_config()
     before = len(sqlite_migrations.MIGRATIONS) - 1
     async with database_at(config, db_engine, before) as db:

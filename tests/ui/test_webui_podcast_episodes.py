@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
+from podsync import timestamps
 from podsync.config import Config
 from podsync.feeds import url_key
 from podsync.services.accounts import AccountService
@@ -199,10 +200,13 @@ async def test_the_step_on_a_database_of_the_release_before(
         async with database_at(config, db_engine, STEP) as db:
             await add_user(db, "alice", PASSWORD)
             async with db.write() as conn:
+                # Checked two minutes ago: the pruner, at start, keeps a feed nobody
+                # subscribes to (yet) for an hour after its last check, and a Refresh
+                # may fetch it (a minute has passed).
                 await conn.execute(
                     "INSERT INTO feed_info (url_key, feed_url, title, etag, fetched_at, "
-                    "next_try_at) VALUES (?, ?, 'The Show', '\"v1\"', 1, ?)",
-                    (url_key(show), show, 2**62),
+                    "checked_at, next_try_at) VALUES (?, ?, 'The Show', '\"v1\"', 1, ?, ?)",
+                    (url_key(show), show, timestamps.now_us() - 120_000_000, 2**62),
                 )
                 await conn.execute_many(
                     "INSERT INTO feed_episodes (url_key, episode_url, guid, title) "

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
+from podsync import timestamps
 from podsync.feeds import url_key
 from podsync.services.episode_search import SEARCH_PAGE
 from podsync.storage.migrations.sqlite import MIGRATIONS
@@ -104,10 +105,12 @@ async def test_the_step_on_a_database_of_the_release_before(
     async with database_at(config, db_engine, STEP) as db:
         await add_user(db, "alice", PASSWORD)
         async with db.write() as conn:
+            # Checked lately: the pruner, at start, keeps a feed nobody subscribes
+            # to (yet) for an hour after its last check.
             await conn.execute(
-                "INSERT INTO feed_info (url_key, feed_url, title, fetched_at, next_try_at) "
-                "VALUES (?, ?, 'Old Show', 1, ?)",
-                (url_key(show), show, 2**62),
+                "INSERT INTO feed_info (url_key, feed_url, title, fetched_at, checked_at, "
+                "next_try_at) VALUES (?, ?, 'Old Show', 1, ?, ?)",
+                (url_key(show), show, timestamps.now_us(), 2**62),
             )
             await conn.execute_many(
                 "INSERT INTO feed_episodes (url_key, episode_url, guid, title) VALUES (?, ?, ?, ?)",

@@ -156,6 +156,7 @@ class Services:
             feeds.refresh_hours,
             artwork_max_bytes=feeds.artwork_max_kib << 10,
             artwork_store_bytes=feeds.artwork_store_mib << 20,
+            artwork_share_bytes=feeds.artwork_user_share_mib << 20,
         )
 
     async def close(self) -> None:

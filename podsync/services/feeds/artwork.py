@@ -10,7 +10,9 @@ nothing): when the feed names another image, by a conditional GET when the image
 own validators are known, else again after a while. What comes back is kept only if
 it is an image by its first bytes (JPEG, PNG, GIF, WebP; never SVG, which can carry
 script) and declared as an image (or as bytes of no particular type), within a size
-cap and the store's total. Nothing is decoded: podsync stays free of image
+cap, the store's total and the share of it each user's feeds may hold (an image new
+to the store is kept when one of the feed's subscribers has room for it in their
+share). Nothing is decoded: podsync stays free of image
 libraries, and the browser scales the picture. An image that cannot be had leaves
 the one kept before in place; the reason is kept beside it.
 
@@ -127,10 +129,12 @@ class ArtworkKeeper:
         max_bytes: int,
         store_bytes: int,
         clock: Callable[[], int] = timestamps.now_us,
+        share_bytes: int | None = None,
     ) -> None:
         self.client = client
         self.max_bytes = max_bytes
         self.store_bytes = store_bytes
+        self.share_bytes = store_bytes if share_bytes is None else share_bytes
         self.clock = clock
         self._body = Body(accept=ACCEPT, max_bytes=max_bytes, noun="artwork")
 
@@ -156,8 +160,11 @@ class ArtworkKeeper:
             return Found(url, error=str(exc), kept=store.Kept(url, None, None, self.clock()))
         return Found(url, image, store.Kept(url, fetched.etag, fetched.last_modified, self.clock()))
 
-    async def record(self, conn: Connection, url_key: str, found: Found) -> None:
-        """Keep what `look` found (in a write)."""
+    async def record(
+        self, conn: Connection, url_key: str, found: Found, asking: int | None = None
+    ) -> None:
+        """Keep what `look` found (in a write). `asking`: the user who asked for the
+        feed, counted among its subscribers for the shares (`store.Room`)."""
         if found.forget:
             await store.forget(conn, url_key)
             return
@@ -169,9 +176,9 @@ class ArtworkKeeper:
             await store.still(conn, url_key, found.kept)
         else:
             image = found.image
+            room = store.Room(self.store_bytes, self.share_bytes, asking)
             error = await store.keep(
-                conn, url_key, image.hash, image.content_type, image.body, found.kept,
-                self.store_bytes,
+                conn, url_key, image.hash, image.content_type, image.body, found.kept, room
             ) or ""  # fmt: skip
         if error:
             log.debug("the artwork of the feed %s was not kept: %s", shown(url_key), error)

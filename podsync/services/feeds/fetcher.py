@@ -4,7 +4,8 @@ fresh (`[feeds] fetch_metadata = true`).
 Each pass: notice the feeds of subscriptions changed since the last pass (any
 process's), claim the feeds that are due and still subscribed (a claim in the
 database, so several server processes on one database fetch each feed once), fetch
-a few at a time, parse in one worker thread, and record the outcomes of a claimed
+a few at a time, parse in one worker thread (a person's Subscribe and Refresh in
+threads of their own, so that they never wait behind a pass), and record the outcomes of a claimed
 batch in one write (the one that claims the next batch). A feed is fetched at most
 once per `refresh_hours` whoever subscribes to it; a failure is recorded with its
 reason and tried again after a backoff that doubles per failure. When a host's name
@@ -22,7 +23,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from podsync import timestamps
 from podsync.services.feeds import NotAFeed, claims, order, refusals
@@ -80,6 +81,7 @@ class Outcome:
     learned: store.LearnedFeed | None = None
     error: str = ""
     artwork: Found | None = None  # what a look at its image found
+    asking: int | None = None  # the user who asked for this fetch (a Refresh)
 
 
 class FeedFetcher:
@@ -95,6 +97,7 @@ class FeedFetcher:
         clock: Callable[[], int] = timestamps.now_us,
         artwork_max_bytes: int = ARTWORK_MAX_BYTES,
         artwork_store_bytes: int = ARTWORK_STORE_BYTES,
+        artwork_share_bytes: int | None = None,
     ) -> None:
         self.db = db
         self.refresh_us = refresh_hours * HOUR_US
@@ -103,11 +106,16 @@ class FeedFetcher:
         self.poll_interval_s = poll_interval_s
         self.batch_min_s = batch_min_s
         self.clock = clock
-        # One parse at a time, off the event loop: a large feed costs the loop nothing
-        # but the GIL's switch interval, and never more than one core in all.
+        # One parse at a time for the passes, off the event loop: a large feed costs
+        # the loop nothing but the GIL's switch interval. A parse ends within its
+        # deadline (parse.parse_feed); a person's Subscribe or Refresh is parsed on
+        # threads of its own, so a pass busy with a hostile feed never holds it back.
         self._parser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="podsync-feed-parse")
+        self._asked = ThreadPoolExecutor(max_workers=2, thread_name_prefix="podsync-feed-asked")
         self.failure_log = FailureLog(log)
-        self.artwork = ArtworkKeeper(client, artwork_max_bytes, artwork_store_bytes, clock)
+        self.artwork = ArtworkKeeper(
+            client, artwork_max_bytes, artwork_store_bytes, clock, artwork_share_bytes
+        )
         self.claimer = claims.claimer()
 
     async def open(self) -> None:
@@ -118,6 +126,7 @@ class FeedFetcher:
         # A parse under way finishes on its thread (it touches no database); the
         # server's shutdown does not wait for it here.
         self._parser.shutdown(wait=False, cancel_futures=True)
+        self._asked.shutdown(wait=False, cancel_futures=True)
 
     async def run_forever(self) -> None:
         """Passes until cancelled, the first at once after `take_back`; a pass that
@@ -215,26 +224,30 @@ class FeedFetcher:
         self, gate: asyncio.Semaphore, feed: store.DueFeed, faults: HostFaults
     ) -> Outcome:
         async with gate:
-            return await self._attempt(feed, faults)
+            return await self._attempt(feed, faults, self._parser)
 
-    async def fetch_one(self, feed: store.DueFeed) -> None:
-        """Fetch, parse and record one claimed feed; never raises for the feed's
-        faults (they are recorded)."""
-        outcome = await self._attempt(feed, None)
+    async def fetch_one(self, feed: store.DueFeed, asking: int | None = None) -> None:
+        """Fetch, parse and record one claimed feed (a person asked for it: the user
+        `asking`, when known); never raises for the feed's faults (they are
+        recorded)."""
+        outcome = replace(await self._attempt(feed, None, self._asked), asking=asking)
         async with self.db.write() as conn:
             await self._record(conn, [outcome])
         self._log([outcome])
 
-    async def _attempt(self, feed: store.DueFeed, faults: HostFaults | None) -> Outcome:
-        """Fetch and parse one claimed feed and store its changed episodes; the
-        feed's row is left for `_record`. Never raises for the feed's faults."""
+    async def _attempt(
+        self, feed: store.DueFeed, faults: HostFaults | None, parser: ThreadPoolExecutor
+    ) -> Outcome:
+        """Fetch and parse (on `parser`) one claimed feed and store its changed
+        episodes; the feed's row is left for `_record`. Never raises for the feed's
+        faults."""
         try:
             fetched = await self.client.fetch(feed.feed_url, feed.etag, feed.last_modified, faults)
             learned = None
             if not fetched.not_modified:
                 loop = asyncio.get_running_loop()
                 learned = await loop.run_in_executor(
-                    self._parser, _parse_feed, fetched.body, fetched.url, fetched.content_type
+                    parser, _parse_feed, fetched.body, fetched.url, fetched.content_type
                 )
         except (FetchError, NotAFeed) as exc:
             return Outcome(feed, self.clock(), error=str(exc))
@@ -244,7 +257,7 @@ class FeedFetcher:
             return Outcome(feed, self.clock(), error=error)
         found = None
         if learned is not None:
-            await self._store_episodes(feed.url_key, learned)
+            await self._store_episodes(feed.url_key, learned, parser)
             found = await self._look_at_artwork(feed, learned.artwork_url, faults)
         return Outcome(feed, self.clock(), fetched, learned, artwork=found)
 
@@ -278,7 +291,7 @@ class FeedFetcher:
                     o.at + self.refresh_us,
                 )
                 if o.artwork is not None:
-                    await self.artwork.record(conn, o.feed.url_key, o.artwork)
+                    await self.artwork.record(conn, o.feed.url_key, o.artwork, o.asking)
         await store.record_failures(conn, failed)
 
     def _log(self, outcomes: Sequence[Outcome]) -> None:
@@ -287,21 +300,23 @@ class FeedFetcher:
                 self.failure_log.failed(o.feed.url_key, o.feed.failures + 1, o.error)
 
     async def parse(self, fetched: Fetched) -> store.LearnedFeed:
-        """What a fetched feed holds, read on the parser's thread; NotAFeed when it
-        is something else."""
+        """What a fetched feed holds, read on a thread for what people ask; NotAFeed
+        when it is something else."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
-            self._parser, _parse_feed, fetched.body, fetched.url, fetched.content_type
+            self._asked, _parse_feed, fetched.body, fetched.url, fetched.content_type
         )
 
-    async def keep_checked(self, feed_url: str, url_key: str, learned: store.LearnedFeed) -> None:
-        """Store what a check learned of a feed about to be subscribed to, so that its
-        title shows on the next page load; the next regular fetch is a refresh window
-        away."""
+    async def keep_checked(
+        self, feed_url: str, url_key: str, learned: store.LearnedFeed, asking: int | None = None
+    ) -> None:
+        """Store what a check learned of a feed the user `asking` is about to
+        subscribe to, so that its title shows on the next page load; the next regular
+        fetch is a refresh window away."""
         now = self.clock()
         async with self.db.write() as conn:
             await store.add_feed(conn, url_key, feed_url, now)
-        await self._store_episodes(url_key, learned)
+        await self._store_episodes(url_key, learned, self._asked)
         async with self.db.write() as conn:
             await store.record_fetched(
                 conn, url_key, learned, None, None, now, now + self.refresh_us
@@ -312,7 +327,7 @@ class FeedFetcher:
         found = None if due is None else await self._look_at_artwork(due, learned.artwork_url, None)
         if found is not None:
             async with self.db.write() as conn:
-                await self.artwork.record(conn, url_key, found)
+                await self.artwork.record(conn, url_key, found, asking)
 
     async def keep_failed(self, feed_url: str, url_key: str, error: str) -> None:
         """Record that a check could not fetch a feed about to be subscribed to (no
@@ -325,21 +340,31 @@ class FeedFetcher:
             later = next_try_after_failure(now, known[url_key].failures + 1, self.refresh_us)
             await store.record_failures(conn, [(url_key, error, now, later)])
 
+    async def claim_refresh(
+        self, conn: Connection, url_key: str, feed_url: str, now: int
+    ) -> store.DueFeed | None:
+        """Claim one feed for a fetch now (a person's `Refresh`, which then calls
+        `fetch_one`); None when it was fetched or tried less than REFRESH_GAP_US ago,
+        or another fetch of it is under way. Call in a write."""
+        await store.add_feed(conn, url_key, feed_url, now)
+        return await store.claim_now(
+            conn, url_key, now, now - REFRESH_GAP_US, now + LEASE_US, self.claimer
+        )
+
     async def refresh(self, url_key: str, feed_url: str) -> bool:
-        """Fetch one feed now (a person's `Refresh`); False when it was fetched or
-        tried less than REFRESH_GAP_US ago, or another fetch of it is under way."""
-        now = self.clock()
+        """Fetch one feed now, bound by REFRESH_GAP_US alone (a person's Refresh goes
+        through `FeedChecks.refresh`, which bounds the person's fetches too); False
+        when it was not fetched."""
         async with self.db.write() as conn:
-            await store.add_feed(conn, url_key, feed_url, now)
-            due = await store.claim_now(
-                conn, url_key, now, now - REFRESH_GAP_US, now + LEASE_US, self.claimer
-            )
+            due = await self.claim_refresh(conn, url_key, feed_url, self.clock())
         if due is None:
             return False
         await self.fetch_one(due)
         return True
 
-    async def _store_episodes(self, url_key: str, learned: store.LearnedFeed) -> None:
+    async def _store_episodes(
+        self, url_key: str, learned: store.LearnedFeed, worker: ThreadPoolExecutor
+    ) -> None:
         """Write only what changed since the last fetch (usually an episode or two: a
         kept item keeps its rank, `order.plan`), a few hundred rows per write, so
         that no write holds the lock for long; the stored rows are read, and the
@@ -347,7 +372,7 @@ class FeedFetcher:
         async with self.db.read(threaded=True) as conn:
             stored = await store.stored_episodes(conn, url_key)
         loop = asyncio.get_running_loop()
-        changes = await loop.run_in_executor(self._parser, order.plan, learned.episodes, stored)
+        changes = await loop.run_in_executor(worker, order.plan, learned.episodes, stored)
         removed, added = changes
         for start in range(0, max(len(removed), len(added)), EPISODES_PER_WRITE):
             async with self.db.write() as conn:

@@ -26,13 +26,17 @@ from typing import Any
 
 import feedparser
 
-from podsync.services.feeds import NotAFeed, chapters, notes, text
+from podsync.services.feeds import Deadline, NotAFeed, chapters, notes, text
 from podsync.services.feeds.strict import NotStrict, parse_strict
 from podsync.store.feed_info import FeedItem, LearnedFeed
 
 _MARKUP_TYPES = ("text/html", "application/xhtml+xml")
 _ROOT_TAG = re.compile(rb"<[A-Za-z_]")
 _PROLOG_SCAN = 1 << 16
+# feedparser reads a document in one call that no deadline can stop, at some tens of
+# microseconds a tag: a feed that is not well-formed XML is read by it only when it
+# holds at most this many (a second or two; a real feed holds a few thousand).
+MAX_FORGIVING_TAGS = 100_000
 
 
 def prolog_problem(body: bytes) -> str | None:
@@ -102,9 +106,10 @@ def _chapters(entry: Any) -> str | None:
     return chapters.inline(pairs) if pairs else None
 
 
-def _episodes(entries: Any, base: str) -> list[FeedItem]:
+def _episodes(entries: Any, base: str, deadline: Deadline) -> list[FeedItem]:
     rows: list[FeedItem] = []
     for entry in entries[: text.MAX_EPISODES]:
+        deadline.check()
         types: dict[str, str | None] = {}
         for enclosure in entry.get("enclosures") or ():
             url = text.web_url(enclosure.get("href"), base)
@@ -126,20 +131,32 @@ def _episodes(entries: Any, base: str) -> list[FeedItem]:
     return rows
 
 
-def parse_feed(body: bytes, url: str, content_type: str = "") -> LearnedFeed:
+def parse_feed(
+    body: bytes, url: str, content_type: str = "", deadline: Deadline | None = None
+) -> LearnedFeed:
     """What the feed at `url` (the address it was fetched from, for relative links)
-    says of itself and its episodes; NotAFeed when it is no RSS or Atom feed."""
+    says of itself and its episodes; NotAFeed when it is no RSS or Atom feed,
+    TooSlowToRead when its items are not read by the `deadline` (by default
+    PARSE_DEADLINE_S from now)."""
+    deadline = deadline or Deadline()
     problem = prolog_problem(body)
     if problem is not None:
         raise NotAFeed(problem)
     try:
-        return parse_strict(body, url)
+        return parse_strict(body, url, deadline)
     except NotStrict:
-        return parse_forgiving(body, url, content_type)
+        return parse_forgiving(body, url, content_type, deadline)
 
 
-def parse_forgiving(body: bytes, url: str, content_type: str = "") -> LearnedFeed:
+def parse_forgiving(
+    body: bytes, url: str, content_type: str = "", deadline: Deadline | None = None
+) -> LearnedFeed:
     """parse_feed with feedparser, for every feed `strict` passes on."""
+    if body.count(b"<") > MAX_FORGIVING_TAGS:
+        raise NotAFeed(
+            f"the feed is not well-formed XML and holds more than {MAX_FORGIVING_TAGS:,} "
+            "tags, more than podsync reads of such a feed"
+        )
     headers = {"content-type": content_type} if content_type else {}
     parsed = feedparser.parse(
         io.BytesIO(body), response_headers=headers, sanitize_html=False, resolve_relative_uris=False
@@ -151,5 +168,5 @@ def parse_forgiving(body: bytes, url: str, content_type: str = "") -> LearnedFee
         title=_plain(feed.get("title"), feed.get("title_detail")),
         link=text.web_url(feed.get("link"), url),
         artwork_url=_artwork(feed, url),
-        episodes=_episodes(parsed.get("entries", []), url),
+        episodes=_episodes(parsed.get("entries", []), url, deadline or Deadline()),
     )

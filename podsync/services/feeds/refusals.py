@@ -7,6 +7,10 @@ A person who is not an admin learns only that the address is not allowed here an
 whom to ask: not which private address a name resolves to (a look at the server's
 own network).
 
+The import form's refusal (IMPORT_NOT_ALLOWED) is only ever shown to a person who
+is not an admin (an admin may import from any address): it too says only that the
+address is not allowed, and whom to ask.
+
 Every refusal starts with PREFIX, in this release and the ones before, so that
 turning `feeds.allow_private` on finds the feeds it refused (`is_refusal`).
 """
@@ -18,6 +22,11 @@ SETTING = "feeds.allow_private"
 # What lifts a refusal, appended to the stored reason: the log line and an admin's
 # page name the setting.
 HINT = f"podsync fetches only public addresses unless {SETTING} = true"
+IMPORT_NOT_ALLOWED = (
+    "This address is not allowed. Ask an admin of this podsync to run the import for "
+    "you; if you run this podsync yourself, run `podsync user import-from` on the "
+    "server. Nothing was changed."
+)
 FOR_NON_ADMIN = (
     "refused: the address is not allowed on this server. To fetch feeds on your own "
     "network, ask the server's admin"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from itertools import islice
 
-from podsync.services.feeds import chapters, notes, text
+from podsync.services.feeds import Deadline, chapters, notes, text
 from podsync.store.feed_info import LearnedFeed
 
 ATOM = "{http://www.w3.org/2005/Atom}"
@@ -89,7 +89,7 @@ def _chapters(item: ET.Element, url: str) -> str | None:
     return chapters.inline(pairs) if pairs else None
 
 
-def _rss(root: ET.Element, url: str) -> LearnedFeed:
+def _rss(root: ET.Element, url: str, deadline: Deadline) -> LearnedFeed:
     channel = root.find("channel")
     if channel is None:
         raise NotStrict
@@ -101,6 +101,7 @@ def _rss(root: ET.Element, url: str) -> LearnedFeed:
         artwork = text.web_url(channel.findtext("image/url"), url)
     episodes = []
     for item in islice(channel.iterfind("item"), text.MAX_EPISODES):
+        deadline.check()
         types: dict[str, str | None] = {}
         for enclosure in item.iterfind("enclosure"):
             found = text.web_url(enclosure.get("url"), url)
@@ -146,9 +147,10 @@ def _atom_link(element: ET.Element, rel: str) -> str | None:
     return None
 
 
-def _atom(root: ET.Element, url: str) -> LearnedFeed:
+def _atom(root: ET.Element, url: str, deadline: Deadline) -> LearnedFeed:
     episodes = []
     for entry in islice(root.iterfind(f"{ATOM}entry"), text.MAX_EPISODES):
+        deadline.check()
         types: dict[str, str | None] = {}
         for link in entry.iterfind(f"{ATOM}link"):
             if link.get("rel") == "enclosure":
@@ -175,14 +177,16 @@ def _atom(root: ET.Element, url: str) -> LearnedFeed:
     )
 
 
-def parse_strict(body: bytes, url: str) -> LearnedFeed:
-    """RSS 2.0 or Atom 1.0 that is well-formed XML; else NotStrict."""
+def parse_strict(body: bytes, url: str, deadline: Deadline | None = None) -> LearnedFeed:
+    """RSS 2.0 or Atom 1.0 that is well-formed XML; else NotStrict. TooSlowToRead
+    when its items are not read by the `deadline`."""
+    deadline = deadline or Deadline()
     try:
         root = ET.fromstring(body)  # noqa: S314 - expat: no external entities, bounded expansion
     except (ET.ParseError, ValueError) as exc:
         raise NotStrict from exc
     if root.tag == "rss":
-        return _rss(root, url)
+        return _rss(root, url, deadline)
     if root.tag == f"{ATOM}feed":
-        return _atom(root, url)
+        return _atom(root, url, deadline)
     raise NotStrict

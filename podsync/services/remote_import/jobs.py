@@ -26,17 +26,19 @@ from podsync import timestamps
 from podsync.config import AuthConfig
 from podsync.errors import PodsyncError
 from podsync.model import User
+from podsync.services import person_fetches
 from podsync.services.remote_import import (
     RemoteAccount,
     RemoteError,
     RemoteImportReport,
     RemoteImportService,
+    RemoteRefusedAddress,
     RemoteUnauthorized,
 )
 from podsync.services.remote_import.actions import ReadPosition
 from podsync.services.remote_import.client import RemoteClient
 from podsync.storage.engine import Engine
-from podsync.store import meta, remote_imports
+from podsync.store import meta, remote_imports, user_fetches
 from podsync.store.remote_imports import DONE, FAILED, REFUSED, RUNNING, STOPPED, ImportRow
 
 log = logging.getLogger("podsync.import")
@@ -147,6 +149,7 @@ class ImportJobs:
     ) -> _Run:
         if origin == "web":
             await self._check_throttle(user.id)
+            await self._take_turn(user.id)
         remote = self.importer.client(account, allow_private=allow_private)
         job_id = await self._claim(user.id, origin, remote.base, account.username)
         try:
@@ -164,6 +167,8 @@ class ImportJobs:
             # the throttle; anything else leaves no trace.
             refused = isinstance(exc, RemoteUnauthorized) and origin == "web"
             await self._end_sign_in(job_id, refused)
+            if isinstance(exc, RemoteRefusedAddress) and origin == "web":
+                await self._count_refusal(user.id)
             raise
         say(f"signed in to {remote.base} ({api} API)")
         report = RemoteImportReport(server=remote.base, api=api)
@@ -183,6 +188,21 @@ class ImportJobs:
                     await remote_imports.delete(conn, job_id)
         except Exception:
             log.error("import %d: its end could not be written", job_id, exc_info=True)
+
+    async def _take_turn(self, user_id: int) -> None:
+        """TooManyRequests when the person had their fetches of the minute (the
+        Subscribe form's, Refresh's and refused import addresses together)."""
+        async with self.db.write() as conn:
+            await person_fetches.take_turn(conn, user_id, timestamps.now_us())
+
+    async def _count_refusal(self, user_id: int) -> None:
+        """A refused address counts as the fetch it stands for: trying names one after
+        another to learn which are private is bound as fetches are."""
+        try:
+            async with self.db.write() as conn:
+                await user_fetches.record(conn, user_id, timestamps.now_us(), user_fetches.REFUSED)
+        except Exception:
+            log.error("a refused import address could not be counted", exc_info=True)
 
     async def _check_throttle(self, user_id: int) -> None:
         now = timestamps.now_us()

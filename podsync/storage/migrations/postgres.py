@@ -10,7 +10,7 @@ import asyncpg
 from podsync.model import Subscription, subscription_view
 from podsync.storage.migrations import check_version, log_upgrade
 from podsync.storage.migrations.episode_views import episode_action_view
-from podsync.storage.migrations.postgres_steps_0_3 import STEPS_0_3, Step
+from podsync.storage.migrations.postgres_steps_0_3 import FETCHES_AND_SIGN_INS, STEPS_0_3, Step
 
 # Any constant: the key of the advisory lock that lets one process migrate at a time.
 MIGRATION_LOCK = 0x706F6473796E63  # "podsync"
@@ -326,7 +326,8 @@ MIGRATIONS: tuple[Step, ...] = (
     ALTER TABLE feed_info ADD COLUMN claimed_by TEXT;
     CREATE INDEX feed_info_claimed ON feed_info(claimed_by) WHERE claimed_by IS NOT NULL;
     """,
-    # 24: speed per podcast, removals from Continue listening, chapters (as SQLite's 24).
+    FETCHES_AND_SIGN_INS,  # 24: a person's fetches, where each name signed in
+    # 25: speed per podcast, removals from Continue listening, chapters (as SQLite's 25).
     """
     CREATE TABLE podcast_speeds (
         user_id     BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,

@@ -178,3 +178,22 @@ STEPS_0_3: tuple[Step, ...] = (
     _step_21,  # the web UI's third release (as SQLite's step 21)
     _step_22,  # a page per episode, and finding one by a word of its title
 )
+
+# Step 24: a person's fetches besides the Subscribe form's checks, and where each name
+# last signed in successfully (as SQLite's step 24).
+FETCHES_AND_SIGN_INS = """
+    CREATE TABLE user_fetches (
+        user_id    BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        fetched_at BIGINT NOT NULL,
+        kind       TEXT NOT NULL CHECK (kind IN ('refresh', 'refused'))
+    );
+    CREATE INDEX user_fetches_user ON user_fetches(user_id, fetched_at);
+    CREATE INDEX user_fetches_age ON user_fetches(fetched_at);
+    CREATE TABLE login_successes (
+        name_hash    BYTEA NOT NULL,
+        address      TEXT NOT NULL,
+        signed_in_at BIGINT NOT NULL,
+        PRIMARY KEY (name_hash, address)
+    );
+    CREATE INDEX login_successes_age ON login_successes(signed_in_at);
+    """

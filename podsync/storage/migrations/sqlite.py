@@ -6,7 +6,7 @@ import sqlite3
 
 from podsync.storage.migrations.sqlite_backfills import episode_views, stored_views
 from podsync.storage.migrations.sqlite_runner import Step, run
-from podsync.storage.migrations.sqlite_steps_0_3 import STEPS_0_3
+from podsync.storage.migrations.sqlite_steps_0_3 import FETCHES_AND_SIGN_INS, STEPS_0_3
 
 MIGRATIONS: tuple[Step, ...] = (
     # 1: accounts, tokens, subscriptions, the action log.
@@ -323,7 +323,8 @@ MIGRATIONS: tuple[Step, ...] = (
     ALTER TABLE feed_info ADD COLUMN claimed_by TEXT;
     CREATE INDEX feed_info_claimed ON feed_info(claimed_by) WHERE claimed_by IS NOT NULL;
     """,
-    # 24: the web UI's player (its fourth release): the speed a person listens to each
+    FETCHES_AND_SIGN_INS,  # 24: a person's fetches, where each name signed in
+    # 25: the web UI's player (its fourth release): the speed a person listens to each
     # podcast at (percent, 80 to 300), and the episodes they removed from Continue
     # listening (kept by podsync alone: no episode action is written; a play that
     # happens after the removal shows the episode again); each feed item's chapters

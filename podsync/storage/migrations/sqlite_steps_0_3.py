@@ -187,3 +187,25 @@ STEPS_0_3: tuple[Step, ...] = (
     # are forgotten: the next fetch of each reads the whole feed, and its notes.
     episode_pages,
 )
+
+# Step 24 (after the feed claims of step 23): what one user may do to all. The
+# fetches a person asked for besides the Subscribe form's checks (a Refresh; an
+# address refused to their import form), for the bound on a person's fetches a
+# minute; and where each name last signed in successfully (by the address's /64 for
+# IPv6), so that past the bound on guesses at a name those addresses keep working.
+FETCHES_AND_SIGN_INS = """
+    CREATE TABLE user_fetches (
+        user_id    INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        fetched_at INTEGER NOT NULL,
+        kind       TEXT NOT NULL CHECK (kind IN ('refresh', 'refused'))
+    ) STRICT;
+    CREATE INDEX user_fetches_user ON user_fetches(user_id, fetched_at);
+    CREATE INDEX user_fetches_age ON user_fetches(fetched_at);
+    CREATE TABLE login_successes (
+        name_hash    BLOB NOT NULL,            -- SHA-256 of the name, as login_failures
+        address      TEXT NOT NULL,
+        signed_in_at INTEGER NOT NULL,
+        PRIMARY KEY (name_hash, address)
+    ) STRICT, WITHOUT ROWID;
+    CREATE INDEX login_successes_age ON login_successes(signed_in_at);
+    """

@@ -297,7 +297,7 @@ async def podcast(request: web.Request) -> web.Response:
         subscribed=entity.unsubscribed_at is None,
         since=Moment(entity.unsubscribed_at or entity.subscribed_at, tz),
         artwork=artwork_path(info.artwork_hash if info else None),
-        artwork_error=info.artwork_error if info else None,
+        artwork_error=refusals.shown_to(info.artwork_error, user.admin) if info else None,
         link=shown_url(info.link if info else None),
         fetching=feed_info.enabled,
         fetched_at=Moment(info.fetched_at, tz) if info and info.fetched_at else None,

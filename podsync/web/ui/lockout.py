@@ -1,6 +1,8 @@
 """Failed sign-ins as people see them (contract rev. 5). On the Overview, a person's
-own: from which address their name is locked out, until when and why, and Unlock
-(being signed in proves they know the password). On the admin's user page, the
+own: from which address their name is locked out, until when and why, whether the
+name is guarded (too many guesses at it from all addresses: only the addresses it
+signed in from lately may sign in), and Unlock (being signed in proves they know the
+password). On the admin's user page, the
 user's. Each row is one address: how many different wrong passwords (what the
 lockout counts), how many tries in all, the last try's time, client, door and
 reason (services/throttle.py keeps them per wrong password)."""
@@ -58,12 +60,18 @@ def failure_rows(groups: list[FailuresFrom], tz: tzinfo) -> list[dict[str, Any]]
 
 
 async def sign_in_failures(request: web.Request, name: str) -> dict[str, Any]:
-    """The context a page needs to show `name`'s failed sign-ins."""
+    """The context a page needs to show `name`'s failed sign-ins, and whether the
+    name is guarded (too many guesses at it from all addresses: services/throttle.py)."""
     config = request.app[CONFIG]
-    groups = await request.app[AUTH].throttle.failures_of(name)
+    throttle = request.app[AUTH].throttle
+    groups = await throttle.failures_of(name)
+    guard = await throttle.name_guard(name)
+    tz = user_zone(request)
     return {
-        "failures": failure_rows(groups, user_zone(request)),
+        "failures": failure_rows(groups, tz),
         "window": window_words(config.auth.login_lockout_seconds),
+        "guard": guard,
+        "guarded_until": Moment(guard.until, tz) if guard.until else None,
     }
 
 

@@ -13,7 +13,9 @@ import logging
 
 from aiohttp import web
 
+from podsync.errors import TooManyRequests
 from podsync.services.auth import loggable_name
+from podsync.services.feeds.refusals import IMPORT_NOT_ALLOWED
 from podsync.services.remote_import import (
     RemoteAccount,
     RemoteError,
@@ -72,13 +74,14 @@ async def import_from_server(request: web.Request) -> web.Response:
         field = {"remote_password": message}
         return await transfer_page(request, field, status=400, remote=values)
     except RemoteRefusedAddress as exc:
-        message = (
-            f"{exc.reason}: it is on a private network (this machine or a home or office "
-            "network), and only an admin of this podsync may import from such an address "
-            "here. Ask an admin to run the import for you; if you run this podsync "
-            "yourself, run `podsync user import-from` on the server. Nothing was changed."
-        )
-        return await transfer_page(request, {"url": message}, status=403, remote=values)
+        # Only a non-admin is refused an address (an admin may reach any): told that
+        # it is not allowed, never which address the name resolves to; the log has it.
+        log.info("user %s: import refused: %s", loggable_name(user.name), exc.reason)
+        return await transfer_page(request, {"url": IMPORT_NOT_ALLOWED}, status=403, remote=values)
+    except TooManyRequests as exc:  # the person's fetches a minute
+        page = await transfer_page(request, {"url": f"Not sent: {exc}"}, status=429, remote=values)
+        page.headers["Retry-After"] = str(exc.retry_after)
+        return page
     except RemoteError as exc:
         message = f"Nothing could be read: {exc}. Nothing was changed."
         return await transfer_page(request, {"url": message}, status=502, remote=values)
