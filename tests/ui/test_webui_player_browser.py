@@ -144,6 +144,12 @@ def test_playback_goes_on_across_pages_with_skip_keys_and_no_csp_violation(
     bar.get_by_role("button", name=re.compile("^Play")).click()
     wait_for(lambda: current_time(page) >= 41.5)
     screenshot(page, "player-episode-playing-390")
+    # The phone's lock screen: the Media Session's episode and podcast.
+    session = page.evaluate(
+        "() => { const m = navigator.mediaSession.metadata;"
+        " return [m.title, m.artist, navigator.mediaSession.playbackState]; }"
+    )
+    assert session == ["Harbour lights", "Sea Stories", "playing"]
     # Another page, by the navigation: still playing, and the time goes on.
     marker = bar.evaluate("b => { b.dataset.marker = 'kept'; return 1; }")
     assert marker == 1
