@@ -10,10 +10,17 @@ every other subscription's feed has `--episodes-per-feed` items (titles made of
 words from a list of 50, indexed for search as the fetcher's writes index them),
 for the search page: a rare pair of words, a word in one title of 50, and one in
 every title. An episode's page (one acted on, in the feed) and the statistics (over
-the history's plays) are measured too.
+the history's plays) are measured too, and the New episodes inbox and the Up next
+queue (20 episodes queued).
+
+Search's cost must follow the person's own podcasts: `--others-items` (200,000 by
+default) feed items with show notes in the feeds of another user's 200
+subscriptions, which the measured user does not have; search is measured over
+titles and over notes for the measured user, and for a user with no
+subscriptions at all (a "c" that starts a word of half the others' items).
 
     python bench/ui_pages.py [--subscriptions 1000] [--history 10000] [--requests 100]
-        [--feed-episodes 300] [--episodes-per-feed 300]
+        [--feed-episodes 300] [--episodes-per-feed 300] [--others-items 200000]
 
 Seeds through the real services (SyncService.apply for subscriptions, the episode
 store for the history, the device store for three devices), serves the real app on
@@ -190,6 +197,46 @@ WORDS = [
 ]
 
 
+def notes_of(i: int, n: int) -> str:
+    """Show notes of a few sentences; one word of the list in each ("cove" plus a
+    word of WORDS: a notes-only word is in one item of 50 or so)."""
+    word = WORDS[(i * 3 + n * 11) % 50]
+    return (
+        f"<p>In this episode we talk with a guest about {word}cove and the sea.</p>"
+        "<p>Links: <a href='https://example.org/'>our site</a>; chapters at 12:34.</p>"
+    )
+
+
+OTHERS_FEEDS = 200
+
+
+async def seed_others(db: Database, config: Config, passwords: PasswordService, items: int) -> None:
+    """Another user with OTHERS_FEEDS feeds of `items` items in all (notes too), and a
+    user with no subscriptions ("lonely")."""
+    accounts = AccountService(db, passwords)
+    other = await accounts.add_user("others", PASSWORD)
+    await accounts.add_user("lonely", PASSWORD)
+    feeds = [f"https://others{i}.example.net/feed.xml" for i in range(OTHERS_FEEDS)]
+    moment = timestamps.now_us() - 86_400_000_000
+    await SyncService(db, config.sync).apply(
+        other.id, None, [Subscribe(url, moment) for url in feeds]
+    )
+    per_feed = max(1, items // OTHERS_FEEDS)
+    start = timestamps.now_us()
+    for i, feed in enumerate(feeds):
+        rows = [
+            (f"https://others{i}.example.net/e{n}.mp3", f"o{i}-{n}",
+             f"Conversation {n} about {WORDS[(i + n) % 50]}", start - n * 3_600_000_000,
+             1800, None, "audio/mpeg", notes_of(i, n), per_feed - n)
+            for n in range(per_feed)
+        ]  # fmt: skip
+        async with db.write() as conn:
+            await feed_info.add_feed(conn, url_key(feed), feed, start + 10**12)
+        for at in range(0, per_feed, 500):
+            async with db.write() as conn:
+                await feed_info.change_episodes(conn, url_key(feed), [], rows[at : at + 500])
+
+
 async def seed_feeds(db: Database, feeds: list[str], per_feed: int) -> None:
     """`per_feed` items in the feed of each subscription but the measured podcast,
     written as the fetcher writes them (a few hundred rows a write), newest first."""
@@ -200,7 +247,7 @@ async def seed_feeds(db: Database, feeds: list[str], per_feed: int) -> None:
         rows = [
             (f"{feed.rsplit('/', 1)[0]}/item-{n}.mp3", f"g{i}-{n}",
              f"Episode {n} of show {i}: {WORDS[(i + n) % 50]} and {WORDS[(i * 7 + n) % 50]}",
-             start - n * 86_400_000_000, 1800, None, "audio/mpeg", None, per_feed - n)
+             start - n * 86_400_000_000, 1800, None, "audio/mpeg", notes_of(i, n), per_feed - n)
             for n in range(per_feed)
         ]  # fmt: skip
         for at in range(0, per_feed, 300):
@@ -208,11 +255,14 @@ async def seed_feeds(db: Database, feeds: list[str], per_feed: int) -> None:
                 await feed_info.change_episodes(conn, url_key(feed), [], rows[at : at + 300])
 
 
-async def seed(config: Config, subscriptions: int, history: int, items: int, per_feed: int) -> str:
+async def seed(
+    config: Config, subscriptions: int, history: int, items: int, per_feed: int, others: int
+) -> str:
     async with Database(config.database.path, config.database.durability) as db:
         passwords = PasswordService()
         try:
             user = await AccountService(db, passwords).add_user("bench", PASSWORD, admin=True)
+            await seed_others(db, config, passwords, others)
         finally:
             passwords.close()
         sync = SyncService(db, config.sync)
@@ -272,7 +322,9 @@ def timing_middleware(timings: Timings) -> Callable[..., Awaitable[web.StreamRes
     return middleware
 
 
-async def run(subscriptions: int, history: int, requests: int, items: int, per_feed: int) -> None:
+async def run(
+    subscriptions: int, history: int, requests: int, items: int, per_feed: int, others: int
+) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "podsync.toml"
         path.write_text(
@@ -283,10 +335,11 @@ async def run(subscriptions: int, history: int, requests: int, items: int, per_f
         config = load_config(path, environ={})
         print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         began = time.perf_counter()
-        digest = await seed(config, subscriptions, history, items, per_feed)
+        digest = await seed(config, subscriptions, history, items, per_feed, others)
         print(
             f"seeded {subscriptions} subscriptions, {history} episode actions, "
-            f"a feed of {items} episodes, {per_feed} in each other feed "
+            f"a feed of {items} episodes, {per_feed} in each other feed, "
+            f"{others} items of another user's {OTHERS_FEEDS} feeds "
             f"in {time.perf_counter() - began:.1f} s"
         )
         timings: Timings = defaultdict(list)
@@ -348,6 +401,12 @@ async def run(subscriptions: int, history: int, requests: int, items: int, per_f
                     f"/ui/search?q={WORDS[3]}",  # in one title of 50 or so
                     f"/ui/search?q={WORDS[3]}&page=20",
                     "/ui/search?q=episode",  # in every title
+                    f"/ui/search?q={WORDS[5]}cove",  # in the notes of one item of 50
+                    "/ui/search?q=guest",  # in every item's notes
+                    "/ui/search?q=c",  # starts a word of every item
+                    podcast.group(1).replace("/ui/podcasts/", "/ui/search?q=episode&podcast="),
+                    "/ui/new",
+                    "/ui/up-next",
                     "/ui/stats",
                     "/ui/devices",
                     "/ui/transfer",
@@ -371,7 +430,23 @@ async def run(subscriptions: int, history: int, requests: int, items: int, per_f
                         assert response.status == 304, response.status
                 pages.append(again)
                 sizes[again] = 0
-            print(f"{'page':42} {'wall ms':>8} {'p95':>7} {'CPU ms':>7} {'KiB':>6}")
+            # Search by a person with no subscriptions, beside everyone else's items.
+            async with aiohttp.ClientSession(base, cookie_jar=aiohttp.CookieJar(unsafe=True)) as s:
+                async with s.post(
+                    "/ui/login",
+                    data={"username": "lonely", "password": PASSWORD},
+                    headers={"Origin": base},
+                ) as response:
+                    assert response.status == 200, await response.text()
+                for page in ("/ui/search?q=c", "/ui/search?q=conversation", "/ui/search?q=guest"):
+                    label = page + " (no subscriptions)"
+                    for _ in range(requests):
+                        async with s.get(page, headers={"X-Bench-Page": label}) as response:
+                            body = await response.read()
+                            assert response.status == 200, (page, response.status)
+                    pages.append(label)
+                    sizes[label] = len(body)
+            print(f"{'page':56} {'wall ms':>8} {'p95':>7} {'CPU ms':>7} {'KiB':>6}")
             for page in pages:
                 walls = sorted(w for w, _ in timings[page])
                 cpus = [c for _, c in timings[page]]
@@ -381,7 +456,7 @@ async def run(subscriptions: int, history: int, requests: int, items: int, per_f
                 label = re.sub(r"/ui/artwork/\w+", "/ui/artwork/<hash>", label)
                 label = label.replace("?again", " (304)")
                 print(
-                    f"{label[:42]:42} {statistics.median(walls):8.2f} {p95:7.2f} "
+                    f"{label[:56]:56} {statistics.median(walls):8.2f} {p95:7.2f} "
                     f"{statistics.median(cpus):7.2f} {sizes[page] / 1024:6.1f}"
                 )
             print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
@@ -396,6 +471,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=100)
     parser.add_argument("--feed-episodes", type=int, default=300)
     parser.add_argument("--episodes-per-feed", type=int, default=300)
+    parser.add_argument("--others-items", type=int, default=200_000)
     args = parser.parse_args()
     asyncio.run(
         run(
@@ -404,6 +480,7 @@ def main() -> None:
             args.requests,
             args.feed_episodes,
             args.episodes_per_feed,
+            args.others_items,
         )
     )
 

@@ -11,6 +11,7 @@ each one matching the start of a word of the title.
 
 from __future__ import annotations
 
+import html
 import re
 import unicodedata
 
@@ -29,6 +30,21 @@ def fold(text: str) -> str:
 def title_words(title: str) -> str:
     """The words a title is found by, one space between them ("" for none)."""
     return " ".join(dict.fromkeys(w[:MAX_WORD] for w in _WORD.findall(fold(title))))
+
+
+# Show notes are sanitized HTML: their words are those of the text between the tags,
+# the first MAX_NOTE_TEXT characters of it (a search reads them for every item of
+# the person's podcasts, so what one item costs is bounded).
+_TAG = re.compile(r"<[^>]*>")
+MAX_NOTE_TEXT = 8192
+
+
+def note_words(notes: str | None) -> str:
+    """The words show notes are found by (their text's, as `title_words`)."""
+    if not notes:
+        return ""
+    text = html.unescape(_TAG.sub(" ", notes[: MAX_NOTE_TEXT * 4]))
+    return title_words(text[:MAX_NOTE_TEXT])
 
 
 def query_words(query: str) -> list[str]:

@@ -89,14 +89,7 @@ class AccountService:
         """The zone the web UI shows this user's times in: an IANA name in any letter
         case (stored as the zone database spells it), or empty for the server's.
         InvalidInput names the problem. Returns what was stored."""
-        name = name.strip()
-        spelled = zones.spelled_as_known(name) if name else None
-        if name and spelled is None:
-            shown = name if len(name) <= zones.MAX_NAME else name[: zones.MAX_NAME] + "…"
-            raise InvalidInput(
-                f"“{shown}” is not a time zone this server knows. Use a name such as "
-                "Europe/Berlin or America/New_York, or leave it empty for the server's."
-            )
+        spelled = checked_time_zone(name)
         async with self.db.write() as conn:
             await users.set_time_zone(conn, user.id, spelled)
         return spelled
@@ -139,3 +132,17 @@ async def end_every_login(conn: Connection, user_id: int) -> None:
     await meta.lock_user(conn, user_id)
     for _what, end in ENDS_WITH_EVERY_LOGIN:
         await end(conn, user_id)
+
+
+def checked_time_zone(name: str) -> str | None:
+    """A time zone as the zone database spells it (None: empty, the server's);
+    InvalidInput naming the problem for a name it does not know."""
+    name = name.strip()
+    spelled = zones.spelled_as_known(name) if name else None
+    if name and spelled is None:
+        shown = name if len(name) <= zones.MAX_NAME else name[: zones.MAX_NAME] + "…"
+        raise InvalidInput(
+            f"“{shown}” is not a time zone this server knows. Use a name such as "
+            "Europe/Berlin or America/New_York, or leave it empty for the server's."
+        )
+    return spelled

@@ -1,5 +1,8 @@
-"""Find an episode by words of its title, across all of a person's podcasts: the
-feed items the fetcher kept, each with the person's state and the id of its page.
+"""Find a podcast or an episode by words of its title or its show notes, across all
+of a person's podcasts (or within one): the person's podcasts whose title or
+description has the words first, then the feed items the fetcher kept, each with
+the person's state and the id of its page. What a search reads is the person's own
+podcasts and their items (store/episode_search.py), never the server's.
 
 A page holds SEARCH_PAGE results; whether there is a next one is known by reading
 one more (no count of every match: a word in every title of a large account would
@@ -8,15 +11,15 @@ cost a read of all of them for a number nobody needs).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from podsync.model import Subscription, User
 from podsync.services.episode_pages import feed_ref
 from podsync.services.episode_state import EpisodeState, states
 from podsync.storage.engine import Engine
 from podsync.store import Connection, episode_pages, episode_search, subscriptions
-from podsync.store.episode_search import FoundItem
-from podsync.words import query_words
+from podsync.store.episode_search import FoundItem, PodcastTitle
+from podsync.words import matches, query_words
 
 SEARCH_PAGE = 30
 # Pages past this are not read (a person refines the words long before).
@@ -39,20 +42,38 @@ class SearchPage:
     results: list[Result]
     page: int
     more: bool  # a next page has results
+    podcasts: list[PodcastTitle] = field(default_factory=list)  # first page only
+    within: PodcastTitle | None = None  # the one podcast searched, if one was asked
 
 
 class EpisodeSearch:
     def __init__(self, db: Engine) -> None:
         self.db = db
 
-    async def search(self, user: User, typed: str, page: int) -> SearchPage:
+    async def search(
+        self, user: User, typed: str, page: int, podcast: str | None = None
+    ) -> SearchPage:
+        """`podcast`: the sync id of one of the person's podcasts to search within
+        (one that is not theirs searches nothing)."""
         words = query_words(typed)
         page = min(max(page, 1), MAX_SEARCH_PAGE)
-        if not words:
-            return SearchPage([], [], 1, False)
-        offset = (page - 1) * SEARCH_PAGE
         async with self.db.read(threaded=True) as conn:
-            found = await episode_search.find(conn, user.id, words, SEARCH_PAGE + 1, offset)
+            own = await episode_search.podcasts(conn, user.id)
+            within = next((p for p in own if p.sync_id == podcast), None) if podcast else None
+            if not words or (podcast and within is None):
+                return SearchPage([], [], 1, False, within=within)
+            shown = []
+            if within is None and page == 1:
+                shown = [p for p in own if _podcast_matches(words, p)]
+            offset = (page - 1) * SEARCH_PAGE
+            found = await episode_search.find(
+                conn,
+                user.id,
+                words,
+                SEARCH_PAGE + 1,
+                offset,
+                within.url_key if within is not None else None,
+            )
             more = len(found) > SEARCH_PAGE and page < MAX_SEARCH_PAGE
             results = []
             entities: dict[str, Subscription | None] = {}
@@ -64,7 +85,12 @@ class EpisodeSearch:
                 if entity is None or entity.id is None:
                     continue  # unsubscribed and forgotten between the two reads
                 results.append(await _result(conn, user, entity, item))
-        return SearchPage(words, results, page, more)
+        return SearchPage(words, results, page, more, shown, within)
+
+
+def _podcast_matches(words: list[str], podcast: PodcastTitle) -> bool:
+    text = " ".join(t for t in (podcast.title, podcast.feed_title, podcast.description) if t)
+    return matches(words, text)
 
 
 async def _result(conn: Connection, user: User, entity: Subscription, item: FoundItem) -> Result:

@@ -3,7 +3,9 @@ progress (where, on which device, when) or not played, as the apps understand it
 
 - A play that stops within FINISHED_SECONDS (or FINISHED_SHARE) of its total is a
   finish: apps stop a few seconds short, or at the outro. AntennaPod marks an
-  episode played the same way (its "smart mark as played", 30 s by default).
+  episode played the same way (its "smart mark as played", 30 s by default). For
+  an episode shorter than ten times that, the window is a tenth of its length: a
+  30-s episode is not "Finished" at its start.
 - A play at position 0 is not a start: it is what "mark as not played" writes
   (with a `new` action, which AntennaPod sends when a person marks an episode
   unplayed), and what a player sends when it is stopped before it played.
@@ -29,7 +31,8 @@ LABELS = {NOT_PLAYED: "Not played", IN_PROGRESS: "In progress", FINISHED: "Finis
 def finished(position: int | None, total: int | None) -> bool:
     if position is None or not total:
         return False
-    return position >= total - FINISHED_SECONDS or position >= total * FINISHED_SHARE
+    window = min(FINISHED_SECONDS, total // 10)
+    return position >= total - window or position >= total * FINISHED_SHARE
 
 
 @dataclass(slots=True)

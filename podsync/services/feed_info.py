@@ -65,6 +65,11 @@ class FeedInfoService:
             known = await store.infos(conn, keys.values())
         return {url: known[key] for url, key in keys.items() if key in known}
 
+    async def description(self, feed_url: str) -> str | None:
+        """What the feed says of itself, as last fetched (plain text)."""
+        async with self.db.read() as conn:
+            return await store.description(conn, url_key(feed_url))
+
     async def titles(self, feed_urls: Iterable[str]) -> dict[str, str]:
         """The learned title of each of `feed_urls` that has one, keyed by the URL
         as given (OPML export, gpodder lists)."""

@@ -216,6 +216,25 @@ class ListeningService:
         episodes += _unlisted(unlisted[start : start + per_page - len(items)])
         return PodcastEpisodes(episodes, page, pages, total, in_feed, len(unlisted), device_ids)
 
+    async def podcast_counts(self, user: User, podcast_key: str) -> dict[str, int]:
+        """How many of a podcast's episodes are in each of FILTERS' states, and in all
+        ("": the feed's items and the episodes acted on it no longer lists), for the
+        counts on a podcast page's filters. Reads what a filtered page reads."""
+        async with self.db.read(threaded=True) as conn:
+            rows = await listening.podcast_actions(conn, user.id, podcast_key, PODCAST_ACTIONS_MAX)
+            in_feed = await feed_info.episode_count(conn, podcast_key)
+            acted = states(rows)
+            matched, unlisted = await _match(conn, podcast_key, acted) if in_feed else ({}, acted)
+            every = (
+                await feed_info.newest_episodes(conn, podcast_key, 0, in_feed) if in_feed else []
+            )
+        counts = dict.fromkeys(FILTERS, 0)
+        episodes = [*_listed(every, matched), *_unlisted(unlisted)]
+        for episode in episodes:
+            counts[played(episode.state)] += 1
+        counts[""] = len(episodes)
+        return counts
+
 
 def _listed(
     items: list[FeedItem], matched: dict[tuple[str, str], EpisodeState]

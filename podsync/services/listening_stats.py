@@ -13,7 +13,7 @@ month over the last MONTHS months; weeks and months in the person's time zone.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta, tzinfo
 
 from podsync.model import User
@@ -50,9 +50,15 @@ class ListeningStats:
         since_us = int(datetime(since.year, since.month, since.day, tzinfo=tz).timestamp() * 1e6)
         async with self.db.read(threaded=True) as conn:
             rows = await listening.plays_since(conn, user.id, since_us)
+            earlier = await listening.played_before(conn, user.id, since_us)
         # Counted on a worker thread too: a year of plays is many thousand rows.
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(None, counted, rows, tz, today)
+        found = await loop.run_in_executor(None, counted, rows, tz, today)
+        if earlier or not rows:
+            return found
+        # No empty months before the person's first play.
+        first = datetime.fromtimestamp(rows[0].occurred_at / 1e6, tz).date().replace(day=1)
+        return replace(found, months=[(m, n) for m, n in found.months if m >= first])
 
 
 def _first_week(today: date) -> date:

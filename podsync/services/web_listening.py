@@ -26,6 +26,7 @@ from podsync import timestamps
 from podsync.errors import InvalidInput
 from podsync.model import User
 from podsync.services.episode_pages import Episode, EpisodePages
+from podsync.services.episode_state import FINISHED, played
 from podsync.services.episodes import actions
 from podsync.services.episodes.items import INT32_MAX
 from podsync.services.episodes.writes import AsDevice, EpisodeWrites
@@ -33,6 +34,8 @@ from podsync.services.sync_health import SyncHealth
 from podsync.store.episodes import EpisodeAction
 
 WEB_DEVICE = "web"
+BULK_CHUNK = 200  # play actions a bulk mark uploads at a time
+MAX_BULK = 1000  # episodes one bulk mark may name
 WEB_CAPTION = "Web browser"
 _AS_WEB = AsDevice(WEB_DEVICE, WEB_CAPTION)
 NO_LENGTH = (
@@ -92,6 +95,27 @@ class WebListening:
             written = [_play(episode, now, 0, 0, total), _action(episode, now, "new")]
         await self._write(user, written, now)
         return await self.pages.episode(user, episode.ref)
+
+    async def mark_many(self, user: User, refs: list[str]) -> tuple[int, int]:
+        """Mark several episodes played at once (a bulk mark): (how many were marked,
+        how many were left because podsync does not know their length). NotFound
+        for an id that is not the person's: nothing is written then. Episodes
+        finished already are left as they are."""
+        now = timestamps.now_us()
+        written = []
+        unknown = 0
+        for ref in dict.fromkeys(refs):
+            episode = await self.pages.episode(user, ref)
+            if played(episode.state) == FINISHED:
+                continue
+            total = length_of(episode)
+            if total is None:
+                unknown += 1
+                continue
+            written.append(_play(episode, now, total, total, total))
+        for start in range(0, len(written), BULK_CHUNK):
+            await self._write(user, written[start : start + BULK_CHUNK], now)
+        return len(written), unknown
 
     async def _write(self, user: User, written: list[EpisodeAction], now: int) -> None:
         """One write: the device made when new, the actions, the sync noted when due."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from podsync.store import Connection
-from podsync.words import title_words
+from podsync.words import note_words, title_words
 
 # Keep IN lists modest on both engines.
 _CHUNK = 500
@@ -199,6 +199,7 @@ class LearnedFeed:
     link: str | None
     artwork_url: str | None
     episodes: Sequence[FeedItem]  # in the feed's order, top first
+    description: str | None = None  # the feed's own, plain text (MAX_DESCRIPTION)
 
 
 async def discover(conn: Connection, now: int, limit: int) -> int:
@@ -334,7 +335,7 @@ async def change_episodes(
 ) -> None:
     """Delete the rows of the (episode_url, guid) pairs `removed`; write the rows
     `added` (a FeedItem's fields, then feed_rank), each in place of its pair's
-    stored rows, with the words search finds the title by (`podsync.words`). Call
+    stored rows, with the words search finds the title and the notes by (`podsync.words`). Call
     in a write; the fetcher passes a few hundred at a time, so that no write holds
     the lock long."""
     gone = [*removed, *((row[0], row[1]) for row in added)]
@@ -345,9 +346,9 @@ async def change_episodes(
         )
     if added:
         await conn.execute_many(
-            f"INSERT INTO feed_episodes (url_key, {_ITEM}, feed_rank, words) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(url_key, *row, title_words(str(row[2]))) for row in added],
+            f"INSERT INTO feed_episodes (url_key, {_ITEM}, feed_rank, words, note_words) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(url_key, *row, title_words(str(row[2])), note_words(row[7])) for row in added],
         )
 
 
@@ -365,8 +366,9 @@ async def record_fetched(
     modified) they stay. Call in a write."""
     if learned is not None:
         await conn.execute(
-            "UPDATE feed_info SET title = ?, link = ?, artwork_url = ? WHERE url_key = ?",
-            (learned.title, learned.link, learned.artwork_url, url_key),
+            "UPDATE feed_info SET title = ?, link = ?, artwork_url = ?, description = ? "
+            "WHERE url_key = ?",
+            (learned.title, learned.link, learned.artwork_url, learned.description, url_key),
         )
     await conn.execute(
         "UPDATE feed_info SET etag = ?, last_modified = ?, fetched_at = ?, checked_at = ?, "
@@ -385,6 +387,12 @@ async def record_failures(conn: Connection, failed: Sequence[tuple[str, str, int
             "next_try_at = ?, claimed_by = NULL WHERE url_key = ?",
             [(now, error, next_try_at, url_key) for url_key, error, now, next_try_at in failed],
         )
+
+
+async def description(conn: Connection, url_key: str) -> str | None:
+    """What the feed says of itself (plain text), as last fetched."""
+    row = await conn.fetch_one("SELECT description FROM feed_info WHERE url_key = ?", (url_key,))
+    return None if row is None or row[0] is None else str(row[0])
 
 
 async def episode_count(conn: Connection, url_key: str) -> int:

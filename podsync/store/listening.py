@@ -36,6 +36,7 @@ class HistoryRow:
     position: int | None
     total: int | None
     episode_id: int = 0  # the episode's stable id (episodes.id), the same for all its actions
+    started: int | None = None  # a play's start (where the stretch listened began)
 
     @property
     def key(self) -> HistoryKey:
@@ -59,8 +60,8 @@ HISTORY_JOINED = (
 
 
 def history_row(r: Any) -> HistoryRow:
-    (seq, _, url, prefixed, episode_guid, action, occurred_at, device_id, _, position, total,
-     guid, podcast_url, feed_url, prefix, title, episode_id) = r  # fmt: skip
+    (seq, _, url, prefixed, episode_guid, action, occurred_at, device_id, started, position,
+     total, guid, podcast_url, feed_url, prefix, title, episode_id) = r  # fmt: skip
     return HistoryRow(
         int(seq),
         str(feed_url if podcast_url is None else podcast_url),
@@ -73,6 +74,7 @@ def history_row(r: Any) -> HistoryRow:
         None if position is None else int(position),
         None if total is None else int(total),
         int(episode_id),
+        None if started is None else int(started),
     )
 
 
@@ -196,3 +198,13 @@ async def plays_since(conn: Connection, user_id: int, since_us: int) -> list[Pla
 
 def _int(value: object) -> int | None:
     return None if value is None else int(value)  # type: ignore[call-overload]
+
+
+async def played_before(conn: Connection, user_id: int, before_us: int) -> bool:
+    """Whether the user has any action before this time (the index on user and
+    time: one row read)."""
+    row = await conn.fetch_one(
+        "SELECT 1 FROM episode_actions WHERE user_id = ? AND occurred_at < ? LIMIT 1",
+        (user_id, before_us),
+    )
+    return row is not None

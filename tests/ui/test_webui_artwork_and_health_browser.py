@@ -330,6 +330,17 @@ def test_a_time_zone_of_ones_own_and_the_history_in_it(
     assert problem.startswith("“Mars/Olympus” is not a time zone this server knows."), problem
     assert page.get_by_role("combobox", name="Time zone").input_value() == "Mars/Olympus"
     screenshot(page, "r3-account-zone-refused-1280")
+    # On a phone the problem is in view at once, and a reload posts nothing again.
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(page.url)
+    assert page.locator("#e-time_zone").is_visible()
+    box = page.locator("#e-time_zone").bounding_box()
+    assert box is not None and 0 <= box["y"] < 844, box
+    posted: list[str] = []
+    page.on("request", lambda request: posted.append(request.method))
+    page.reload()
+    assert "POST" not in posted and page.locator("#e-time_zone").count() == 1
+    page.set_viewport_size({"width": 1280, "height": 900})
     page.get_by_role("combobox", name="Time zone").fill("america/new_york")
     page.get_by_role("button", name="Save time zone").click()
     assert page.get_by_role("status").inner_text().startswith("Time zone saved")

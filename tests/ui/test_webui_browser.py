@@ -247,7 +247,9 @@ def test_subscribe_in_the_browser_reaches_opa_and_gpodder_clients(
     assert opa_feeds(server) == {FEED_A: True}
     gpodder = api.MygPodderClient("alice", PASSWORD, server)
     assert gpodder.pull_subscriptions("laptop", 0).add == [FEED_A]
-    # Unsubscribe (after a confirmation), see it from both clients, subscribe again.
+    # Unsubscribe on the podcast's page (after a confirmation), see it from both
+    # clients, subscribe again from the list.
+    page.locator(".sub a.title").first.click()
     page.get_by_role("button", name="Unsubscribe").click()
     assert heading(page) == "Unsubscribe?"
     assert opa_feeds(server) == {FEED_A: True}  # nothing changed yet
@@ -255,6 +257,7 @@ def test_subscribe_in_the_browser_reaches_opa_and_gpodder_clients(
     assert page.get_by_role("status").inner_text().startswith("Unsubscribed.")
     assert opa_feeds(server) == {FEED_A: False}
     assert gpodder.pull_subscriptions("laptop", 0).add == []
+    page.goto(server + "/ui/subscriptions")
     page.get_by_label("Show unsubscribed").check()
     page.get_by_role("button", name="Search").click()
     page.get_by_role("button", name="Subscribe again").click()
@@ -281,9 +284,10 @@ def test_search_the_unsubscribed_switch_and_pages(server: str, context: Any) -> 
     page.get_by_label("Search by title or URL").fill("HOST07")
     page.get_by_role("button", name="Search").click()
     assert page.locator(".sub .url").all_inner_texts() == [feeds[7]]
+    page.locator(".sub a.title").click()  # Unsubscribe is on the podcast's page
     page.get_by_role("button", name="Unsubscribe").click()
     page.get_by_role("button", name="Unsubscribe").click()  # the confirmation
-    assert page.url.startswith(server + "/ui/subscriptions?q=HOST07")
+    page.goto(server + "/ui/subscriptions?q=HOST07")
     assert page.locator(".sub").count() == 0
     page.get_by_label("Show unsubscribed").check()
     page.get_by_role("button", name="Search").click()

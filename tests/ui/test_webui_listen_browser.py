@@ -108,7 +108,7 @@ def wait_for(check: Callable[[], bool], seconds: float = 10) -> None:
 def open_episode(page: Any, server: str, title: str) -> None:
     page.goto(server + "/ui/subscriptions")
     page.get_by_role("link", name="Sea Stories").click()
-    page.get_by_role("link", name=title).click()
+    page.get_by_role("link", name=title, exact=True).click()
     assert page.get_by_role("heading", level=1).inner_text() == title
 
 
@@ -220,11 +220,11 @@ def test_without_script_it_plays_and_says_the_position_is_not_saved_and_marks_by
     page.get_by_role("link", name="Sea Stories").click()
     page.get_by_role("button", name=re.compile(r"^Mark played\W+Salt and rope$")).click()
     assert "Marked played." in page.locator(".notice").inner_text()
-    page.get_by_role("link", name="Finished", exact=True).click()
+    page.get_by_role("link", name=re.compile(r"^Finished \(")).click()
     assert page.locator("a.episode").all_inner_texts() == ["Salt and rope"]
-    page.get_by_role("link", name="Not played", exact=True).click()
+    page.get_by_role("link", name=re.compile(r"^Not played \(")).click()
     assert page.locator("a.episode").all_inner_texts() == ["The tide tables", "Harbour lights"]
-    page.get_by_role("link", name="In progress", exact=True).click()
+    page.get_by_role("link", name=re.compile(r"^In progress \(")).click()
     assert page.locator("a.episode").count() == 0 and "None in progress." in page.inner_text("main")
     ctx.close()
 
@@ -269,7 +269,7 @@ def _podcast(page: Any, server: str) -> None:
 
 def _search(page: Any, server: str) -> None:
     page.goto(server + "/ui/")
-    page.get_by_label("Find an episode").fill("harb")
+    page.get_by_label("Find a podcast or an episode").fill("harb")
     page.get_by_role("button", name="Search").click()
     assert page.locator("a.episode").all_inner_texts() == ["Harbour lights"]
 
@@ -277,7 +277,8 @@ def _search(page: Any, server: str) -> None:
 def _stats(page: Any, server: str) -> None:
     page.goto(server + "/ui/")
     page.get_by_role("link", name="Listening statistics").click()
-    assert page.locator(".bars li").count() == 12 + 1 + 12  # weeks, one podcast, months
+    # weeks, one podcast, the months since the first play (none empty before it)
+    assert 12 + 1 + 1 <= page.locator(".bars li").count() <= 12 + 1 + 12
 
 
 NEW_PAGES: list[tuple[str, Callable[[Any, str], None]]] = [

@@ -33,7 +33,8 @@ pytestmark = pytest.mark.both_engines
 
 Client = TestClient[Any, Any]
 ROW = re.compile(
-    r'<li(?: class="untouched")?>\s*<div class="head">\s*'
+    r'<li id="ep-[0-9a-f]+"(?: class="untouched")?>\s*<div class="head">\s*'
+    r'(?:<span class="pick">.*?</span>\s*)?'
     r'<a class="episode" href="[^"]*">([^<]*)</a>'
     r'\s*<span class="action[^"]*">([^<]*)</span>(.*?)(?:<div class="row-actions">.*?)?</li>',
     re.S,
@@ -130,7 +131,7 @@ async def test_the_feed_newest_first_with_each_state_then_what_it_no_longer_list
     first = await rows(ui, path)
     assert [t for t, _, _ in first] == [title(n) for n in range(250, 150, -1)]
     assert first[0][1] == "In progress" and "10:00 of 50:00 (20%)" in first[0][2]
-    assert "Published 2024-07-21 22:13 · In progress 2026-11-10 08:00" in first[0][2]
+    assert "Published 2024-07-21 22:13 · 10:00 · In progress 2026-11-10 08:00" in first[0][2]
     assert first[1][1] == "Downloaded"
     assert first[2][1] == "Finished"
     assert [s for _, s, _ in first[3:]] == ["Not played"] * 97

@@ -184,15 +184,15 @@ def test_a_podcast_page_continue_listening_and_refresh(
     assert heading(page) == "The Show"
     assert "try again in a minute" in page.get_by_role("status").inner_text()
     assert feeds.hits["/show.xml"] == before
-    # A feed an app synced (not fetched yet): Refresh on its row fetches it now and
+    # A feed an app synced (not fetched yet): Refresh on its page fetches it now and
     # brings its name; a second press within the minute fetches nothing.
     page.goto(server + "/ui/subscriptions")
-    row = page.locator(".sub", has_text="other.xml")
-    row.get_by_role("button", name="Refresh").click()
+    page.locator(".sub", has_text="other.xml").locator("a.title").click()
+    page.get_by_role("button", name="Refresh").click()
     assert page.get_by_role("status").inner_text() == "Feed fetched."
     assert feeds.hits["/other.xml"] == 1
-    row = page.locator(".sub", has_text="Another Show")
-    row.get_by_role("button", name="Refresh").click()
+    assert heading(page) == "Another Show"
+    page.get_by_role("button", name="Refresh").click()
     assert "try again in a minute" in page.get_by_role("status").inner_text()
     assert feeds.hits["/other.xml"] == 1
     # Unsubscribe from the podcast's page: a confirmation first, then back there.
@@ -220,9 +220,11 @@ def test_a_failing_feed_is_quiet_in_the_list_and_retried_from_its_page(
     api.MygPodderClient("alice", PASSWORD, server).update_subscriptions("phone-1", [later], [])
     sign_in(page, server)
     page.goto(server + "/ui/subscriptions")
-    page.get_by_role("button", name="Refresh").click()
+    page.get_by_role("link", name="127.0.0.1/later.xml").click()
+    page.get_by_role("button", name="Refresh").click()  # on the podcast's page
     assert "could not be fetched" in page.get_by_role("status").inner_text()
     # The list stays quiet (a word "404", not the digits of the feed host's port).
+    page.goto(server + "/ui/subscriptions")
     assert not re.search(r"\b404\b", page.locator(".subs").inner_text())
     page.get_by_role("link", name="127.0.0.1/later.xml").click()
     about = page.locator(".podcast").inner_text()

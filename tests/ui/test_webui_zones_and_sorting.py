@@ -173,16 +173,22 @@ async def test_a_time_zone_per_person(ui: Client) -> None:
     csrf = await sign_in(ui)
     text = words(await page_text(ui, "/ui/history"))
     assert "2026-01-05 08:00" in text and "Times in UTC" in text
-    # A zone the database does not know: the form back with the problem, nothing kept.
-    status, _, body = await post_form(ui, "/ui/account/time-zone", csrf, time_zone="Mars/Olympus")
-    assert status == 400
+    # A zone the database does not know: nothing kept, and the browser is sent to
+    # the Account page at the field (a GET: a reload sends nothing again), where
+    # the problem and the name as typed are.
+    status, where, _ = await post_form(ui, "/ui/account/time-zone", csrf, time_zone="Mars/Olympus")
+    assert status == 303 and where.startswith("/ui/account?refused_zone=Mars")
+    assert where.endswith("#f-time_zone")
+    body = await page_text(ui, where.split("#")[0])
     said = words(body)
     assert "“Mars/Olympus” is not a time zone this server knows." in said
     assert 'value="Mars/Olympus"' in body  # the field kept as typed
     assert "Times in UTC" in words(await page_text(ui, "/ui/history"))
     for bad in ("../../etc/passwd", "/usr/share/zoneinfo/UTC", "x" * 300):
-        status, _, body = await post_form(ui, "/ui/account/time-zone", csrf, time_zone=bad)
-        assert status == 400 and "is not a time zone this server knows" in words(body), bad
+        status, where, _ = await post_form(ui, "/ui/account/time-zone", csrf, time_zone=bad)
+        assert status == 303, bad
+        body = await page_text(ui, where.split("#")[0])
+        assert "is not a time zone this server knows" in words(body), bad
     # Any letter case, kept as the zone database spells it.
     status, where, _ = await post_form(ui, "/ui/account/time-zone", csrf, time_zone="europe/berlin")
     assert (status, where) == (303, "/ui/account?done=zone")

@@ -12,12 +12,14 @@ from podsync.services.browsing import BrowseService
 from podsync.services.compose.core import Services
 from podsync.services.episode_pages import EpisodePages
 from podsync.services.episode_search import EpisodeSearch
+from podsync.services.inbox import Inbox
 from podsync.services.listening import ListeningService
 from podsync.services.listening_stats import ListeningStats
 from podsync.services.player import PlayerSettings
 from podsync.services.remote_import import RemoteImportService
 from podsync.services.remote_import.bounds import ImportBounds
 from podsync.services.remote_import.jobs import ImportJobs
+from podsync.services.up_next import UpNext
 from podsync.services.web_listening import WebListening
 from podsync.services.web_sessions import WebSessionService
 
@@ -67,6 +69,14 @@ class RareServices:
     @cached_property
     def episode_search(self) -> EpisodeSearch:
         return EpisodeSearch(self.core.db)
+
+    @cached_property
+    def inbox(self) -> Inbox:
+        return Inbox(self.core.db, self.episode_pages)
+
+    @cached_property
+    def up_next(self) -> UpNext:
+        return UpNext(self.core.db, self.episode_pages)
 
     @cached_property
     def listening_stats(self) -> ListeningStats:

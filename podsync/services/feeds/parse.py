@@ -169,4 +169,9 @@ def parse_forgiving(
         link=text.web_url(feed.get("link"), url),
         artwork_url=_artwork(feed, url),
         episodes=_episodes(parsed.get("entries", []), url, deadline or Deadline()),
+        description=text.plain(
+            feed.get("subtitle") or feed.get("description"),
+            text.LOOKS_LIKE_HTML.search(str(feed.get("subtitle") or "")) is not None,
+            text.MAX_DESCRIPTION,
+        ),
     )

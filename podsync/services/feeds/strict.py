@@ -44,6 +44,11 @@ def _plain(element: ET.Element | None) -> str | None:
     return text.plain(value, markup)
 
 
+def _description(element: ET.Element | None) -> str | None:
+    value, markup = _text(element)
+    return text.plain(value, markup, text.MAX_DESCRIPTION)
+
+
 def _atom_text(element: ET.Element | None) -> str | None:
     if element is None:
         return None
@@ -137,6 +142,8 @@ def _rss(root: ET.Element, url: str, deadline: Deadline) -> LearnedFeed:
         link=text.web_url(channel.findtext("link"), url),
         artwork_url=artwork,
         episodes=episodes,
+        description=_description(channel.find("description"))
+        or _description(channel.find(f"{ITUNES}summary")),
     )
 
 
@@ -174,6 +181,7 @@ def _atom(root: ET.Element, url: str, deadline: Deadline) -> LearnedFeed:
         link=text.web_url(_atom_link(root, "alternate"), url),
         artwork_url=text.web_url(root.findtext(f"{ATOM}logo"), url),
         episodes=episodes,
+        description=_description(root.find(f"{ATOM}subtitle")),
     )
 
 

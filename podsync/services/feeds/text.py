@@ -15,6 +15,7 @@ from podsync.store.feed_info import FeedItem
 
 MAX_TITLE = 500
 MAX_URL = 2048
+MAX_DESCRIPTION = 2000  # a feed's description, plain text, as a podcast's page shows it
 MAX_GUID = 512
 MAX_EPISODES = 5000  # a feed's items kept for the history page (newest first in most feeds)
 _CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]+")

@@ -11,6 +11,7 @@ from podsync.model import Subscription, subscription_view
 from podsync.storage.migrations import check_version, log_upgrade
 from podsync.storage.migrations.episode_views import episode_action_view
 from podsync.storage.migrations.postgres_steps_0_3 import FETCHES_AND_SIGN_INS, STEPS_0_3, Step
+from podsync.storage.migrations.postgres_steps_0_4 import STEPS_0_4
 
 # Any constant: the key of the advisory lock that lets one process migrate at a time.
 MIGRATION_LOCK = 0x706F6473796E63  # "podsync"
@@ -327,7 +328,8 @@ MIGRATIONS: tuple[Step, ...] = (
     CREATE INDEX feed_info_claimed ON feed_info(claimed_by) WHERE claimed_by IS NOT NULL;
     """,
     FETCHES_AND_SIGN_INS,  # 24: a person's fetches, where each name signed in
-    # 25: speed per podcast, removals from Continue listening, chapters (as SQLite's 25).
+    *STEPS_0_4,  # 25 on
+    # 26: speed per podcast, removals from Continue listening, chapters (as SQLite's 26).
     """
     CREATE TABLE podcast_speeds (
         user_id     BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,

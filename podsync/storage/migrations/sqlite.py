@@ -7,6 +7,7 @@ import sqlite3
 from podsync.storage.migrations.sqlite_backfills import episode_views, stored_views
 from podsync.storage.migrations.sqlite_runner import Step, run
 from podsync.storage.migrations.sqlite_steps_0_3 import FETCHES_AND_SIGN_INS, STEPS_0_3
+from podsync.storage.migrations.sqlite_steps_0_4 import STEPS_0_4
 
 MIGRATIONS: tuple[Step, ...] = (
     # 1: accounts, tokens, subscriptions, the action log.
@@ -324,7 +325,8 @@ MIGRATIONS: tuple[Step, ...] = (
     CREATE INDEX feed_info_claimed ON feed_info(claimed_by) WHERE claimed_by IS NOT NULL;
     """,
     FETCHES_AND_SIGN_INS,  # 24: a person's fetches, where each name signed in
-    # 25: the web UI's player (its fourth release): the speed a person listens to each
+    *STEPS_0_4,  # 25 on
+    # 26: the web UI's player (its fourth release): the speed a person listens to each
     # podcast at (percent, 80 to 300), and the episodes they removed from Continue
     # listening (kept by podsync alone: no episode action is written; a play that
     # happens after the removal shows the episode again); each feed item's chapters

@@ -30,6 +30,7 @@ from podsync.web.ui.guard import (
 )
 from podsync.web.ui.keys import OPML, SIGNED_IN, WEB_SESSIONS
 from podsync.web.ui.render import render
+from podsync.web.ui.time_zone import refused_zone
 from podsync.web.ui.transfer import UPLOAD_MAX_MIB, transfer_page
 
 UPLOAD_MAX = UPLOAD_MAX_MIB * 1024 * 1024
@@ -148,7 +149,8 @@ async def logout(request: web.Request) -> web.Response:
 
 
 async def account(request: web.Request) -> web.Response:
-    return await account_page(request, {})
+    errors, zone_value = refused_zone(request)
+    return await account_page(request, errors, zone_value=zone_value)
 
 
 async def change_password(request: web.Request) -> web.Response:

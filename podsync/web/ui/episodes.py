@@ -22,12 +22,13 @@ from podsync.numbers import parse_int
 from podsync.services.episode_pages import Episode
 from podsync.services.episode_state import FINISHED, IN_PROGRESS, LABELS, NOT_PLAYED, played
 from podsync.services.feeds.notes import MAX_DURATION, sanitize
+from podsync.services.up_next import item_key
 from podsync.services.web_listening import WEB_CAPTION, check_progress, length_of
 from podsync.web.keys import FEED_INFO
 from podsync.web.ui.artwork import artwork_path
 from podsync.web.ui.chapters import of_episode, proxy_path, views
 from podsync.web.ui.guard import form_text
-from podsync.web.ui.keys import EPISODE_PAGES, LISTENING, SIGNED_IN, WEB_LISTENING
+from podsync.web.ui.keys import EPISODE_PAGES, LISTENING, SIGNED_IN, UP_NEXT, WEB_LISTENING
 from podsync.web.ui.note_links import with_time_links
 from podsync.web.ui.render import (
     Moment,
@@ -39,6 +40,7 @@ from podsync.web.ui.render import (
     shown_url,
     user_zone,
 )
+from podsync.web.ui.returns import back_to, with_done
 
 PROGRESS_FIELDS = ("started", "position", "total")
 
@@ -139,18 +141,9 @@ async def episode_page(request: web.Request) -> web.StreamResponse:
         can_mark_unplayed=state.key != NOT_PLAYED and bool(audio),
         web_caption=WEB_CAPTION,
         back=f"/ui/episodes/{episode.ref}",
+        queued=item_key(episode) in await request.app[UP_NEXT].keys(user),
     )
     return response
-
-
-def _back(request: web.Request, ref: str) -> str:
-    """Where Mark played sends the browser back to: the episode's page, or the
-    podcast page (with its filter and page number) the form was on."""
-    back = form_text(request, "back", 1024)
-    ok = back.startswith(("/ui/podcasts/", "/ui/episodes/", "/ui/search"))
-    if ok and "\\" not in back and "//" not in back:
-        return back
-    return f"/ui/episodes/{ref}"
 
 
 async def mark(request: web.Request) -> web.Response:
@@ -161,11 +154,11 @@ async def mark(request: web.Request) -> web.Response:
     if value not in ("yes", "no"):
         raise InvalidInput("say whether the episode is played (yes) or not (no)")
     episode = await request.app[WEB_LISTENING].mark(user, ref, value == "yes")
-    back = _back(request, episode.ref)
+    back = back_to(request, f"/ui/episodes/{episode.ref}")
     if back.startswith("/ui/episodes/"):
         back = f"/ui/episodes/{episode.ref}"  # its own id, once it has one
     code = "played" if value == "yes" else "unplayed"
-    raise web.HTTPSeeOther(f"{back}{'&' if '?' in back else '?'}done={code}")
+    raise web.HTTPSeeOther(with_done(back, code))
 
 
 def _json(status: int, **body: Any) -> web.Response:

@@ -22,7 +22,7 @@ from podsync.web.errors import answer_for, retry_after
 from podsync.web.keys import CLIENT_ADDRESS, CONFIG, REQUEST_ID
 from podsync.web.middleware import checks_own_callers, reads_own_forms
 from podsync.web.ops.home import server_address
-from podsync.web.ui.keys import SIGNED_IN, WEB_SESSIONS
+from podsync.web.ui.keys import INBOX, INBOX_COUNT, SIGNED_IN, WEB_SESSIONS
 from podsync.web.ui.render import render
 
 COOKIE = "podsync_ui"
@@ -65,6 +65,7 @@ def ui_route(
     public: bool = False,
     admin: bool = False,
     reads_own_body: bool = False,
+    no_count: bool = False,
 ) -> Handler:
     """Wrap a UI handler. `public`: no session needed (sign-in). `admin`: admins only.
     `reads_own_body`: a streamed upload that checks the CSRF token itself
@@ -72,7 +73,7 @@ def ui_route(
 
     async def wrapped(request: web.Request) -> web.StreamResponse:
         try:
-            return await _run(request, handler, public, admin, reads_own_body)
+            return await _run(request, handler, public, admin, reads_own_body, no_count)
         except Refused as exc:
             return _error(request, 403, "Refused", str(exc))
         except PodsyncError as exc:
@@ -92,7 +93,12 @@ def ui_route(
 
 
 async def _run(
-    request: web.Request, handler: Handler, public: bool, admin: bool, reads_own_body: bool
+    request: web.Request,
+    handler: Handler,
+    public: bool,
+    admin: bool,
+    reads_own_body: bool,
+    no_count: bool = False,
 ) -> web.StreamResponse:
     token = request.cookies.get(COOKIE, "")
     signed_in = await request.app[WEB_SESSIONS].find(token) if token else None
@@ -125,6 +131,9 @@ async def _run(
         if any(isinstance(v, str) and _UNSTORABLE.search(v) for v in form.values()):
             raise InvalidInput(UNSTORABLE)
         request[FORM] = form
+    if signed_in is not None and request.method == "GET" and not no_count:
+        # The navigation's count of New episodes (the person's own feeds only).
+        request[INBOX_COUNT] = await request.app[INBOX].count(signed_in.user)
     response = await handler(request)
     if token and signed_in is None:  # a cookie of an ended session: forget it
         response.del_cookie(COOKIE, path=COOKIE_PATH)

@@ -9,11 +9,13 @@ from podsync.services.browsing import BrowseService
 from podsync.services.episode_pages import EpisodePages
 from podsync.services.episode_search import EpisodeSearch
 from podsync.services.feeds.chapters import ChapterCache
+from podsync.services.inbox import Inbox
 from podsync.services.listening import ListeningService
 from podsync.services.listening_stats import ListeningStats
 from podsync.services.opml_io import OpmlService
 from podsync.services.player import PlayerSettings
 from podsync.services.remote_import.jobs import ImportJobs
+from podsync.services.up_next import UpNext
 from podsync.services.web_listening import WebListening
 from podsync.services.web_sessions import SignedIn, WebSessionService
 
@@ -33,3 +35,8 @@ STATIC = web.AppKey("ui_static", dict[str, bytes])
 PLAYER_SETTINGS = web.AppKey("ui_player_settings", PlayerSettings)
 CHAPTERS = web.AppKey("ui_chapters", ChapterCache)
 SIGNED_IN = web.RequestKey("ui_signed_in", SignedIn)
+INBOX = web.AppKey("ui_inbox", Inbox)
+UP_NEXT = web.AppKey("ui_up_next", UpNext)
+UP_NEXT_SCRIPT = web.AppKey("ui_up_next_script", bytes)
+# The count of New episodes the navigation shows (pages only: not JSON, not images).
+INBOX_COUNT = web.RequestKey("ui_inbox_count", int)

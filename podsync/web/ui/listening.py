@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import tzinfo
+from datetime import datetime, tzinfo
+from typing import NamedTuple
 from urllib.parse import urlencode
 
 from aiohttp import web
@@ -22,7 +23,8 @@ from podsync.sorting import sort_key
 from podsync.store.listening import HistoryFilter, HistoryKey, HistoryRow
 from podsync.web.keys import FEED_INFO
 from podsync.web.ui.artwork import artwork_path
-from podsync.web.ui.keys import BROWSE, LISTENING, SIGNED_IN
+from podsync.web.ui.history_days import by_day
+from podsync.web.ui.keys import BROWSE, LISTENING, SIGNED_IN, UP_NEXT
 from podsync.web.ui.render import (
     Moment,
     duration,
@@ -35,6 +37,7 @@ from podsync.web.ui.render import (
     user_zone,
     zone_name,
 )
+from podsync.web.ui.returns import row_anchor
 
 ACTION_LABELS = {
     "play": "Played",
@@ -135,6 +138,18 @@ def _key_param(request: web.Request, name: str) -> HistoryKey | None:
     return (key[0], key[1]) if key[0] is not None and key[1] is not None else None
 
 
+def _day_start(text: str, tz: tzinfo) -> int | None:
+    """The start of a day (YYYY-MM-DD, in the person's zone) in microseconds; None
+    for anything else."""
+    try:
+        day = datetime.strptime(text, "%Y-%m-%d")
+    except ValueError:
+        return None
+    if not 1970 <= day.year <= 9000:
+        return None
+    return int(day.replace(tzinfo=tz).timestamp() * 1_000_000)
+
+
 def _key_text(key: HistoryKey) -> str:
     return f"{key[0]}.{key[1]}"
 
@@ -150,9 +165,12 @@ async def history(request: web.Request) -> web.Response:
         action = ""
     podcasts, device_list = await service.filters(user)
     only = HistoryFilter(podcast or None, device or None, action or None)
-    page = await service.history(
-        user, only, _key_param(request, "before"), _key_param(request, "after")
-    )
+    before = _key_param(request, "before")
+    day_text = request.query.get("day", "")[:10]
+    jump = _day_start(day_text, tz)
+    if jump is not None:  # the date jump: that day and what came before it
+        before = (jump + 86_400_000_000, 0)
+    page = await service.history(user, only, before, _key_param(request, "after"))
     captions = {d.device_id: d.caption for d in device_list}
     podcast_titles = await request.app[FEED_INFO].titles(
         {a.podcast_url for a in page.rows} | {url for _, url, _ in podcasts}
@@ -184,6 +202,8 @@ async def history(request: web.Request) -> web.Response:
         action=action,
         filtered=bool(base),
         rows=rows,
+        days=by_day(page.rows, rows, tz),
+        day=day_text,
         prev_href=href(after=_key_text(page.newer_than)) if page.newer_than else None,
         next_href=href(before=_key_text(page.older_than)) if page.older_than else None,
     )
@@ -207,6 +227,17 @@ class EpisodeItem:
     at: Moment | None  # when the state's action happened
     also: str  # the other actions' latest state, in words ("downloaded")
     listed: bool  # in the feed as last fetched
+    anchor: str = ""  # the row's id: forms come back to it
+    length: str = ""  # "45:00": the feed's duration, else a play's total
+    published_us: int | None = None  # for "this and all older"
+    queue_key: tuple[str, str] = ("", "")  # the Up next key of the episode
+
+
+class _RowExtra(NamedTuple):
+    anchor: str
+    length: str
+    published_us: int | None
+    queue_key: tuple[str, str]
 
 
 def _episode_item(
@@ -221,13 +252,20 @@ def _episode_item(
         assert entity.id is not None
         ref = feed_ref(entity.id, episode.guid, episode.episode_url)
     href, key = f"/ui/episodes/{ref}", played(state)
-    length_known = bool(episode.duration) or bool(
-        state is not None and state.play is not None and state.play.total
+    seconds = episode.duration or (
+        state.play.total if state is not None and state.play is not None else None
+    )
+    length_known = bool(seconds)
+    extra = _RowExtra(
+        row_anchor(episode.guid, episode.episode_url),
+        duration(seconds) if seconds else "",
+        episode.published_at,
+        (entity.url_key, f"g{episode.guid}" if episode.guid else f"u{episode.episode_url}"),
     )
     if state is None:
         return EpisodeItem(
             title, href, ref, key, length_known, published, "Not played", False, None,
-            0, 0, "", None, None, "", episode.listed,
+            0, 0, "", None, None, "", episode.listed, *extra,
         )  # fmt: skip
     # A play says most (where the person got to); else the latest action.
     shown = state.play or state.latest
@@ -261,6 +299,10 @@ def _episode_item(
         at=Moment(shown.occurred_at, tz),
         also=", ".join(also) if shown.action == "play" else "",
         listed=episode.listed,
+        anchor=extra.anchor,
+        length=extra.length,
+        published_us=extra.published_us,
+        queue_key=extra.queue_key,
     )
 
 
@@ -288,6 +330,9 @@ async def podcast(request: web.Request) -> web.Response:
     _, device_list = await request.app[LISTENING].filters(user)
     captions = {d.device_id: d.caption for d in device_list}
     title = entity.title or (info.title if info else None) or host_and_path(entity.feed_url)
+    counts = await request.app[LISTENING].podcast_counts(user, entity.url_key)
+    queued = await request.app[UP_NEXT].keys(user)
+    episodes = [_episode_item(e, entity, captions, tz) for e in found.episodes]
     return render(
         request,
         "podcast.html",
@@ -304,9 +349,12 @@ async def podcast(request: web.Request) -> web.Response:
         fetch_error=refusals.shown_to(info.last_error, user.admin) if info else None,
         next_try=Moment(info.next_try_at, tz) if info and info.last_error else None,
         devices=[captions.get(d, d) for d in found.devices],
-        episodes=[_episode_item(e, entity, captions, tz) for e in found.episodes],
+        episodes=episodes,
+        queued={e.ref for e in episodes if e.queue_key in queued},
+        description=await request.app[FEED_INFO].description(entity.feed_url),
         show=only,
         show_options=[("", "All"), *((k, LABELS[k]) for k in FILTERS)],
+        counts=counts,
         show_href=lambda key: request.path + ("?" + urlencode({"show": key}) if key else ""),
         finished_key=FINISHED,
         from_feed=found.from_feed,

@@ -10,6 +10,7 @@ from aiohttp import web
 
 from podsync.config import GpodderConfig
 from podsync.errors import InvalidInput, TooManyRequests
+from podsync.feeds import url_key
 from podsync.numbers import parse_int
 from podsync.store.browse import SUBSCRIPTION_ORDERS
 from podsync.web.keys import CONFIG, FEED_INFO, SYNC_HEALTH
@@ -17,7 +18,7 @@ from podsync.web.ops.home import is_loopback, server_address
 from podsync.web.ui.artwork import artwork_path
 from podsync.web.ui.devices import refused_row
 from podsync.web.ui.guard import form_text
-from podsync.web.ui.keys import BROWSE, LISTENING, SIGNED_IN
+from podsync.web.ui.keys import BROWSE, INBOX, LISTENING, SIGNED_IN
 from podsync.web.ui.listening import history_items
 from podsync.web.ui.lockout import overview_context
 from podsync.web.ui.player import continue_items
@@ -47,6 +48,8 @@ class SubscriptionItem:
     subscribed: bool
     since: Moment
     fetched: bool  # the fetcher has read the feed at least once
+    newest: Moment | None = None  # its newest episode's date
+    unplayed: int | None = None  # the feed's episodes never played (None: not fetched)
 
 
 async def overview(request: web.Request) -> web.Response:
@@ -132,9 +135,12 @@ async def _subscriptions_page(
     if page > pages and request.method == "GET":
         raise web.HTTPFound(href(pages))  # past the end: the last page
     infos = await request.app[FEED_INFO].for_feeds(s.feed_url for s in found.rows)
+    keys = {s.feed_url: url_key(s.feed_url) for s in found.rows}
+    summaries = await request.app[INBOX].summaries(user, sorted(set(keys.values())))
     rows = []
     for s in found.rows:
         info = infos.get(s.feed_url)
+        feed_summary = summaries.get(keys[s.feed_url])
         # The user's own title (an OPML import) first, then the one the fetcher learned.
         title = s.title or (info.title if info else None) or host_and_path(s.feed_url)
         rows.append(
@@ -147,12 +153,18 @@ async def _subscriptions_page(
                 subscribed=s.unsubscribed_at is None,
                 since=Moment(s.unsubscribed_at or s.subscribed_at, tz),
                 fetched=bool(info and info.fetched_at),
+                newest=(
+                    Moment(feed_summary.newest, tz)
+                    if feed_summary is not None and feed_summary.newest is not None
+                    else None
+                ),
+                unplayed=feed_summary.unplayed if feed_summary is not None else None,
             )
         )
     noun = "subscription" if found.total == 1 else "subscriptions"
     kind = "" if show_all else "current "
     summary = (
-        f"{found.total} {kind}{noun}" + (f" matching “{q}”" if q else "")
+        f"{found.total:,} {kind}{noun}" + (f" matching “{q}”" if q else "")
         if found.total
         else ("Nothing matches your search." if q else "No subscriptions yet: add a feed above.")
     )

@@ -15,7 +15,7 @@ from aiohttp import web
 from podsync import __version__, zones
 from podsync.numbers import parse_int
 from podsync.web.keys import CONFIG
-from podsync.web.ui.keys import SIGNED_IN
+from podsync.web.ui.keys import INBOX_COUNT, SIGNED_IN
 
 if TYPE_CHECKING:
     import jinja2
@@ -56,6 +56,8 @@ STATIC_FILES = (
 )
 NAV = (
     ("/ui/", "Overview"),
+    ("/ui/new", "New episodes"),
+    ("/ui/up-next", "Up next"),
     ("/ui/subscriptions", "Subscriptions"),
     ("/ui/search", "Search"),
     ("/ui/history", "Listening history"),
@@ -90,7 +92,7 @@ def environment() -> jinja2.Environment:
     whose UI nobody opens never imports Jinja2 (about 2 MiB of memory)."""
     import jinja2
 
-    return jinja2.Environment(
+    env = jinja2.Environment(
         # A directory, not PackageLoader: the frozen binary's importer has no
         # package resources API, but its files are on disk all the same.
         loader=jinja2.FileSystemLoader(str(_package_dir() / "templates")),
@@ -102,6 +104,20 @@ def environment() -> jinja2.Environment:
         # stat() per render to check.
         auto_reload=False,
     )
+    env.filters["num"] = number
+    env.filters["short"] = shortened
+    return env
+
+
+def number(value: int) -> str:
+    """A count as people read it: 1,976 (the thousands separated)."""
+    return f"{value:,}"
+
+
+def shortened(text: str, limit: int) -> str:
+    """A long address or user agent cut to `limit` characters with "…" (the page
+    puts the whole in a `title`)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _package_dir() -> Path:
@@ -136,6 +152,7 @@ def render(
                 "user": user,
                 "csrf": signed_in.session.csrf_token if signed_in is not None else "",
                 "nav": nav,
+                "inbox_count": request.get(INBOX_COUNT),
                 "current": current,
                 "version": __version__,
                 "zone_label": zone_name(user_zone(request)) if user is not None else "",
@@ -256,6 +273,12 @@ NOTICES = {
     "unplayed": "Marked not played. Your apps get it at their next sync.",
     "continue_removed": "Removed from Continue listening (on podsync only: your apps see no "
     "change). It comes back if you play it again.",
+    "queued": "Added to Up next.",
+    "unqueued": "Removed from Up next.",
+    "moved": "Up next reordered.",
+    "autoplay_on": "The next episode in Up next plays when one ends.",
+    "autoplay_off": "Playback stops at the end of each episode.",
+    "dismissed": "Dismissed from New episodes (nothing changes in your apps).",
 }
 
 
@@ -271,7 +294,18 @@ def page_number(request: web.Request) -> int:
 
 
 def notice(request: web.Request) -> str | None:
-    """The sentence a page shows after a change (`?done=...` of the redirect)."""
+    """The sentence a page shows after a change (`?done=...` of the redirect, or
+    `?marked=N&unknown=M` of a bulk mark)."""
+    marked = request.query.get("marked", "")
+    if marked.isascii() and marked.isdigit() and len(marked) < 8:
+        text = f"{int(marked):,} marked played. Your apps get them at their next sync."
+        unknown = request.query.get("unknown", "0")
+        if unknown.isascii() and unknown.isdigit() and len(unknown) < 8 and int(unknown):
+            text += (
+                f" {int(unknown):,} left as they were: podsync does not know how long "
+                "they are (their feeds do not say)."
+            )
+        return text
     return NOTICES.get(request.query.get("done", ""))
 
 

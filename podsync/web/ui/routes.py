@@ -15,10 +15,12 @@ from podsync.web.ui import (
     admin,
     app_passwords,
     artwork,
+    bulk,
     chapters,
     devices,
     episodes,
     grant,
+    inbox,
     listening,
     lockout,
     pages,
@@ -28,6 +30,7 @@ from podsync.web.ui import (
     stats,
     time_zone,
     transfer,
+    up_next,
 )
 from podsync.web.ui.guard import Handler, error_page, page_for_error, ui_route
 from podsync.web.ui.keys import (
@@ -38,12 +41,15 @@ from podsync.web.ui.keys import (
     EPISODE_SEARCH,
     FAVICON,
     IMPORT_JOBS,
+    INBOX,
     LISTENING,
     LISTENING_STATS,
     OPML,
     PLAYER_SETTINGS,
     STATIC,
     STYLESHEET,
+    UP_NEXT,
+    UP_NEXT_SCRIPT,
     WEB_LISTENING,
     WEB_SESSIONS,
 )
@@ -69,8 +75,17 @@ _UI: list[tuple[str, str, Handler, dict[str, bool]]] = [
     ("POST", "/ui/subscriptions/resubscribe", pages.resubscribe, {}),
     ("POST", "/ui/subscriptions/refresh", pages.refresh, {}),
     ("GET", "/ui/podcasts/{sync_id}", listening.podcast, {}),
-    ("GET", "/ui/artwork/{digest}", artwork.artwork, {}),
+    ("GET", "/ui/artwork/{digest}", artwork.artwork, {"no_count": True}),
     ("POST", "/ui/episodes/mark", episodes.mark, {}),
+    ("POST", "/ui/episodes/mark-many", bulk.mark_many, {}),
+    ("GET", "/ui/new", inbox.page, {}),
+    ("POST", "/ui/new/dismiss", inbox.dismiss, {}),
+    ("GET", "/ui/up-next", up_next.page, {}),
+    ("GET", "/ui/up-next/next", up_next.next_episode, {"no_count": True}),
+    ("POST", "/ui/up-next/add", up_next.add, {}),
+    ("POST", "/ui/up-next/remove", up_next.remove, {}),
+    ("POST", "/ui/up-next/move", up_next.move, {}),
+    ("POST", "/ui/up-next/autoplay", up_next.set_autoplay, {}),
     ("GET", "/ui/episodes/{ref}", episodes.episode_page, {}),
     ("POST", "/ui/episodes/{ref}/progress", episodes.progress, {}),
     ("GET", "/ui/episodes/{ref}/player.json", player.player_json, {}),
@@ -87,7 +102,7 @@ _UI: list[tuple[str, str, Handler, dict[str, bool]]] = [
     ("POST", "/ui/import", account.import_opml, {"reads_own_body": True}),
     ("POST", "/ui/import-from", remote_import.import_from_server, {}),
     ("POST", "/ui/import-from/cancel", remote_import.cancel_import, {}),
-    ("GET", "/ui/export.opml", account.export_opml, {}),
+    ("GET", "/ui/export.opml", account.export_opml, {"no_count": True}),
     ("GET", "/ui/account", account.account, {}),
     ("POST", "/ui/account/password", account.change_password, {}),
     ("POST", "/ui/account/logout-everywhere", account.logout_everywhere, {}),
@@ -126,6 +141,7 @@ def _constant(
 
 _stylesheet = _constant(STYLESHEET, "text/css", 86400, "utf-8")
 _favicon = _constant(FAVICON, "image/vnd.microsoft.icon", 604800)
+_up_next_script = _constant(UP_NEXT_SCRIPT, "text/javascript", 86400, "utf-8")
 
 
 def _static(
@@ -154,6 +170,8 @@ def open_services(app: web.Application) -> None:
     app[LISTENING] = rare.listening
     app[EPISODE_PAGES] = rare.episode_pages
     app[EPISODE_SEARCH] = rare.episode_search
+    app[INBOX] = rare.inbox
+    app[UP_NEXT] = rare.up_next
     app[LISTENING_STATS] = rare.listening_stats
     app[WEB_LISTENING] = rare.web_listening
     app[PLAYER_SETTINGS] = rare.player_settings
@@ -178,6 +196,7 @@ def ui_app() -> web.Application:
     app[STYLESHEET] = stylesheet()
     app[FAVICON] = static_file(FAVICON_FILE)
     app[STATIC] = {name: static_file(name) for name, _, _ in STATIC_FILES}
+    app[UP_NEXT_SCRIPT] = static_file(up_next.UP_NEXT_JS)
     app[ERROR_PAGE] = page_for_error
     routes = [
         web.route(method, path, ui_route(handler, **options), name=f"ui.r{n}_{handler.__name__}")
@@ -192,6 +211,14 @@ def ui_app() -> web.Application:
         )
         for n, (name, kind, charset) in enumerate(STATIC_FILES)
     ]
+    routes.append(
+        web.get(
+            f"/ui/static/{up_next.UP_NEXT_JS}",
+            _up_next_script,
+            name="ui.up_next_script",
+            allow_head=False,
+        )
+    )
     routes.append(web.get("/favicon.ico", _favicon, name="ui.favicon", allow_head=False))
     routes.append(
         web.get("/ui/{tail:.*}", ui_route(_not_found), name="ui.not_found", allow_head=False)

@@ -1,6 +1,7 @@
-"""Find an episode (`/ui/search?q=...`): words of its title, across all of the
-person's podcasts, newest first, a page at a time, each with its podcast, date and
-this person's state, linking to its page."""
+"""Search (`/ui/search?q=...`, `&podcast=<sync id>` within one podcast): the
+person's podcasts whose title or description has the words, then episodes with
+them in their title or show notes, newest first, a page at a time, each with its
+podcast, date and this person's state, linking to its page."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from aiohttp import web
 from podsync.services.episode_search import SEARCH_PAGE
 from podsync.services.episode_state import IN_PROGRESS, LABELS, played
 from podsync.web.keys import FEED_INFO
-from podsync.web.ui.keys import EPISODE_SEARCH, SIGNED_IN
+from podsync.web.ui.keys import EPISODE_SEARCH, SIGNED_IN, UP_NEXT
 from podsync.web.ui.render import (
     Moment,
     duration,
@@ -22,6 +23,7 @@ from podsync.web.ui.render import (
     render,
     user_zone,
 )
+from podsync.web.ui.returns import row_anchor
 
 MAX_QUERY = 200  # characters read of what was typed
 
@@ -36,14 +38,27 @@ class ResultItem:
     state: str  # NOT_PLAYED, IN_PROGRESS, FINISHED
     label: str
     detail: str  # "12:00 of 45:00" when in progress, else the length when known
+    ref: str
+    anchor: str
+    queued: bool
+    playable: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PodcastResult:
+    title: str
+    href: str
+    subscribed: bool
 
 
 async def search(request: web.Request) -> web.Response:
     user = request[SIGNED_IN].user
     tz = user_zone(request)
     typed = request.query.get("q", "")[:MAX_QUERY]
-    found = await request.app[EPISODE_SEARCH].search(user, typed, page_number(request))
+    within = request.query.get("podcast", "")[:64] or None
+    found = await request.app[EPISODE_SEARCH].search(user, typed, page_number(request), within)
     titles = await request.app[FEED_INFO].titles({r.subscription.feed_url for r in found.results})
+    queued = await request.app[UP_NEXT].keys(user) if found.results else set()
     items = []
     for r in found.results:
         key = played(r.state)
@@ -63,11 +78,34 @@ async def search(request: web.Request) -> web.Response:
                 state=key,
                 label=LABELS[key],
                 detail=detail,
+                ref=r.ref,
+                anchor=row_anchor(r.item.guid or None, r.item.episode_url),
+                queued=(
+                    r.item.podcast_key,
+                    f"g{r.item.guid}" if r.item.guid else f"u{r.item.episode_url}",
+                )
+                in queued,
+                playable=bool(r.item.episode_url),
             )
         )
 
+    podcasts = [
+        PodcastResult(
+            p.title or p.feed_title or host_and_path(p.feed_url),
+            f"/ui/podcasts/{p.sync_id}",
+            p.subscribed,
+        )
+        for p in found.podcasts
+    ]
+    scope = {"podcast": found.within.sync_id} if found.within is not None else {}
+    within_title = None
+    if found.within is not None:
+        w = found.within
+        within_title = w.title or w.feed_title or host_and_path(w.feed_url)
+
     def href(number: int) -> str:
-        return "/ui/search?" + urlencode({"q": typed, **({"page": number} if number > 1 else {})})
+        query = {"q": typed, **scope, **({"page": str(number)} if number > 1 else {})}
+        return "/ui/search?" + urlencode(query)
 
     return render(
         request,
@@ -76,8 +114,13 @@ async def search(request: web.Request) -> web.Response:
         q=typed,
         words=found.words,
         results=items,
+        podcasts=podcasts,
+        within=found.within.sync_id if found.within is not None else "",
+        within_title=within_title,
+        within_href=f"/ui/podcasts/{found.within.sync_id}" if found.within is not None else "",
         first=(found.page - 1) * SEARCH_PAGE + 1,
         page_label=f"Page {found.page}" if found.page > 1 or found.more else "",
+        back=href(found.page),
         prev_href=href(found.page - 1) if found.page > 1 else None,
         next_href=href(found.page + 1) if found.more else None,
     )

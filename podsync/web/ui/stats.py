@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 from aiohttp import web
 
-from podsync.services.listening_stats import MONTHS, TOP, WEEKS
+from podsync.services.listening_stats import TOP, WEEKS
 from podsync.web.keys import FEED_INFO
 from podsync.web.ui.keys import LISTENING, LISTENING_STATS, SIGNED_IN
 from podsync.web.ui.render import host_and_path, render, user_zone, zone_name
@@ -66,7 +66,7 @@ async def stats(request: web.Request) -> web.Response:
         months=bars(months),
         finished_total=sum(c for _, c in found.months),
         week_count=WEEKS,
-        month_count=MONTHS,
+        month_count=len(found.months),
         top_count=TOP,
         plays=found.plays,
         zone=zone_name(tz),

@@ -1,0 +1,56 @@
+"""PostgreSQL's schema steps of the web UI's fourth release (25 on, the same versions
+as SQLite's); `postgres.py` runs them after the earlier ones."""
+
+from __future__ import annotations
+
+import asyncpg
+
+from podsync.storage.migrations.postgres_steps_0_3 import Step
+from podsync.words import note_words
+
+_LISTS = """
+ALTER TABLE feed_episodes ADD COLUMN note_words TEXT NOT NULL DEFAULT '';
+DROP INDEX feed_episodes_words;
+ALTER TABLE feed_info ADD COLUMN description TEXT;
+UPDATE feed_info SET etag = NULL, last_modified = NULL;
+ALTER TABLE users ADD COLUMN autoplay INTEGER NOT NULL DEFAULT 1;
+CREATE TABLE up_next (
+    user_id     BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    podcast_key TEXT NOT NULL,
+    item_key    TEXT NOT NULL,
+    ref         TEXT NOT NULL,
+    place       BIGINT NOT NULL,
+    added_at    BIGINT NOT NULL,
+    PRIMARY KEY (user_id, podcast_key, item_key)
+);
+CREATE INDEX up_next_order ON up_next(user_id, place);
+CREATE TABLE inbox_dismissals (
+    user_id      BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    podcast_key  TEXT NOT NULL,
+    item_key     TEXT NOT NULL,
+    dismissed_at BIGINT NOT NULL,
+    PRIMARY KEY (user_id, podcast_key, item_key)
+);
+"""
+_CHUNK = 5000
+_SET_WORDS = "UPDATE feed_episodes SET note_words = $2 WHERE ctid = $1::tid"
+
+
+async def _lists(conn: asyncpg.Connection) -> None:
+    """25 (as SQLite's step 25): search over show notes by a scan of the person's own
+    feeds (the GIN index of step 22 goes), the queue, the inbox's dismissals."""
+    await conn.execute(_LISTS)
+    rows = conn.cursor(
+        "SELECT ctid, notes FROM feed_episodes WHERE notes IS NOT NULL", prefetch=_CHUNK
+    )
+    chunk: list[tuple[object, str]] = []
+    async for ctid, notes in rows:
+        chunk.append((ctid, note_words(notes)))
+        if len(chunk) == _CHUNK:
+            await conn.executemany(_SET_WORDS, chunk)
+            chunk = []
+    if chunk:
+        await conn.executemany(_SET_WORDS, chunk)
+
+
+STEPS_0_4: tuple[Step, ...] = (_lists,)

@@ -1,0 +1,53 @@
+"""SQLite's schema steps of the web UI's fourth release (25 on); `sqlite.py` runs
+them after the earlier ones."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from podsync.storage.migrations.sqlite_runner import Step, statements
+from podsync.words import note_words
+
+# 25: search over show notes whose cost follows the person's own podcasts (a scan of
+# their feeds' items by the url key's index, not a full-text index over every feed:
+# a prefix as short as "c" matched half the server's items before the person's were
+# picked out), so the FTS5 index of step 22 and its triggers go. A person's queue
+# (Up next) and their autoplay choice; the New episodes a person dismissed.
+_LISTS = """
+ALTER TABLE feed_episodes ADD COLUMN note_words TEXT NOT NULL DEFAULT '';  -- podsync.words
+UPDATE feed_episodes SET note_words = podsync_note_words(notes) WHERE notes IS NOT NULL;
+DROP TRIGGER feed_episodes_words_added;
+DROP TRIGGER feed_episodes_words_removed;
+DROP TRIGGER feed_episodes_words_changed;
+DROP TABLE feed_episode_words;
+ALTER TABLE feed_info ADD COLUMN description TEXT;  -- the feed's own, plain text
+UPDATE feed_info SET etag = NULL, last_modified = NULL;
+ALTER TABLE users ADD COLUMN autoplay INTEGER NOT NULL DEFAULT 1;
+CREATE TABLE up_next (
+    user_id     INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    podcast_key TEXT NOT NULL,                 -- the podcast's url key
+    item_key    TEXT NOT NULL,                 -- 'g' || guid, else 'u' || enclosure URL
+    ref         TEXT NOT NULL,                 -- the episode page's id when added
+    place       INTEGER NOT NULL,              -- the order (smallest first)
+    added_at    INTEGER NOT NULL,
+    PRIMARY KEY (user_id, podcast_key, item_key)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX up_next_order ON up_next(user_id, place);
+CREATE TABLE inbox_dismissals (
+    user_id      INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    podcast_key  TEXT NOT NULL,
+    item_key     TEXT NOT NULL,                -- as up_next
+    dismissed_at INTEGER NOT NULL,
+    PRIMARY KEY (user_id, podcast_key, item_key)
+) STRICT, WITHOUT ROWID;
+"""
+
+
+def lists(conn: sqlite3.Connection) -> None:
+    """25. The words of the show notes kept so far are made by podsync.words."""
+    conn.create_function("podsync_note_words", 1, note_words, deterministic=True)
+    for statement in statements(_LISTS):
+        conn.execute(statement)
+
+
+STEPS_0_4: tuple[Step, ...] = (lists,)

@@ -1,0 +1,147 @@
+"""New episodes: the items of a person's podcasts published since they subscribed,
+that they have not played and not dismissed (table `inbox_dismissals`).
+
+What it reads is the person's own: their subscriptions (the index on the user),
+each feed's items since the subscription (the index on url key and date), and
+their episodes of those podcasts that have a play. Nothing of other people's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from podsync.episode_keys import ACTION_CODES, full_url
+from podsync.store import Connection
+
+_PLAY = ACTION_CODES["play"]
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    subscription_id: int
+    sync_id: str
+    podcast_key: str
+    feed_url: str
+    podcast_title: str | None
+    episode_url: str
+    guid: str
+    title: str
+    published_at: int
+    duration: int | None
+
+
+def item_key(guid: str | None, episode_url: str) -> str:
+    """As the queue's: "g" and the guid, else "u" and the enclosure URL."""
+    return f"g{guid}" if guid else f"u{episode_url}"
+
+
+async def candidates(
+    conn: Connection, user_id: int, limit: int, podcast_key: str | None = None
+) -> list[Candidate]:
+    """Up to `limit` items of the person's subscribed podcasts published since they
+    subscribed and not dismissed, newest first."""
+    join = "CROSS JOIN" if conn.dialect == "sqlite" else "JOIN"
+    only = " AND s.url_key = ?" if podcast_key is not None else ""
+    params: list[Any] = [user_id]
+    if podcast_key is not None:
+        params.append(podcast_key)
+    rows = await conn.fetch_all(
+        "SELECT s.id, s.sync_id, s.url_key, s.feed_url, coalesce(s.title, fi.title), "
+        "fe.episode_url, fe.guid, fe.title, fe.published_at, fe.duration "
+        f"FROM subscriptions s {join} feed_episodes fe ON fe.url_key = s.url_key "
+        "LEFT JOIN feed_info fi ON fi.url_key = s.url_key "
+        f"WHERE s.user_id = ? AND s.unsubscribed_at IS NULL{only} "
+        "AND fe.published_at >= s.subscribed_at "
+        "AND NOT EXISTS (SELECT 1 FROM inbox_dismissals d WHERE d.user_id = s.user_id "
+        "AND d.podcast_key = s.url_key AND d.item_key = CASE WHEN fe.guid <> '' "
+        "THEN 'g' || fe.guid ELSE 'u' || fe.episode_url END) "
+        "ORDER BY fe.published_at DESC, fe.feed_rank DESC, fe.url_key, fe.episode_url "
+        "LIMIT ?",
+        (*params, limit),
+    )
+    return [
+        Candidate(int(i), str(a), str(k), str(u), t, str(eu), str(g or ""), str(et), int(p), d)
+        for i, a, k, u, t, eu, g, et, p, d in rows
+    ]
+
+
+async def played_items(
+    conn: Connection, user_id: int, podcast_keys: list[str]
+) -> set[tuple[str, str]]:
+    """The person's episodes of these podcasts that have a play: (url key, "g" and
+    guid) and (url key, "u" and URL) of each."""
+    found: set[tuple[str, str]] = set()
+    for start in range(0, len(podcast_keys), 500):
+        chunk = podcast_keys[start : start + 500]
+        rows = await conn.fetch_all(
+            "SELECT f.url_key, e.url, e.prefixed, f.prefix, e.guid FROM episode_feeds f "
+            "JOIN episodes e ON e.feed_id = f.id "
+            f"WHERE f.user_id = ? AND f.url_key IN ({','.join('?' * len(chunk))}) "
+            "AND EXISTS (SELECT 1 FROM episode_actions a WHERE a.episode_id = e.id "
+            "AND a.user_id = f.user_id AND a.action = ?)",
+            (user_id, *chunk, _PLAY),
+        )
+        for key, url, prefixed, prefix, guid in rows:
+            found.add((str(key), "u" + full_url(str(url), prefixed, str(prefix))))
+            if guid:
+                found.add((str(key), f"g{guid}"))
+    return found
+
+
+async def dismiss(conn: Connection, user_id: int, keys: list[tuple[str, str]], now: int) -> None:
+    """Keep these items out of the person's New episodes. Call in a write."""
+    await conn.execute_many(
+        "INSERT INTO inbox_dismissals (user_id, podcast_key, item_key, dismissed_at) "
+        "VALUES (?, ?, ?, ?) ON CONFLICT (user_id, podcast_key, item_key) DO NOTHING",
+        [(user_id, k, i, now) for k, i in keys],
+    )
+
+
+async def items_up_to(
+    conn: Connection, podcast_key: str, published_at: int, limit: int
+) -> list[tuple[str, str]]:
+    """(enclosure URL, guid) of a feed's items published at or before a time, newest
+    first (the index on url key and date)."""
+    rows = await conn.fetch_all(
+        "SELECT episode_url, guid FROM feed_episodes WHERE url_key = ? AND published_at <= ? "
+        "ORDER BY published_at DESC, feed_rank DESC LIMIT ?",
+        (podcast_key, published_at, limit),
+    )
+    return [(str(u), str(g or "")) for u, g in rows]
+
+
+async def feed_summaries(
+    conn: Connection, url_keys: list[str]
+) -> dict[str, tuple[int | None, int]]:
+    """Each feed's newest item's date and its number of items (the index on url key
+    and date)."""
+    found: dict[str, tuple[int | None, int]] = {}
+    for start in range(0, len(url_keys), 500):
+        chunk = url_keys[start : start + 500]
+        rows = await conn.fetch_all(
+            "SELECT url_key, max(published_at), count(*) FROM feed_episodes "
+            f"WHERE url_key IN ({','.join('?' * len(chunk))}) GROUP BY url_key",
+            chunk,
+        )
+        for key, newest, items in rows:
+            found[str(key)] = (None if newest is None else int(newest), int(items))
+    return found
+
+
+async def listed_among(conn: Connection, url_key: str, keys: list[str]) -> int:
+    """How many of a feed's items are among `keys` ("g" and a guid, "u" and a URL)."""
+    guids = [k[1:] for k in keys if k.startswith("g")]
+    urls = [k[1:] for k in keys if k.startswith("u")]
+    seen: set[tuple[str, str]] = set()
+    for column, values in (("guid", guids), ("episode_url", urls)):
+        for start in range(0, len(values), 500):
+            chunk = values[start : start + 500]
+            rows = await conn.fetch_all(
+                "SELECT episode_url, guid FROM feed_episodes WHERE url_key = ? "
+                f"AND {column} IN ({','.join('?' * len(chunk))})",
+                (url_key, *chunk),
+            )
+            seen.update((str(u), str(g or "")) for u, g in rows)
+    # An item by its guid when it has one, else by its file.
+    return len({g or u for u, g in seen})

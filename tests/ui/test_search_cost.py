@@ -1,0 +1,128 @@
+"""What a search reads follows the person's own podcasts, never the server's: with
+20,000 feed items of another person's feeds (every one with a word starting "c"), a
+person with no subscriptions gets their (empty) answer without reading any of them,
+and a person with one feed reads that feed's items only. SQLite: the plan reads the
+person's subscriptions first, then their feeds' items by the url key's index, and
+the statement's virtual machine does the same few steps however many items others
+have; PostgreSQL: EXPLAIN ANALYZE counts the feed items the executor visited."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from podsync import timestamps
+from podsync.config import Config
+from podsync.feeds import url_key
+from podsync.rules import Subscribe
+from podsync.services.sync import SyncService
+from podsync.storage.engine import Engine, create_engine
+from podsync.store import episode_search, feed_info
+from podsync.store.feed_info import FeedItem
+from tests.support.migration_support import add_user
+
+OTHERS_ITEMS = 20_000
+OWN_ITEMS = 40
+FEEDS = 20
+
+
+async def _seed(db: Engine, config: Config) -> tuple[int, int]:
+    """(a person with no subscriptions, a person with one feed of OWN_ITEMS), beside
+    another person with FEEDS feeds of OTHERS_ITEMS items in all."""
+    nobody, owner_id, other = [await add_user(db, n) for n in ("nobody", "owner", "other")]
+    sync = SyncService(db, config.sync)
+    feeds = [f"https://feeds.example/{n}.xml" for n in range(FEEDS)]
+    await sync.apply(other, None, [Subscribe(feed_url=u) for u in feeds])
+    own = "https://own.example/show.xml"
+    await sync.apply(owner_id, None, [Subscribe(feed_url=own)])
+    now = timestamps.now_us()
+    per_feed = OTHERS_ITEMS // FEEDS
+    async with db.write() as conn:
+        for n, feed in enumerate([*feeds, own]):
+            count = OWN_ITEMS if feed == own else per_feed
+            await feed_info.add_feed(conn, url_key(feed), feed, now)
+            rows = [
+                (*FeedItem(
+                    f"{feed}/e{i}.mp3", f"g{n}-{i}", f"Conversation {i} about cats", now - i,
+                    600, None, "audio/mpeg", f"<p>Coffee and {'code' if i % 2 else 'cake'}</p>",
+                ), i)
+                for i in range(count)
+            ]  # fmt: skip
+            await feed_info.change_episodes(conn, url_key(feed), [], rows)
+    if config.database.url:
+        async with db.write() as conn:
+            await conn.execute("ANALYZE")
+    return nobody, owner_id
+
+
+@pytest.mark.both_engines
+async def test_search_reads_the_persons_own_feed_items_only(config: Config) -> None:
+    db = create_engine(config.database)
+    await db.open()
+    try:
+        nobody, owner = await _seed(db, config)
+        async with db.read() as conn:
+            assert await episode_search.find(conn, nobody, ["c"], 31, 0) == []
+            mine = await episode_search.find(conn, owner, ["c"], 100, 0)
+            assert len(mine) == OWN_ITEMS
+            assert len(await episode_search.find(conn, owner, ["code"], 100, 0)) == OWN_ITEMS // 2
+            if conn.dialect == "sqlite":
+                await _sqlite_work(conn, nobody, owner)
+            else:
+                assert await _pg_items_visited(conn, nobody) == 0
+                assert await _pg_items_visited(conn, owner) <= OWN_ITEMS
+    finally:
+        await db.close()
+
+
+async def _sqlite_work(conn: Any, nobody: int, owner: int) -> None:
+    sql, params = episode_search.statement("sqlite", nobody, ["c"], None)
+    plan = [row[3] for row in await conn.fetch_all(f"EXPLAIN QUERY PLAN {sql}", params)]
+    reads = [step for step in plan if step.startswith(("SEARCH", "SCAN"))]
+    assert reads[0].startswith("SEARCH s USING INDEX"), plan
+    assert reads[0].endswith("(user_id=?)"), plan
+    assert reads[1].startswith("SEARCH fe USING INDEX"), plan
+    assert "(url_key=?)" in reads[1], plan
+    assert len(reads) == 2, plan
+
+    def steps(user_id: int) -> int:
+        counted = [0]
+
+        def count() -> int:
+            counted[0] += 1
+            return 0
+
+        raw = conn.raw
+        raw.set_progress_handler(count, 10)
+        try:
+            sql, params = episode_search.statement("sqlite", user_id, ["c"], None)
+            raw.execute(sql + " LIMIT 31", params).fetchall()
+        finally:
+            raw.set_progress_handler(None, 10)
+        return counted[0] * 10
+
+    # A read of the others' items costs tens of instructions each (hundreds of
+    # thousands in all); the person's own search costs what their feed costs.
+    assert steps(nobody) < 200
+    assert steps(owner) < 100 * OWN_ITEMS
+
+
+async def _pg_items_visited(conn: Any, user_id: int) -> int:
+    sql, params = episode_search.statement("postgresql", user_id, ["c"], None)
+    row = await conn.fetch_one(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql} LIMIT 31", params)
+    plan = json.loads(row[0]) if isinstance(row[0], str) else row[0]
+    visited = 0
+
+    def walk(node: dict[str, Any]) -> None:
+        nonlocal visited
+        if node.get("Relation Name") == "feed_episodes":
+            loops = int(node.get("Actual Loops", 0))
+            rows = int(node.get("Actual Rows", 0)) + int(node.get("Rows Removed by Filter", 0))
+            visited += rows * loops
+        for child in node.get("Plans", []):
+            walk(child)
+
+    walk(plan[0]["Plan"])
+    return visited
