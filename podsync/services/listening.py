@@ -21,7 +21,7 @@ from podsync.services.episode_state import (
     states,
 )
 from podsync.storage.engine import Engine
-from podsync.store import Connection, browse, devices, feed_info, listening
+from podsync.store import Connection, browse, devices, feed_info, listening, player
 from podsync.store.devices import Device
 from podsync.store.feed_info import FeedItem
 from podsync.store.listening import HistoryFilter, HistoryKey, HistoryRow
@@ -35,6 +35,8 @@ FILTERS = (NOT_PLAYED, IN_PROGRESS, FINISHED)
 # episodes or has read this many plays (a bounded cost on any history).
 PLAYS_CHUNK = 200
 PLAYS_READ_MAX = 5000
+# Continue listening shows this many episodes in progress a page.
+CONTINUE_PAGE = 10
 PODCAST_ACTIONS_MAX = 2000
 # A podcast's page lists this many episodes (a feed can hold thousands).
 PODCAST_PAGE = 100
@@ -51,6 +53,7 @@ class HistoryPage:
 class ContinueListening:
     in_progress: list[HistoryRow]
     finished: list[HistoryRow]
+    more: bool = False  # more in progress past this page
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,18 +128,22 @@ class ListeningService:
         return podcasts, device_list
 
     async def continue_listening(
-        self, user: User, in_progress: int = 8, done: int = 4
+        self, user: User, page: int = 1, in_progress: int = CONTINUE_PAGE, done: int = 4
     ) -> ContinueListening:
         """The episodes in progress (the latest play of each stops short of the end),
-        newest first, and the last few finished."""
+        newest first, a page at a time, and the last few finished. An episode the
+        person removed from the list stays out until a play of it happens later."""
+        skip = (max(1, page) - 1) * in_progress
+        want = skip + in_progress + 1  # one past the page: whether there is more
         going: list[HistoryRow] = []
         ended: list[HistoryRow] = []
         seen: set[str] = set()
         before: HistoryKey | None = None
         read = 0
         async with self.db.read() as conn:
-            while len(going) < in_progress or len(ended) < done:
+            while len(going) < want or len(ended) < done:
                 rows = await listening.latest_plays(conn, user.id, before, PLAYS_CHUNK)
+                candidates: list[HistoryRow] = []
                 for row in rows:
                     if row.episode_url in seen:
                         continue  # an older play of an episode already placed
@@ -146,13 +153,20 @@ class ListeningService:
                     if finished(row.position, row.total):
                         if len(ended) < done:
                             ended.append(row)
-                    elif len(going) < in_progress:
+                    else:
+                        candidates.append(row)
+                removed = await player.removed_from_continue(
+                    conn, user.id, {r.episode_id for r in candidates}
+                )
+                for row in candidates:
+                    if len(going) < want and row.occurred_at > removed.get(row.episode_id, -1):
                         going.append(row)
                 read += len(rows)
                 if len(rows) < PLAYS_CHUNK or read >= PLAYS_READ_MAX:
                     break
                 before = rows[-1].key
-        return ContinueListening(going, ended)
+        page_rows = going[skip : skip + in_progress]
+        return ContinueListening(page_rows, ended, more=len(going) > skip + in_progress)
 
     async def podcast(
         self,

@@ -79,11 +79,11 @@ async def known_for_item(
     return None
 
 
-_ITEM = "episode_url, guid, title, published_at, duration, link, media_type, notes"
+_ITEM = "episode_url, guid, title, published_at, duration, link, media_type, notes, chapters"
 
 
 def _item(row: Any) -> FeedItem:
-    url, guid, title, published, duration, link, kind, notes = row
+    url, guid, title, published, duration, link, kind, notes, chapters = row
     return FeedItem(
         str(url),
         str(guid),
@@ -93,6 +93,7 @@ def _item(row: Any) -> FeedItem:
         link,
         kind,
         notes,
+        chapters,
     )
 
 

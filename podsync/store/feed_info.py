@@ -188,6 +188,7 @@ class FeedItem(NamedTuple):
     link: str | None = None  # the item's web page
     media_type: str | None = None  # the enclosure's declared type
     notes: str | None = None  # show notes, sanitized HTML (services/feeds/notes.py)
+    chapters: str | None = None  # chapters, inline or their address (services/feeds/chapters.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,7 +308,7 @@ async def due_state(conn: Connection, url_key: str) -> DueFeed | None:
     return None if row is None else _due(row)
 
 
-_ITEM = "episode_url, guid, title, published_at, duration, link, media_type, notes"
+_ITEM = "episode_url, guid, title, published_at, duration, link, media_type, notes, chapters"
 
 
 def _optional_int(value: Any) -> int | None:
@@ -321,8 +322,8 @@ async def stored_episodes(conn: Connection, url_key: str) -> list[tuple[Any, ...
     )
     return [
         (str(u), str(g), str(t), _optional_int(p), _optional_int(d), link, kind, notes,
-         _optional_int(r))
-        for u, g, t, p, d, link, kind, notes, r in rows
+         chapters, _optional_int(r))
+        for u, g, t, p, d, link, kind, notes, chapters, r in rows
     ]  # fmt: skip
 
 
@@ -346,7 +347,7 @@ async def change_episodes(
     if added:
         await conn.execute_many(
             f"INSERT INTO feed_episodes (url_key, {_ITEM}, feed_rank, words, note_words) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [(url_key, *row, title_words(str(row[2])), note_words(row[7])) for row in added],
         )
 

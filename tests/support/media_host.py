@@ -15,6 +15,8 @@ from email.utils import formatdate
 from xml.sax.saxutils import escape
 
 ITUNES = "http://www.itunes.com/dtds/podcast-1.0.dtd"
+PSC = "http://podlove.org/simple-chapters"
+PODCAST = "https://podcastindex.org/namespace/1.0"
 RATE = 8000  # samples a second, 8-bit mono: 8 kB a second
 _RANGE = re.compile(r"bytes=(\d*)-(\d*)")
 
@@ -31,9 +33,19 @@ class MediaHost:
     """`episodes`: (title, seconds) newest first; the feed is /show.xml, episode n's
     file /n.wav, its page /n.html. `ranges` lists the Range headers asked for."""
 
-    def __init__(self, title: str, episodes: list[tuple[str, int]]) -> None:
+    def __init__(
+        self,
+        title: str,
+        episodes: list[tuple[str, int]],
+        notes: dict[int, str] | None = None,
+        item_xml: dict[int, str] | None = None,
+        documents: dict[str, tuple[str, bytes]] | None = None,
+    ) -> None:
         self.title = title
         self.episodes = episodes
+        self.notes = notes or {}  # more HTML for episode n's show notes
+        self.item_xml = item_xml or {}  # more XML in episode n's item (chapters)
+        self.documents = documents or {}  # path: (content type, body), chapters JSON
         self.files = {f"/{n}.wav": wav(s) for n, (_, s) in self.numbered()}
         self.hits: Counter[str] = Counter()
         self.ranges: list[str] = []
@@ -44,6 +56,9 @@ class MediaHost:
                 host.hits[self.path] += 1
                 if self.path == "/show.xml":
                     self._send(200, "application/rss+xml", host.feed())
+                    return
+                if self.path in host.documents:
+                    self._send(200, *host.documents[self.path])
                     return
                 body = host.files.get(self.path)
                 if body is None:
@@ -113,10 +128,13 @@ class MediaHost:
                 f'<enclosure url="{escape(self.url(f"/{n}.wav"))}" '
                 f'length="{len(self.files[f"/{n}.wav"])}" type="audio/wav"/>'
                 f"<description>{escape(f'<p>Notes of <em>{title}</em>.</p><ul><li>one</li></ul>')}"
-                f"</description><itunes:duration>{minutes:02d}:{secs:02d}</itunes:duration></item>"
+                f"{escape(self.notes.get(n, ''))}"
+                f"</description><itunes:duration>{minutes:02d}:{secs:02d}</itunes:duration>"
+                f"{self.item_xml.get(n, '')}</item>"
             )
         return (
-            f'<?xml version="1.0" encoding="UTF-8"?>\n<rss version="2.0" xmlns:itunes="{ITUNES}">'
+            f'<?xml version="1.0" encoding="UTF-8"?>\n<rss version="2.0" xmlns:itunes="{ITUNES}" '
+            f'xmlns:psc="{PSC}" xmlns:podcast="{PODCAST}">'
             f"<channel><title>{escape(self.title)}</title><link>{self.url('/')}</link>"
             f"<description>A show</description>{''.join(items)}</channel></rss>"
         ).encode()

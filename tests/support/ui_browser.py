@@ -74,6 +74,44 @@ def _install_axe(npm: str) -> None:
         pytest.skip(_NO_AXE[0])
 
 
+# With script on, the web UI swaps pages in place (htmx's hx-boost), so a click
+# returns before the next page is in: a test that reads the page right after a click
+# would read the old one. The tests of pages and forms get whole page loads, as
+# without htmx: this script, run before the page's own, stops links' clicks and
+# forms' submissions from reaching htmx (the browser then loads the page itself).
+# The player's tests (test_webui_player_browser.py) ask for `boosted=True` and see
+# the UI as a person does.
+WHOLE_PAGE_LOADS = """
+window.addEventListener("click", function (e) {
+  var a = e.target && e.target.closest && e.target.closest("a[href]");
+  if (a && !a.hasAttribute("data-play") && !a.hasAttribute("data-seek")) {
+    e.stopImmediatePropagation();
+  }
+}, true);
+window.addEventListener("submit", function (e) { e.stopImmediatePropagation(); }, true);
+"""
+
+
+class Browser:
+    """playwright's Browser, whose new_context loads whole pages (WHOLE_PAGE_LOADS)
+    unless asked for `boosted=True`."""
+
+    def __init__(self, launched: Any) -> None:
+        self.launched = launched
+
+    def new_context(self, boosted: bool = False, **options: Any) -> Any:
+        context = self.launched.new_context(**options)
+        if not boosted:
+            context.add_init_script(WHOLE_PAGE_LOADS)
+        return context
+
+    def new_page(self, **options: Any) -> Any:
+        return self.new_context(**options).new_page()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.launched, name)
+
+
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     """One Chromium per test module. Not per session: playwright's sync API holds an
@@ -85,7 +123,7 @@ def browser() -> Iterator[Any]:
     with sync_api.sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            yield launched
+            yield Browser(launched)
         finally:
             launched.close()
 

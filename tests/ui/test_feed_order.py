@@ -8,7 +8,7 @@ from __future__ import annotations
 from podsync.services.feeds.order import Changes, StoredRow, plan
 from podsync.store.feed_info import FeedItem
 
-NO_DETAILS = (None, None, None, None)  # duration, link, media type, show notes
+NO_DETAILS = (None, None, None, None, None)  # duration, link, media type, notes, chapters
 
 
 def items(*numbers: int, title: str = "Ep") -> list[FeedItem]:

@@ -36,6 +36,7 @@ from tests.support.ui_browser import (
     DESKTOP,
     PHONE,
     SCREENSHOTS,
+    WHOLE_PAGE_LOADS,
     axe_source,
     browser,  # noqa: F401 - a fixture
     check_accessibility,
@@ -198,7 +199,9 @@ def test_artwork_from_podsync_letter_tiles_and_a_to_z(
     # browser that has not kept it (this one has: a year, the address never changes).
     with sqlite3.connect(config.database.path) as db:
         db.execute("DELETE FROM artwork WHERE size = ?", (len(GREEN),))
-    page = page.context.browser.new_context(viewport=DESKTOP).new_page()
+    context = page.context.browser.new_context(viewport=DESKTOP)
+    context.add_init_script(WHOLE_PAGE_LOADS)  # as the `browser` fixture's contexts
+    page = context.new_page()
     sign_in(page, server)
     asked: list[str] = []
     page.on("request", lambda request: asked.append(request.url))

@@ -87,8 +87,13 @@ async def test_the_session_cookie_row_and_headers(ui: TestClient[Any, Any], conf
     assert page.headers["Cache-Control"] == "no-store"
     csp = page.headers["Content-Security-Policy"]
     assert "img-src 'self' data:;" in csp and "frame-ancestors 'none'" in csp
-    assert "script-src" not in csp and "default-src 'none'" in csp
-    assert "<script" not in await page.text()
+    # Script: the UI's own files only (htmx and the player), never inline or eval.
+    assert "script-src 'self';" in csp and "default-src 'none'" in csp
+    assert "unsafe-inline" not in csp and "unsafe-eval" not in csp
+    html = await page.text()
+    # The UI's two script files, nothing inline.
+    assert re.findall(r"<script[^>]*>(.*?)</script>", html, re.S) == ["", ""]
+    assert all(src.startswith("/ui/static/") for src in re.findall(r'<script src="([^"]+)"', html))
     # The session is a row: a second app on the same database (another process, a
     # restart) knows it.
     token = ui.session.cookie_jar.filter_cookies(ui.make_url("/ui/"))["podsync_ui"].value

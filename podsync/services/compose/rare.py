@@ -15,6 +15,7 @@ from podsync.services.episode_search import EpisodeSearch
 from podsync.services.inbox import Inbox
 from podsync.services.listening import ListeningService
 from podsync.services.listening_stats import ListeningStats
+from podsync.services.player import PlayerSettings
 from podsync.services.remote_import import RemoteImportService
 from podsync.services.remote_import.bounds import ImportBounds
 from podsync.services.remote_import.jobs import ImportJobs
@@ -84,3 +85,7 @@ class RareServices:
     @cached_property
     def web_listening(self) -> WebListening:
         return WebListening(self.episode_pages, self.core.episode_writes, self.core.sync_health)
+
+    @cached_property
+    def player_settings(self) -> PlayerSettings:
+        return PlayerSettings(self.core.db, self.episode_pages)

@@ -34,6 +34,7 @@ class StoredRow(NamedTuple):
     link: str | None
     media_type: str | None
     notes: str | None
+    chapters: str | None
     feed_rank: int | None
 
 

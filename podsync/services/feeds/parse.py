@@ -26,7 +26,7 @@ from typing import Any
 
 import feedparser
 
-from podsync.services.feeds import Deadline, NotAFeed, notes, text
+from podsync.services.feeds import Deadline, NotAFeed, chapters, notes, text
 from podsync.services.feeds.strict import NotStrict, parse_strict
 from podsync.store.feed_info import FeedItem, LearnedFeed
 
@@ -96,6 +96,16 @@ def _notes(entry: Any) -> Any:
     return entry.get("summary")
 
 
+def _chapters(entry: Any) -> str | None:
+    """Podlove's inline chapters, as feedparser reads them (`psc_chapters`)."""
+    found = entry.get("psc_chapters")
+    listed = found.get("chapters") if isinstance(found, dict) else None
+    if not isinstance(listed, list):
+        return None
+    pairs = [(c.get("start"), c.get("title")) for c in listed if isinstance(c, dict)]
+    return chapters.inline(pairs) if pairs else None
+
+
 def _episodes(entries: Any, base: str, deadline: Deadline) -> list[FeedItem]:
     rows: list[FeedItem] = []
     for entry in entries[: text.MAX_EPISODES]:
@@ -115,6 +125,7 @@ def _episodes(entries: Any, base: str, deadline: Deadline) -> list[FeedItem]:
             link=text.web_url(link, base),
             types=types,
             notes=notes.show_notes(_notes(entry), base),
+            chapters=_chapters(entry),
         )
         rows += text.episode_rows(title, guid, list(types), _published(entry), details)
     return rows

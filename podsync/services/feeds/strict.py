@@ -13,13 +13,15 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from itertools import islice
 
-from podsync.services.feeds import Deadline, notes, text
+from podsync.services.feeds import Deadline, chapters, notes, text
 from podsync.store.feed_info import LearnedFeed
 
 ATOM = "{http://www.w3.org/2005/Atom}"
 ITUNES = "{http://www.itunes.com/dtds/podcast-1.0.dtd}"
 DC = "{http://purl.org/dc/elements/1.1/}"
 CONTENT = "{http://purl.org/rss/1.0/modules/content/}"
+PODCAST = "{https://podcastindex.org/namespace/1.0}"
+PSC = "{http://podlove.org/simple-chapters}"
 
 
 class NotStrict(Exception):
@@ -79,6 +81,19 @@ def _atom_notes(entry: ET.Element) -> str | None:
     return None
 
 
+def _chapters(item: ET.Element, url: str) -> str | None:
+    """An item's chapters: Podcasting 2.0's JSON address, else Podlove's inline list."""
+    for linked in item.iterfind(f"{PODCAST}chapters"):
+        found = text.web_url(linked.get("url"), url)
+        if found is not None:
+            return chapters.linked(found)
+    pairs = [
+        (chapter.get("start"), chapter.get("title"))
+        for chapter in islice(item.iterfind(f"{PSC}chapters/{PSC}chapter"), chapters.MAX_CHAPTERS)
+    ]
+    return chapters.inline(pairs) if pairs else None
+
+
 def _rss(root: ET.Element, url: str, deadline: Deadline) -> LearnedFeed:
     channel = root.find("channel")
     if channel is None:
@@ -119,6 +134,7 @@ def _rss(root: ET.Element, url: str, deadline: Deadline) -> LearnedFeed:
                 or _markup(item.find(f"{ITUNES}summary")),
                 url,
             ),
+            chapters=_chapters(item, url),
         )
         episodes += text.episode_rows(_plain(item.find("title")), guid, list(types), when, details)
     return LearnedFeed(

@@ -79,6 +79,7 @@ class Details:
     link: str | None = None
     types: dict[str, str | None] | None = None
     notes: str | None = None
+    chapters: str | None = None  # services/feeds/chapters.py
 
 
 NO_DETAILS = Details()
@@ -98,12 +99,22 @@ def episode_rows(
     d, types = details, details.types or {}
     if urls:
         return [
-            FeedItem(url, guid, title, published_at, d.duration, d.link, types.get(url), d.notes)
+            FeedItem(
+                url,
+                guid,
+                title,
+                published_at,
+                d.duration,
+                d.link,
+                types.get(url),
+                d.notes,
+                d.chapters,
+            )
             for url in dict.fromkeys(urls)
         ]
     if not guid:
         return []
-    return [FeedItem("", guid, title, published_at, d.duration, d.link, None, d.notes)]
+    return [FeedItem("", guid, title, published_at, d.duration, d.link, None, d.notes, d.chapters)]
 
 
 # Dates kept: 1900 to 8999 (a year 1 or 99999 is a typo, and pages show the rest).

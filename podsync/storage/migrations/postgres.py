@@ -329,6 +329,25 @@ MIGRATIONS: tuple[Step, ...] = (
     """,
     FETCHES_AND_SIGN_INS,  # 24: a person's fetches, where each name signed in
     *STEPS_0_4,  # 25 on
+    # 27: speed per podcast, removals from Continue listening, chapters (as SQLite's 27).
+    """
+    CREATE TABLE podcast_speeds (
+        user_id     BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        podcast_key TEXT NOT NULL,
+        speed       BIGINT NOT NULL CHECK (speed BETWEEN 80 AND 300),
+        set_at      BIGINT NOT NULL,
+        PRIMARY KEY (user_id, podcast_key)
+    );
+    CREATE TABLE continue_removed (
+        user_id    BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        episode_id BIGINT NOT NULL REFERENCES episodes(id) ON DELETE CASCADE,
+        removed_at BIGINT NOT NULL,
+        PRIMARY KEY (user_id, episode_id)
+    );
+    CREATE INDEX continue_removed_episode ON continue_removed(episode_id);
+    ALTER TABLE feed_episodes ADD COLUMN chapters TEXT;
+    UPDATE feed_info SET etag = NULL, last_modified = NULL;
+    """,
 )
 
 

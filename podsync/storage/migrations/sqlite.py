@@ -326,6 +326,29 @@ MIGRATIONS: tuple[Step, ...] = (
     """,
     FETCHES_AND_SIGN_INS,  # 24: a person's fetches, where each name signed in
     *STEPS_0_4,  # 25 on
+    # 27: the web UI's player (its fourth release): the speed a person listens to each
+    # podcast at (percent, 80 to 300), and the episodes they removed from Continue
+    # listening (kept by podsync alone: no episode action is written; a play that
+    # happens after the removal shows the episode again); each feed item's chapters
+    # (inline, or the address of their JSON), read anew at each feed's next fetch.
+    """
+    CREATE TABLE podcast_speeds (
+        user_id     INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        podcast_key TEXT NOT NULL,             -- podsync.feeds.url_key of the podcast
+        speed       INTEGER NOT NULL CHECK (speed BETWEEN 80 AND 300),  -- percent
+        set_at      INTEGER NOT NULL,
+        PRIMARY KEY (user_id, podcast_key)
+    ) STRICT, WITHOUT ROWID;
+    CREATE TABLE continue_removed (
+        user_id    INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        episode_id INTEGER NOT NULL REFERENCES episodes(id) ON DELETE CASCADE,
+        removed_at INTEGER NOT NULL,           -- plays that happened later show it again
+        PRIMARY KEY (user_id, episode_id)
+    ) STRICT, WITHOUT ROWID;
+    CREATE INDEX continue_removed_episode ON continue_removed(episode_id);
+    ALTER TABLE feed_episodes ADD COLUMN chapters TEXT;  -- services/feeds/chapters.py
+    UPDATE feed_info SET etag = NULL, last_modified = NULL;
+    """,
 )
 
 

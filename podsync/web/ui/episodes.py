@@ -1,13 +1,13 @@
 """A page per episode (`/ui/episodes/<id>`): what its feed says of it, what the person
 did with it, a player, and Mark played / not played.
 
-The player is the browser's own `<audio controls>`, playing the file from its own
-host (podsync relays no audio). It starts where the person stopped on any device
-(a media fragment, `#t=`, which the browser reads without script). One small
-same-origin script (`/ui/static/player.js`) writes the progress back as play
-actions of the device `web`; without it the page says the position is not saved.
-This page alone allows script (its own file only) and media from other hosts
-(PLAYER_CSP).
+Without script the player is the browser's own `<audio controls>`, playing the file
+from its own host (podsync relays no audio), from where the person stopped on any
+device (a media fragment, `#t=`, which the browser reads without script), or from a
+time of the show notes (`?t=754`); the page says the position is not saved. With
+the UI's script (`/ui/static/player.js`) the mini-player at the bottom of every page
+plays it instead (web/ui/player.py) and writes the progress back as play actions of
+the device `web`.
 """
 
 from __future__ import annotations
@@ -22,15 +22,16 @@ from podsync.numbers import parse_int
 from podsync.services.episode_pages import Episode
 from podsync.services.episode_state import FINISHED, IN_PROGRESS, LABELS, NOT_PLAYED, played
 from podsync.services.episodes.sessions import check_session
-from podsync.services.feeds.notes import sanitize
+from podsync.services.feeds.notes import MAX_DURATION, sanitize
 from podsync.services.up_next import item_key
 from podsync.services.web_listening import WEB_CAPTION, check_progress, length_of
 from podsync.web.keys import FEED_INFO
 from podsync.web.ui.artwork import artwork_path
+from podsync.web.ui.chapters import of_episode, proxy_path, views
 from podsync.web.ui.guard import form_text
 from podsync.web.ui.keys import EPISODE_PAGES, LISTENING, SIGNED_IN, UP_NEXT, WEB_LISTENING
+from podsync.web.ui.note_links import with_time_links
 from podsync.web.ui.render import (
-    CSP,
     Moment,
     duration,
     file_name,
@@ -42,15 +43,6 @@ from podsync.web.ui.render import (
 )
 from podsync.web.ui.returns import back_to, with_done
 
-# The page's script is its own file, it posts to this server, and the audio comes
-# from wherever the feed keeps it: any http(s) host, since a podcast's file is
-# usually behind a redirect or two (a download counter, a CDN) and a redirect to a
-# host the policy does not name would stop it. Nothing else changes.
-PLAYER_CSP = CSP.replace(
-    "default-src 'none';",
-    "default-src 'none'; script-src 'self'; connect-src 'self'; media-src http: https:;",
-)
-PLAYER_JS = "player.js"
 PROGRESS_FIELDS = ("started", "position", "total")
 
 
@@ -112,7 +104,12 @@ async def episode_page(request: web.Request) -> web.StreamResponse:
     length = length_of(episode)
     audio = shown_url(episode.audio_url)
     start = state.position if state.key == IN_PROGRESS else 0
+    asked = parse_int(request.query.get("t", ""))  # a time of the notes, without script
+    from_notes = asked is not None and 0 <= asked <= MAX_DURATION
+    if asked is not None and from_notes:
+        start = asked
     title = episode_title(episode)
+    kept = of_episode(episode)
     response = render(
         request,
         "episode.html",
@@ -126,7 +123,11 @@ async def episode_page(request: web.Request) -> web.StreamResponse:
         length=duration(length) if length else None,
         length_from_feed=bool(item and item.duration),
         # Sanitized when stored, and again here (the template marks it safe).
-        notes=sanitize(item.notes, episode.podcast_url) if item and item.notes else None,
+        notes=with_time_links(sanitize(item.notes, episode.podcast_url), episode.ref)
+        if item and item.notes
+        else None,
+        chapters=views(kept.chapters) if kept else [],
+        chapters_src=proxy_path(episode) if kept and kept.url else None,
         link=shown_url(item.link if item else None),
         audio=audio,
         audio_src=f"{audio}#t={start}" if audio and start else audio,
@@ -135,6 +136,7 @@ async def episode_page(request: web.Request) -> web.StreamResponse:
         state=state,
         start=start,
         start_text=duration(start),
+        from_notes=from_notes,
         known_length=length or 0,
         can_mark_played=state.key != FINISHED and length is not None and bool(audio),
         can_mark_unplayed=state.key != NOT_PLAYED and bool(audio),
@@ -142,7 +144,6 @@ async def episode_page(request: web.Request) -> web.StreamResponse:
         back=f"/ui/episodes/{episode.ref}",
         queued=item_key(episode) in await request.app[UP_NEXT].keys(user),
     )
-    response.headers["Content-Security-Policy"] = PLAYER_CSP
     return response
 
 
@@ -188,13 +189,22 @@ async def progress(request: web.Request) -> web.Response:
         response = _json(503, saved=False, message=_sentence(exc.reason))
         response.headers["Retry-After"] = str(exc.retry_after)
         return response
-    at = Moment(episode.state.latest.occurred_at, user_zone(request)) if episode.state else None
+    tz = user_zone(request)
+    at = Moment(episode.state.latest.occurred_at, tz) if episode.state else None
+    # What the page's "Your state" shows, for the script to update it in place.
+    now = state_view(episode, {"web": WEB_CAPTION}, tz)
     return _json(
         200,
         saved=True,
         episode=episode.ref,
         state=LABELS[played(episode.state)],
         at=at.text if at else "",
+        key=now.key,
+        text=now.text,
+        progress=now.progress,
+        position=now.position,
+        total=now.total,
+        device=now.device or "",
     )
 
 

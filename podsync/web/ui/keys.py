@@ -8,10 +8,12 @@ from podsync.services.accounts import AccountService
 from podsync.services.browsing import BrowseService
 from podsync.services.episode_pages import EpisodePages
 from podsync.services.episode_search import EpisodeSearch
+from podsync.services.feeds.chapters import ChapterCache
 from podsync.services.inbox import Inbox
 from podsync.services.listening import ListeningService
 from podsync.services.listening_stats import ListeningStats
 from podsync.services.opml_io import OpmlService
+from podsync.services.player import PlayerSettings
 from podsync.services.remote_import.jobs import ImportJobs
 from podsync.services.up_next import UpNext
 from podsync.services.web_listening import WebListening
@@ -29,7 +31,9 @@ OPML = web.AppKey("ui_opml", OpmlService)
 IMPORT_JOBS = web.AppKey("ui_import_jobs", ImportJobs)
 STYLESHEET = web.AppKey("ui_stylesheet", bytes)
 FAVICON = web.AppKey("ui_favicon", bytes)
-PLAYER_SCRIPT = web.AppKey("ui_player_script", bytes)
+STATIC = web.AppKey("ui_static", dict[str, bytes])
+PLAYER_SETTINGS = web.AppKey("ui_player_settings", PlayerSettings)
+CHAPTERS = web.AppKey("ui_chapters", ChapterCache)
 SIGNED_IN = web.RequestKey("ui_signed_in", SignedIn)
 INBOX = web.AppKey("ui_inbox", Inbox)
 UP_NEXT = web.AppKey("ui_up_next", UpNext)

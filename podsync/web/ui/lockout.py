@@ -19,7 +19,7 @@ from podsync.services.auth import loggable_name
 from podsync.services.throttle import FailuresFrom
 from podsync.web.keys import AUTH, CONFIG
 from podsync.web.ui.keys import ACCOUNTS, SIGNED_IN
-from podsync.web.ui.render import Moment, user_zone
+from podsync.web.ui.render import Moment, notice, user_zone
 
 log = logging.getLogger("podsync.ui")
 DOORS = {
@@ -78,7 +78,8 @@ async def sign_in_failures(request: web.Request, name: str) -> dict[str, Any]:
 async def overview_context(request: web.Request) -> dict[str, Any]:
     """The signed-in person's failed sign-ins, and the notice after an Unlock."""
     context = await sign_in_failures(request, request[SIGNED_IN].user.name)
-    context["notice"] = UNLOCKED if request.query.get("done") == "unlocked" else None
+    unlocked = request.query.get("done") == "unlocked"
+    context["notice"] = UNLOCKED if unlocked else notice(request)
     return context
 
 

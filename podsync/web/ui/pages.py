@@ -11,6 +11,7 @@ from aiohttp import web
 from podsync.config import GpodderConfig
 from podsync.errors import InvalidInput, TooManyRequests
 from podsync.feeds import url_key
+from podsync.numbers import parse_int
 from podsync.store.browse import SUBSCRIPTION_ORDERS
 from podsync.web.keys import CONFIG, FEED_INFO, SYNC_HEALTH
 from podsync.web.ops.home import is_loopback, server_address
@@ -20,7 +21,9 @@ from podsync.web.ui.guard import form_text
 from podsync.web.ui.keys import BROWSE, INBOX, LISTENING, SIGNED_IN
 from podsync.web.ui.listening import history_items
 from podsync.web.ui.lockout import overview_context
+from podsync.web.ui.player import continue_items
 from podsync.web.ui.render import (
+    MAX_PAGE,
     Moment,
     host_and_path,
     notice,
@@ -53,7 +56,9 @@ async def overview(request: web.Request) -> web.Response:
     signed_in = request[SIGNED_IN]
     tz = user_zone(request)
     summary = await request.app[BROWSE].overview(signed_in.user)
-    listening = await request.app[LISTENING].continue_listening(signed_in.user)
+    asked = parse_int(request.query.get("continue", "1"), 1) or 1
+    continue_page = min(max(1, asked), MAX_PAGE)
+    listening = await request.app[LISTENING].continue_listening(signed_in.user, continue_page)
     captions = {d.device_id: d.caption for d in summary.devices}
     health = await request.app[SYNC_HEALTH].of(signed_in.user)
     gpodder: GpodderConfig = request.app[CONFIG].gpodder
@@ -64,7 +69,10 @@ async def overview(request: web.Request) -> web.Response:
         "Overview",
         subscribed=summary.subscribed,
         history_count=summary.history_count,
-        in_progress=await history_items(request, listening.in_progress, captions, tz),
+        in_progress=await continue_items(request, listening.in_progress, captions, tz),
+        continue_prev=_continue_href(continue_page - 1) if continue_page > 1 else None,
+        continue_next=_continue_href(continue_page + 1) if listening.more else None,
+        continue_page=continue_page,
         finished=await history_items(request, listening.finished, captions, tz),
         devices=[
             {
@@ -81,6 +89,10 @@ async def overview(request: web.Request) -> web.Response:
         gpodder_enabled=gpodder.enabled,
         **await overview_context(request),
     )
+
+
+def _continue_href(page: int) -> str:
+    return ("/ui/" if page <= 1 else f"/ui/?continue={page}") + "#h-continue"
 
 
 async def subscriptions(request: web.Request) -> web.Response:

@@ -20,10 +20,17 @@ from podsync.web.ui.keys import INBOX_COUNT, SIGNED_IN
 if TYPE_CHECKING:
     import jinja2
 
-# Nothing from other origins at all: podsync serves the artwork itself
-# (web/ui/artwork.py). No script.
+# Nothing from other origins but audio: podsync serves the artwork itself
+# (web/ui/artwork.py); script is its own files only (htmx and the player, no inline
+# script, no eval), which talk to this server only. The audio comes from wherever the
+# feed keeps it: any http(s) host, since a podcast's file is usually behind a
+# redirect or two (a download counter, a CDN) and a redirect to a host the policy
+# does not name would stop it. Every page has the same policy: a page reached by
+# htmx keeps the policy of the page the browser loaded first, and the player plays
+# on whichever page that is.
 CSP = (
-    "default-src 'none'; style-src 'self'; img-src 'self' data:; "
+    "default-src 'none'; script-src 'self'; connect-src 'self'; media-src http: https:; "
+    "style-src 'self'; img-src 'self' data:; manifest-src 'self'; "
     "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 )
 PAGE_HEADERS = {
@@ -37,17 +44,46 @@ PAGE_HEADERS = {
 }
 STATIC_CSS = "ui.css"
 FAVICON_FILE = "favicon.ico"
+# The UI's other constant files (served under /ui/static/, the file name in the
+# address with the version as a query to bust caches): name, content type, charset.
+STATIC_FILES = (
+    ("player.js", "text/javascript", "utf-8"),
+    ("htmx.min.js", "text/javascript", "utf-8"),
+    ("manifest.webmanifest", "application/manifest+json", "utf-8"),
+    ("icon.svg", "image/svg+xml", None),
+    ("icon-192.png", "image/png", None),
+    ("icon-512.png", "image/png", None),
+)
 NAV = (
     ("/ui/", "Overview"),
     ("/ui/new", "New episodes"),
     ("/ui/up-next", "Up next"),
     ("/ui/subscriptions", "Subscriptions"),
+    ("/ui/search", "Search"),
     ("/ui/history", "Listening history"),
+    ("/ui/stats", "Statistics"),
     ("/ui/devices", "Devices"),
     ("/ui/transfer", "Import and export"),
     ("/ui/account", "Account"),
 )
 ADMIN_NAV = (("/ui/admin/users", "Users"),)
+# The navigation item a page belongs to, for pages that are not one themselves.
+_NAV_OF = (
+    ("/ui/podcasts/", "/ui/subscriptions"),
+    ("/ui/episodes/", "/ui/subscriptions"),
+    ("/ui/account/", "/ui/account"),
+    ("/ui/admin/", "/ui/admin/users"),
+)
+
+
+def nav_current(path: str) -> str:
+    """The navigation item to highlight on the page at `path`."""
+    if path == "/ui":
+        return "/ui/"
+    for prefix, item in _NAV_OF:
+        if path.startswith(prefix):
+            return item
+    return path
 
 
 @cache
@@ -106,9 +142,7 @@ def render(
     signed_in = request.get(SIGNED_IN)
     user = signed_in.user if signed_in is not None else None
     nav = NAV + ADMIN_NAV if user is not None and user.admin else NAV
-    current = request.path if request.path != "/ui" else "/ui/"
-    if current.startswith("/ui/podcasts/"):
-        current = "/ui/subscriptions"  # a podcast's page belongs to the subscriptions
+    current = nav_current(request.path)
     page = (
         environment()
         .get_template(template)
@@ -131,6 +165,14 @@ def render(
     )
     response = web.Response(text=page, status=status, content_type="text/html", charset="utf-8")
     response.headers.update(PAGE_HEADERS)
+    return response
+
+
+def json_answer(status: int, **body: Any) -> web.Response:
+    """An answer to the UI's script (JSON, never cached)."""
+    response = web.json_response(body, status=status)
+    response.headers["Cache-Control"] = "no-store"
+    response.headers["X-Content-Type-Options"] = "nosniff"
     return response
 
 
@@ -229,6 +271,8 @@ NOTICES = {
     "refresh_off": "Feeds are not fetched on this server (feeds.fetch_metadata is off).",
     "played": "Marked played. Your apps get it at their next sync.",
     "unplayed": "Marked not played. Your apps get it at their next sync.",
+    "continue_removed": "Removed from Continue listening (on podsync only: your apps see no "
+    "change). It comes back if you play it again.",
     "queued": "Added to Up next.",
     "unqueued": "Removed from Up next.",
     "moved": "Up next reordered.",

@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from podsync.services.compose.rare import RareServices
+from podsync.services.feeds.chapters import ChapterCache
 from podsync.web.keys import ERROR_PAGE, SERVICES
 from podsync.web.middleware import checks_own_callers
 from podsync.web.ui import (
@@ -15,6 +16,7 @@ from podsync.web.ui import (
     app_passwords,
     artwork,
     bulk,
+    chapters,
     devices,
     episodes,
     grant,
@@ -22,6 +24,7 @@ from podsync.web.ui import (
     listening,
     lockout,
     pages,
+    player,
     remote_import,
     search,
     stats,
@@ -33,6 +36,7 @@ from podsync.web.ui.guard import Handler, error_page, page_for_error, ui_route
 from podsync.web.ui.keys import (
     ACCOUNTS,
     BROWSE,
+    CHAPTERS,
     EPISODE_PAGES,
     EPISODE_SEARCH,
     FAVICON,
@@ -41,14 +45,21 @@ from podsync.web.ui.keys import (
     LISTENING,
     LISTENING_STATS,
     OPML,
-    PLAYER_SCRIPT,
+    PLAYER_SETTINGS,
+    STATIC,
     STYLESHEET,
     UP_NEXT,
     UP_NEXT_SCRIPT,
     WEB_LISTENING,
     WEB_SESSIONS,
 )
-from podsync.web.ui.render import FAVICON_FILE, STATIC_CSS, static_file, stylesheet
+from podsync.web.ui.render import (
+    FAVICON_FILE,
+    STATIC_CSS,
+    STATIC_FILES,
+    static_file,
+    stylesheet,
+)
 
 # (method, path, handler, options). Route names start "ui."; the UI's own
 # session rules (web/ui/guard.py) check their callers.
@@ -77,6 +88,10 @@ _UI: list[tuple[str, str, Handler, dict[str, bool]]] = [
     ("POST", "/ui/up-next/autoplay", up_next.set_autoplay, {}),
     ("GET", "/ui/episodes/{ref}", episodes.episode_page, {}),
     ("POST", "/ui/episodes/{ref}/progress", episodes.progress, {}),
+    ("GET", "/ui/episodes/{ref}/player.json", player.player_json, {}),
+    ("GET", "/ui/episodes/{ref}/chapters.json", chapters.chapters_json, {}),
+    ("POST", "/ui/episodes/{ref}/speed", player.set_speed, {}),
+    ("POST", "/ui/continue/remove", player.remove_from_continue, {}),
     ("GET", "/ui/search", search.search, {}),
     ("GET", "/ui/stats", stats.stats, {}),
     ("GET", "/ui/history", listening.history, {}),
@@ -125,9 +140,21 @@ def _constant(
 
 
 _stylesheet = _constant(STYLESHEET, "text/css", 86400, "utf-8")
-_player_script = _constant(PLAYER_SCRIPT, "text/javascript", 86400, "utf-8")
 _favicon = _constant(FAVICON, "image/vnd.microsoft.icon", 604800)
 _up_next_script = _constant(UP_NEXT_SCRIPT, "text/javascript", 86400, "utf-8")
+
+
+def _static(
+    name: str, content_type: str, charset: str | None
+) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """A handler for one of STATIC_FILES (read once at start, kept in the app)."""
+    headers = {"Cache-Control": "public, max-age=86400", "X-Content-Type-Options": "nosniff"}
+
+    async def answer(request: web.Request) -> web.Response:
+        body = request.app[STATIC][name]
+        return web.Response(body=body, content_type=content_type, charset=charset, headers=headers)
+
+    return checks_own_callers(answer)  # anyone's: the manifest and icons are public too
 
 
 async def _not_found(request: web.Request) -> web.Response:
@@ -147,6 +174,8 @@ def open_services(app: web.Application) -> None:
     app[UP_NEXT] = rare.up_next
     app[LISTENING_STATS] = rare.listening_stats
     app[WEB_LISTENING] = rare.web_listening
+    app[PLAYER_SETTINGS] = rare.player_settings
+    app[CHAPTERS] = ChapterCache()
     app[OPML] = rare.opml
     app[IMPORT_JOBS] = rare.import_jobs
 
@@ -166,7 +195,7 @@ def ui_app() -> web.Application:
     app.on_shutdown.append(_stop_imports)
     app[STYLESHEET] = stylesheet()
     app[FAVICON] = static_file(FAVICON_FILE)
-    app[PLAYER_SCRIPT] = static_file(episodes.PLAYER_JS)
+    app[STATIC] = {name: static_file(name) for name, _, _ in STATIC_FILES}
     app[UP_NEXT_SCRIPT] = static_file(up_next.UP_NEXT_JS)
     app[ERROR_PAGE] = page_for_error
     routes = [
@@ -176,11 +205,12 @@ def ui_app() -> web.Application:
     routes.append(
         web.get(f"/ui/static/{STATIC_CSS}", _stylesheet, name="ui.static", allow_head=False)
     )
-    routes.append(
+    routes += [
         web.get(
-            f"/ui/static/{episodes.PLAYER_JS}", _player_script, name="ui.player", allow_head=False
+            f"/ui/static/{name}", _static(name, kind, charset), name=f"ui.s{n}", allow_head=False
         )
-    )
+        for n, (name, kind, charset) in enumerate(STATIC_FILES)
+    ]
     routes.append(
         web.get(
             f"/ui/static/{up_next.UP_NEXT_JS}",
