@@ -140,6 +140,27 @@ def test_without_script_every_form_comes_back_to_its_row(
     ctx.close()
 
 
+def test_with_script_a_form_swapped_in_by_htmx_comes_back_to_its_row(
+    served: tuple[str, Config],
+    media: MediaHost,
+    browser: Any,  # noqa: F811
+) -> None:
+    """Pages swapped in by htmx lose the redirect's "#row" on the way; the player's
+    script brings the person back to the row all the same."""
+    server, _ = served
+    ctx = browser.new_context(boosted=True, viewport=PHONE)
+    page = ctx.new_page()
+    subscribed(page, server, media)
+    page.goto(server + "/ui/new")
+    row = page.locator("li", has=page.get_by_role("link", name="Harbour lights", exact=True))
+    anchor = row.get_attribute("id")
+    page.get_by_role("button", name=re.compile(r"^Add to Up next\W+Harbour lights$")).click()
+    page.wait_for_function(f"location.hash === '#{anchor}'", timeout=10_000)
+    assert "In Up next" in page.locator(f"#{anchor}").inner_text()
+    assert page.evaluate(f"document.getElementById('{anchor}').getBoundingClientRect().top") >= 0
+    ctx.close()
+
+
 def test_with_script_a_row_of_up_next_is_dragged_and_the_order_kept(
     served: tuple[str, Config],
     media: MediaHost,

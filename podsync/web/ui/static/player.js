@@ -613,9 +613,37 @@
     }
   });
 
+  // Stay in place: a mark, dismiss or queue form comes back to its row (`back`
+  // ends in "#<row id>"), but a page swapped in by htmx loses the address's
+  // fragment on the way (the request follows the redirect). Remember it when the
+  // form is sent and go to that row once the new page is in.
+  var rowAfterSwap = null;
+  document.addEventListener(
+    "submit",
+    function (event) {
+      var back = event.target.querySelector && event.target.querySelector("input[name=back]");
+      var cut = back ? back.value.indexOf("#") : -1;
+      rowAfterSwap = cut >= 0 ? back.value.slice(cut + 1) : null;
+    },
+    true
+  );
+
+  function backToRow() {
+    if (!rowAfterSwap) {
+      return;
+    }
+    var row = document.getElementById(rowAfterSwap);
+    if (row) {
+      history.replaceState(history.state, "", location.pathname + location.search + "#" + rowAfterSwap);
+      row.scrollIntoView({block: "center"});
+    }
+    rowAfterSwap = null;
+  }
+
   document.addEventListener("htmx:afterSettle", function (event) {
     if (event.target === document.body || (event.detail && event.detail.boosted)) {
       page();
+      backToRow();
     }
   });
   document.addEventListener("htmx:historyRestore", page);
