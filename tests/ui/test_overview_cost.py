@@ -15,7 +15,7 @@ from podsync.config import Config
 from podsync.model import User
 from podsync.services.episodes.bounds import UploadBounds
 from podsync.services.episodes.writes import EpisodeWrites
-from podsync.services.listening import ListeningService
+from podsync.services.listening import CONTINUE_PAGE, ListeningService
 from podsync.storage.engine import create_engine
 from podsync.store import listening, users
 
@@ -73,10 +73,11 @@ async def test_continue_listening_reads_the_same_rows_for_a_long_history(
             read.clear()
             found = await service.continue_listening(user)
             costs[user.name] = sum(read)
-            assert len(found.in_progress) == 8  # the latest eight of the twenty
+            # the first page of the twenty in progress
+            assert len(found.in_progress) == CONTINUE_PAGE
             assert found.finished == []
             newest = {row.episode_url for row in found.in_progress}
-            assert len(newest) == 8
+            assert len(newest) == CONTINUE_PAGE
         assert costs["long"] == costs["short"] <= listening.RECENT_PLAYS
         # Both reads go by the index of the user's actions by time: no scan of the
         # table, no sort of what it found.
