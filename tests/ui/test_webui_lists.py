@@ -174,7 +174,12 @@ async def test_up_next_forms_and_the_players_next_episode(
     assert [t for _, _, t in queue] == ["Tides episode 4", "Tides episode 2", "Tides episode 3"]
     page = await (await ui.get("/ui/up-next")).text()
     assert "Up next in this browser and on podsync" in page
-    assert "script-src 'self'" in (await ui.get("/ui/up-next")).headers["Content-Security-Policy"]
+    policy = (await ui.get("/ui/up-next")).headers["Content-Security-Policy"]
+    assert "script-src 'self'" in policy
+    # One policy for every page (htmx keeps the first page's): no directive twice.
+    directives = [part.split()[0] for part in policy.split(";") if part.strip()]
+    assert len(directives) == len(set(directives)), policy
+    assert policy == (await ui.get("/ui/")).headers["Content-Security-Policy"]
     # The podcast page says which are queued.
     assert text_of(await (await ui.get(podcast)).text()).count("In Up next") == 3
     # Reorder with buttons (no script), back to the row moved.

@@ -155,7 +155,10 @@ def test_with_script_a_form_swapped_in_by_htmx_comes_back_to_its_row(
     row = page.locator("li", has=page.get_by_role("link", name="Harbour lights", exact=True))
     anchor = row.get_attribute("id")
     page.get_by_role("button", name=re.compile(r"^Add to Up next\W+Harbour lights$")).click()
-    page.wait_for_function(f"location.hash === '#{anchor}'", timeout=10_000)
+    deadline = time.monotonic() + 10
+    while page.evaluate("() => location.hash") != f"#{anchor}":
+        assert time.monotonic() < deadline, page.url
+        time.sleep(0.1)
     assert "In Up next" in page.locator(f"#{anchor}").inner_text()
     assert page.evaluate(f"document.getElementById('{anchor}').getBoundingClientRect().top") >= 0
     ctx.close()

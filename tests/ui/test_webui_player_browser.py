@@ -415,3 +415,42 @@ def test_changed_pages_axe_both_sizes_light_and_dark_and_without_script(
         current = page.locator("nav[aria-label=Main] a[aria-current=page]")
         assert current.inner_text() == name
     ctx.close()
+
+
+def test_autoplay_plays_the_next_episode_of_up_next(
+    served: tuple[str, Config],
+    media: MediaHost,
+    browser: Any,  # noqa: F811
+) -> None:
+    """Two episodes in Up next, autoplay on (the default): the bar plays the first,
+    and when it ends plays the second, which is then at the head of the queue."""
+    server, _ = served
+    ctx = browser.new_context(boosted=True, viewport=DESKTOP)
+    page = ctx.new_page()
+    errors = watch_errors(page)
+    subscribed_phone(page, server, media)
+    page.locator("nav[aria-label=Main]").get_by_role("link", name="Subscriptions").click()
+    heading(page, "Subscriptions")
+    page.get_by_role("link", name="Sea Stories", exact=True).click()
+    heading(page, "Sea Stories")
+    for title in ("The tide tables", "Salt and rope"):
+        add = page.get_by_role("button", name=re.compile(rf"^Add to Up next\W+{title}$"))
+        add.click()
+        wait_for(lambda: "Added to Up next." in page.locator(".notice").inner_text())
+    page.locator("nav[aria-label=Main]").get_by_role("link", name="Up next").click()
+    heading(page, "Up next")
+    assert "Autoplay is on" in page.inner_text("main")
+    assert words(page.locator("main a.episode")) == ["The tide tables", "Salt and rope"]
+    page.locator("main").get_by_role("link", name=re.compile(r"^Play\W+The tide tables$")).click()
+    bar = page.locator("#player-bar")
+    wait_for(lambda: bar.is_visible() and playing(page))
+    assert "The tide tables" in bar.inner_text()
+    bar_audio(page).evaluate("a => { a.currentTime = a.duration - 1.5; }")
+    wait_for(lambda: "Salt and rope" in bar.inner_text() and playing(page), seconds=20)
+    assert current_time(page) < 30
+    page.reload()
+    heading(page, "Up next")
+    assert words(page.locator("main a.episode")) == ["Salt and rope"]
+    bar.get_by_role("button", name=re.compile("^(Pause|Play)")).first.click()
+    assert not errors, errors
+    ctx.close()
