@@ -243,7 +243,7 @@ async def seed_others(db: Database, config: Config, passwords: PasswordService, 
         rows = [
             (f"https://others{i}.example.net/e{n}.mp3", f"o{i}-{n}",
              f"Conversation {n} about {WORDS[(i + n) % 50]}", start - n * 3_600_000_000,
-             1800, None, "audio/mpeg", notes_of(i, n), per_feed - n)
+             1800, None, "audio/mpeg", notes_of(i, n), None, per_feed - n)
             for n in range(per_feed)
         ]  # fmt: skip
         async with db.write() as conn:
@@ -263,7 +263,8 @@ async def seed_feeds(db: Database, feeds: list[str], per_feed: int) -> None:
         rows = [
             (f"{feed.rsplit('/', 1)[0]}/item-{n}.mp3", f"g{i}-{n}",
              f"Episode {n} of show {i}: {WORDS[(i + n) % 50]} and {WORDS[(i * 7 + n) % 50]}",
-             start - n * 86_400_000_000, 1800, None, "audio/mpeg", notes_of(i, n), per_feed - n)
+             start - n * 86_400_000_000, 1800, None, "audio/mpeg", notes_of(i, n), None,
+             per_feed - n)
             for n in range(per_feed)
         ]  # fmt: skip
         for at in range(0, per_feed, 300):
