@@ -24,7 +24,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.support.migration_support
 
 from podsync.config import Config, load_config
-from podsync.services.gpodder.episodes import parse_item
+from podsync.services.episodes.items import parse_item
 from podsync.storage.engine import Engine, create_engine
 from podsync.storage.migrations import sqlite as sqlite_migrations
 from podsync.storage.migrations.sqlite_per_user import per_user_numbers

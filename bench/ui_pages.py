@@ -142,7 +142,9 @@ async def seed_artwork_and_health(db: Database, user_id: int, feeds: list[str]) 
             body = image(n % IMAGES)
             kept = artwork.Kept(f"https://img{n % IMAGES}.example.org/a.png", None, None, now)
             digest = hashlib.sha256(body).hexdigest()
-            await artwork.keep(conn, url_key(feed), digest, "image/png", body, kept, 1 << 40)
+            await artwork.keep(
+                conn, url_key(feed), digest, "image/png", body, kept, artwork.Room(1 << 40, 1 << 40)
+            )
         for name in ("Kasts", "Old phone"):
             await app_passwords.add(
                 conn, user_id, name, hashlib.sha256(name.encode()).digest(), now
