@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Sequence
-from typing import Any
-
-import asyncpg
+from typing import TYPE_CHECKING, Any
 
 from podsync.episode_keys import ACTION_CODES
 from podsync.storage.migrations.sqlite_runner import statements
 from podsync.stretches import EpisodeListened, Totals, format_spans
+
+if TYPE_CHECKING:  # a SQLite server never imports the PostgreSQL driver
+    import asyncpg
 
 CHUNK = 5000
 
