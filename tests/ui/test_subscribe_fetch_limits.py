@@ -281,7 +281,10 @@ def test_a_feed_refreshed_a_moment_ago_is_judged_by_that_fetch(
     assert put.status == 200, put.body
     carol = sign_in(second.url, "carol")
     page = call(second.url, "GET", "/ui/subscriptions", Cookie=carol[0])
-    for sync_id in re.findall(rb'name="sync_id" value="([0-9a-f-]+)"', page.body):
+    # Refresh is on each podcast's page (the list links to them by sync id).
+    sync_ids = re.findall(rb'href="/ui/podcasts/([0-9a-f-]+)"', page.body)
+    assert len(sync_ids) == 2, page.body[-2000:]
+    for sync_id in sync_ids:
         body = urlencode({"csrf": carol[1], "sync_id": sync_id.decode()}).encode()
         pressed = call(
             second.url, "POST", "/ui/subscriptions/refresh", body, **FORM, Cookie=carol[0]
