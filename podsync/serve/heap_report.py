@@ -15,8 +15,6 @@ memory of its own: never leave it on in production (docs/development.md).
 from __future__ import annotations
 
 import asyncio
-import ctypes
-import ctypes.util
 import gc
 import logging
 import os
@@ -26,6 +24,7 @@ import sys
 import time
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger("podsync")
 ENV = "PODSYNC_DEBUG_HEAP_DIR"
@@ -69,28 +68,15 @@ def _report(folder: Path, number: int) -> None:
     (folder / f"heap-{pid}-{number}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-class _MallInfo2(ctypes.Structure):
-    _fields_ = [
-        (name, ctypes.c_size_t)
-        for name in (
-            "arena",
-            "ordblks",
-            "smblks",
-            "hblks",
-            "hblkhd",
-            "usmblks",
-            "fsmblks",
-            "uordblks",
-            "fordblks",
-            "keepcost",
-        )
-    ]
-
-
 def _native() -> list[str]:
     """What SQLite holds (its own allocator's count) and what glibc's malloc holds in
     use and free: memory that tracemalloc does not see."""
     lines: list[str] = []
+    try:  # imported here: the one-file binary leaves ctypes out (packaging/podsync.spec)
+        import ctypes
+        import ctypes.util
+    except ImportError:
+        return ["native memory not read: this build has no ctypes"]
     name = ctypes.util.find_library("sqlite3")
     try:
         lib = ctypes.CDLL(name) if name else None
@@ -103,7 +89,7 @@ def _native() -> list[str]:
                 f"sqlite: {used / 2**20:.2f} MiB in use, {high / 2**20:.2f} MiB at the peak"
             )
         libc = ctypes.CDLL(ctypes.util.find_library("c"))
-        libc.mallinfo2.restype = _MallInfo2
+        libc.mallinfo2.restype = _mallinfo2(ctypes)
         info = libc.mallinfo2()
         lines.append(
             f"malloc: {info.arena / 2**20:.2f} MiB in its heap, {info.uordblks / 2**20:.2f} "
@@ -112,3 +98,13 @@ def _native() -> list[str]:
     except (OSError, AttributeError) as exc:
         lines.append(f"native memory not read: {exc}")
     return lines
+
+
+def _mallinfo2(ctypes: Any) -> Any:
+    """glibc's `struct mallinfo2`: ten size_t counters."""
+    names = "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost"
+    return type(
+        "MallInfo2",
+        (ctypes.Structure,),
+        {"_fields_": [(n, ctypes.c_size_t) for n in names.split()]},
+    )
