@@ -72,13 +72,17 @@ async def played_items(
     """The person's episodes of these podcasts that have a play: (url key, "g" and
     guid) and (url key, "u" and URL) of each."""
     found: set[tuple[str, str]] = set()
+    # By the episode's own actions: left to itself SQLite probes each episode through
+    # the primary key's user prefix, a pass over the person's whole history per episode
+    # (185 ms a page at 20 podcasts and 2,000 actions; seconds with a long history).
+    pinned = " INDEXED BY episode_actions_episode" if conn.dialect == "sqlite" else ""
     for start in range(0, len(podcast_keys), 500):
         chunk = podcast_keys[start : start + 500]
         rows = await conn.fetch_all(
             "SELECT f.url_key, e.url, e.prefixed, f.prefix, e.guid FROM episode_feeds f "
             "JOIN episodes e ON e.feed_id = f.id "
             f"WHERE f.user_id = ? AND f.url_key IN ({','.join('?' * len(chunk))}) "
-            "AND EXISTS (SELECT 1 FROM episode_actions a WHERE a.episode_id = e.id "
+            f"AND EXISTS (SELECT 1 FROM episode_actions a{pinned} WHERE a.episode_id = e.id "
             "AND a.user_id = f.user_id AND a.action = ?)",
             (user_id, *chunk, _PLAY),
         )
