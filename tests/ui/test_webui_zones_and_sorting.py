@@ -17,6 +17,7 @@ import pytest
 from aiohttp import FormData
 from aiohttp.test_utils import TestClient
 
+from podsync import timestamps
 from podsync.config import Config
 from podsync.sorting import sort_key
 from podsync.storage.migrations.sqlite import MIGRATIONS
@@ -70,10 +71,12 @@ async def test_step_21_on_a_database_of_the_release_before(
         await add_user(db, "alice", PASSWORD)
         async with db.write() as conn:
             await conn.execute(
+                # Checked a moment ago: the start's collection of feeds nobody
+                # subscribes to leaves it alone for an hour.
                 "INSERT INTO feed_info (url_key, feed_url, title, etag, last_modified, "
-                "artwork_url, next_try_at) VALUES ('k', ?, 'The Show', '\"v1\"', 'then', "
-                "'http://art.example/x.png', 0)",
-                (FEED,),
+                "artwork_url, next_try_at, checked_at) VALUES ('k', ?, 'The Show', "
+                "'\"v1\"', 'then', 'http://art.example/x.png', 0, ?)",
+                (FEED, timestamps.now_us()),
             )
     client: Client = await aiohttp_client(create_app(config))  # migrates
     async with client.app[DB].read() as conn:
