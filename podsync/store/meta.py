@@ -34,13 +34,24 @@ async def lock_user(conn: Connection, user_id: int) -> None:
     with a transaction-scoped advisory lock the second one waits, then reads (READ
     COMMITTED: every statement sees what committed before it) what the first wrote.
     FOR KEY SHARE keeps the user's row until COMMIT: a `user delete` running meanwhile
-    waits for this write and then deletes its rows too, never the other way round."""
+    waits for this write and then deletes its rows too, never the other way round.
+
+    On PostgreSQL both statements go as one simple query (the id written in the
+    text: an integer), which also carries the block's BEGIN when they come first
+    (`PgConnection`): one round trip where there were three. The lock has to be a
+    statement of its own, before the block's reads: a statement reads what had
+    committed when it started, so a read in the statement that waits for the lock
+    would miss what the batch it waited for wrote."""
     if conn.dialect == "postgresql":
-        await conn.fetch_one("SELECT pg_advisory_xact_lock(?)", (user_id,))
-        row = await conn.fetch_one("SELECT 1 FROM users WHERE id = ? FOR KEY SHARE", (user_id,))
+        uid = int(user_id)
+        found = await conn.execute(
+            f"SELECT pg_advisory_xact_lock({uid}); "
+            f"SELECT 1 FROM users WHERE id = {uid} FOR KEY SHARE"
+        )
     else:
         row = await conn.fetch_one("SELECT 1 FROM users WHERE id = ?", (user_id,))
-    if row is None:
+        found = int(row is not None)
+    if not found:
         raise Unauthorized(ACCOUNT_GONE)
 
 
