@@ -228,11 +228,11 @@ class PostgresDatabase:
 
 async def _roll_back(raw: asyncpg.Connection) -> None:
     """End a failed write block's transaction. A connection that cannot roll back is
-    broken: the block's own error is the one to report, and the pool closes it."""
-    if raw.is_closed():
-        return
+    broken (closed, or already handed back to the pool when the server ended it):
+    the block's own error is the one to report, and the pool replaces it."""
     with contextlib.suppress(asyncpg.PostgresError, asyncpg.InterfaceError, OSError):
-        await raw.execute("ROLLBACK")
+        if not raw.is_closed():
+            await raw.execute("ROLLBACK")
 
 
 class _Faults:
