@@ -150,9 +150,12 @@ def _postgres_fault(exc: BaseException) -> Unavailable | None:
         )
     # InternalClientError ("another operation is in progress"): a pooled connection
     # that the server ended mid-operation, used again or reset before the pool
-    # noticed; the pool discards it after this error.
+    # noticed; the pool discards it after this error. "Released back to the pool":
+    # one the server ended between two statements of a block (the pool takes a
+    # closed connection back at once), met by the block's next one or its COMMIT.
     if isinstance(exc, asyncpg.PostgresConnectionError | asyncpg.InternalClientError) or (
-        isinstance(exc, asyncpg.InterfaceError) and str(exc).endswith("connection is closed")
+        isinstance(exc, asyncpg.InterfaceError)
+        and str(exc).endswith(("connection is closed", "released back to the pool"))
     ):
         return Unavailable(
             f"the connection to the database server was lost ({exc}); try again shortly",

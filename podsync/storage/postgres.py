@@ -18,6 +18,7 @@ The ordering of the change feed across processes is the store's business
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
@@ -82,27 +83,56 @@ async def _no_session_reset(raw: asyncpg.Connection) -> None:
 
 
 class PgConnection:
-    """An asyncpg connection with the store's calls and `?` placeholders."""
+    """An asyncpg connection with the store's calls and `?` placeholders.
+
+    In a write block the BEGIN waits for the block's first statement: when that
+    statement has no parameters (a simple query, which may hold several statements,
+    as `meta.lock_user`'s does), the BEGIN goes in the same round trip; otherwise
+    it goes just before. A block that sends nothing sends no BEGIN and no COMMIT."""
 
     dialect = "postgresql"
-    __slots__ = ("raw",)
+    __slots__ = ("_begin_pending", "raw")
 
-    def __init__(self, raw: asyncpg.Connection) -> None:
+    def __init__(self, raw: asyncpg.Connection, *, begin: bool = False) -> None:
         self.raw = raw
+        self._begin_pending = begin
+
+    @property
+    def began(self) -> bool:
+        """Whether the block's transaction was opened (always, outside a write block)."""
+        return not self._begin_pending
+
+    async def _begin(self) -> None:
+        if self._begin_pending:
+            self._begin_pending = False
+            await self.raw.execute("BEGIN")
 
     async def fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        await self._begin()
         return list(await self.raw.fetch(translate(sql), *params))
 
     async def fetch_one(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        await self._begin()
         return await self.raw.fetchrow(translate(sql), *params)
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        status: str = await self.raw.execute(translate(sql), *params)
+        """Rows changed (for a SELECT: rows returned) by `sql`'s last statement.
+        Without `params`, `sql` goes as one simple query and may hold several
+        statements (their values written in the text: never text from outside)."""
+        if params:
+            await self._begin()
+            status: str = await self.raw.execute(translate(sql), *params)
+        else:
+            if self._begin_pending:
+                self._begin_pending = False
+                sql = "BEGIN; " + sql
+            status = await self.raw.execute(sql)
         return _changed(status)
 
     async def execute_many(self, sql: str, rows: Iterable[Sequence[Any]]) -> int:
         batch = [tuple(row) for row in rows]
         if batch:
+            await self._begin()
             await self.raw.executemany(translate(sql), batch)
         return len(batch)  # asyncpg reports no count; callers write each row once
 
@@ -183,10 +213,26 @@ class PostgresDatabase:
         """One atomic write (READ COMMITTED): all of the block's changes commit, or none.
         Returns once PostgreSQL has committed (durably, with synchronous_commit on)."""
         async with _Faults(self, writing=True), self._connection() as raw:
-            async with raw.transaction():
-                yield PgConnection(raw)
+            conn = PgConnection(raw, begin=True)
+            try:
+                yield conn
+            except BaseException:
+                if conn.began:
+                    await _roll_back(raw)
+                raise
+            if conn.began:
+                await raw.execute("COMMIT")
             self.commits += 1
         self.write_failure = None
+
+
+async def _roll_back(raw: asyncpg.Connection) -> None:
+    """End a failed write block's transaction. A connection that cannot roll back is
+    broken (closed, or already handed back to the pool when the server ended it):
+    the block's own error is the one to report, and the pool replaces it."""
+    with contextlib.suppress(asyncpg.PostgresError, asyncpg.InterfaceError, OSError):
+        if not raw.is_closed():
+            await raw.execute("ROLLBACK")
 
 
 class _Faults:

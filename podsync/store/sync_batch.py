@@ -3,10 +3,10 @@ allows.
 
 On SQLite a statement is a function call, so the batch calls the functions of
 `actions`, `subscriptions` and `users` one by one. On PostgreSQL each statement is a
-round trip while the batch holds its user's lock (`meta.lock_user`), so what the
-batch reads after taking it is one statement, and what it writes is one statement
-(data-modifying WITH clauses): with the lock's two and the COMMIT, five round trips
-where there were eleven.
+round trip while the batch holds its user's lock (`meta.lock_user`, one round trip
+with the BEGIN), so what the batch reads after taking it is one statement, and what
+it writes is one statement (data-modifying WITH clauses): with the COMMIT, four
+round trips where there were eleven.
 """
 
 from __future__ import annotations

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from podsync import rules, timestamps
 from podsync.config import SyncConfig
+from podsync.model import RecordedAction
 from podsync.services.sync import ActionKey, SyncService
 from podsync.storage.postgres import PgConnection, PostgresDatabase
 from podsync.store import actions as action_log
+from podsync.store import meta, users
 from podsync.store import sync_batch as batch_store
-from podsync.store import users
 from tests.support.pg_cluster import Cluster
 
 BATCHES = 40
@@ -78,3 +79,37 @@ async def test_a_batch_looks_up_its_action_ids_without_reading_the_users_rows(
         # The entities: by index once PostgreSQL knows the table; before that, at worst
         # a pass over the user's rows per kind of key, never one per key (60 keys).
         assert entities_read <= 6 * stored
+
+
+async def test_a_batch_planned_while_its_tables_were_empty_still_looks_its_keys_up(
+    pg_cluster: Cluster,
+) -> None:
+    """A connection keeps its plan of the batch's read. Made while the tables held
+    nothing (a new instance, or tables empty when last analysed), PostgreSQL's plan
+    scanned the whole actions table once per action id, and kept doing so on every
+    batch after it until the next ANALYZE."""
+    async with PostgresDatabase(pg_cluster.new_database()) as db:
+        async with db.write() as conn:
+            user = await users.create(conn, "alice", "x", timestamps.now_us())
+            await conn.execute("ANALYZE actions; ANALYZE subscriptions")
+        async with db.write() as conn:
+            await meta.lock_user(conn, user.id, keyed_plans=True)
+            commands, keys = _batch(0)
+            wanted = [k.action_id for k in keys if k is not None]
+            lookup = rules.lookup_keys(commands)
+            # Planned on the empty tables (PostgreSQL's own choice made a plan for
+            # each call's values the first five times, then kept a generic one).
+            for _ in range(6):
+                await batch_store.load(conn, user.id, wanted, 0, lookup, count=True)
+            now = timestamps.now_us()
+            await action_log.record_many(
+                conn,
+                user.id,
+                [
+                    RecordedAction(f"old-{n}", "applied", None, None, now, "f")
+                    for n in range(BATCHES * BATCH)
+                ],
+            )
+            before = await _rows_read(conn, "actions")
+            await batch_store.load(conn, user.id, wanted, 0, lookup, count=True)
+            assert await _rows_read(conn, "actions") - before <= 2 * len(wanted)
