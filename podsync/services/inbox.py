@@ -7,6 +7,7 @@ button does (services/web_listening.py), which the apps do see.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from podsync import timestamps
@@ -22,6 +23,8 @@ from podsync.store.inbox import Candidate, item_key
 # subscribed to a hundred daily shows a year ago has 36,500; nobody reads them here).
 INBOX_READ = 1000
 INBOX_PAGE = 50
+# The people whose count of New episodes a process keeps (a few numbers each).
+KEPT_COUNTS = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +52,8 @@ class Inbox:
     def __init__(self, db: Engine, pages: EpisodePages) -> None:
         self.db = db
         self.pages = pages
+        # user id -> (what the count depended on, the count), least recently used first
+        self._counts: OrderedDict[int, tuple[tuple[int, ...], int]] = OrderedDict()
 
     async def new_episodes(self, user: User, podcast_key: str | None = None) -> list[NewEpisode]:
         async with self.db.read(threaded=True) as conn:
@@ -69,7 +74,25 @@ class Inbox:
         return InboxPage(shown, len(every), len(every) >= INBOX_READ, page, pages)
 
     async def count(self, user: User) -> int:
-        return len(await self.new_episodes(user))
+        """The navigation's count, on every signed-in page: kept while nothing it
+        depends on has changed (`inbox.count_stamp`, a few index seeks), else counted
+        again (the newest INBOX_READ items, less the played: milliseconds to tens).
+        The stamp is read before the count, so a change between the two makes the
+        next stamp differ and the count is read again; a count is never kept under a
+        stamp newer than what it saw. Each process keeps its own, from the database,
+        so several workers agree."""
+        async with self.db.read() as conn:
+            stamp = await inbox.count_stamp(conn, user.id)
+        kept = self._counts.get(user.id)
+        if kept is not None and kept[0] == stamp:
+            self._counts.move_to_end(user.id)
+            return kept[1]
+        count = len(await self.new_episodes(user))
+        self._counts[user.id] = (stamp, count)
+        self._counts.move_to_end(user.id)
+        while len(self._counts) > KEPT_COUNTS:
+            self._counts.popitem(last=False)
+        return count
 
     async def summaries(self, user: User, url_keys: list[str]) -> dict[str, Summary]:
         """Per podcast of the person's: its newest episode's date and how many of

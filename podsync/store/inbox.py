@@ -149,3 +149,27 @@ async def listed_among(conn: Connection, url_key: str, keys: list[str]) -> int:
             seen.update((str(u), str(g or "")) for u, g in rows)
     # An item by its guid when it has one, else by its file.
     return len({g or u for u, g in seen})
+
+
+async def count_stamp(conn: Connection, user_id: int) -> tuple[int, int, int, int]:
+    """Numbers that change whenever the person's count of New episodes may: their
+    subscriptions' last change, their last episode action (a play, or a listening
+    session's save, which replaces its play by a later one), their dismissals (never
+    taken back), and the successful fetches of the feeds they subscribe to (the
+    fetcher stores a feed's items, then records the fetch): the sum of those
+    fetches' seconds, not their latest, since fetches run side by side and one that
+    started earlier may record later; a feed is fetched again a minute apart at the
+    soonest, so its second always moves. Index seeks on the person's own rows, and
+    one per subscribed feed."""
+    row = await conn.fetch_one(
+        "SELECT (SELECT coalesce(max(change_seq), 0) FROM subscriptions WHERE user_id = ?), "
+        "(SELECT coalesce(max(seq), 0) FROM episode_actions WHERE user_id = ?), "
+        "(SELECT count(*) FROM inbox_dismissals WHERE user_id = ?), "
+        "(SELECT coalesce(sum(fi.fetched_at / 1000000), 0) FROM subscriptions s "
+        "JOIN feed_info fi ON fi.url_key = s.url_key "
+        "WHERE s.user_id = ? AND s.unsubscribed_at IS NULL)",
+        (user_id, user_id, user_id, user_id),
+    )
+    assert row is not None
+    subscriptions, actions, dismissals, fetched = row
+    return int(subscriptions), int(actions), int(dismissals), int(fetched)

@@ -513,7 +513,18 @@
 
   // The page in view (the first, or one htmx swapped in): its episode player gives
   // way to the bar.
+  // On a phone the navigation is one row that scrolls sideways: show the page's item.
+  function navInView() {
+    var list = document.querySelector('nav[aria-label="Main"] ul');
+    var item = list && list.querySelector('[aria-current="page"]');
+    if (item && list.scrollWidth > list.clientWidth) {
+      var left = item.getBoundingClientRect().left - list.getBoundingClientRect().left;
+      list.scrollLeft = Math.max(0, list.scrollLeft + left - (list.clientWidth - item.offsetWidth) / 2);
+    }
+  }
+
   function page() {
+    navInView();
     var found = document.getElementById("player-bar");
     if (!found) {
       bar = null;
