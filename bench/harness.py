@@ -40,7 +40,7 @@ BASE_CONFIG: dict[str, dict[str, Any]] = {
         "max_pending_logins": 1_000,
         "access_token_lifetime": 86_400,
     },
-    "sync": {"max_subscriptions_per_user": 10_000_000},
+    "sync": {"max_subscriptions_per_user": 10_000_000, "max_entities_per_user": 10_000_000},
     "log": {"level": "warning", "access_log": False},
     # The bench's feeds are not served anywhere: no fetcher reaching for public hosts.
     "feeds": {"fetch_metadata": False},

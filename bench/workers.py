@@ -107,7 +107,9 @@ def start_tree(workdir: Path, workers: int) -> tuple[Server, Path]:
     directory = workdir / f"workers-{workers}"
     directory.mkdir()
     port = free_port()
-    limits = {"sync": {"max_subscriptions_per_user": 100_000_000}}
+    limits = {
+        "sync": {"max_subscriptions_per_user": 100_000_000, "max_entities_per_user": 100_000_000}
+    }
     limits["gpodder"] = {"max_episode_actions_per_user": 100_000_000}
     limits["server"] = {"workers": workers}
     config = write_podsync_config(directory, port, limits)

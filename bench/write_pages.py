@@ -42,7 +42,7 @@ VARIANTS: tuple[tuple[str, ...], ...] = (
     ("subscriptions_guid",),
     ("subscriptions_url_key",),
     ("subscriptions_changed_at",),
-    ("subscriptions_all",),
+    ("subscriptions_user",),
     ("subscriptions_changes",),
 )
 VIEW = b"x" * 250  # about the size of a stored subscription view

@@ -33,9 +33,10 @@ async def held_after(conn: Connection, user_id: int, after_id: int, limit: int) 
 
 
 def _active(conn: Connection) -> str:
-    """The table, on SQLite pinned to the partial index of subscribed rows."""
+    """The table, on SQLite pinned to the index that holds unsubscribed_at (the
+    filter is read from it, not from the table)."""
     if conn.dialect == "sqlite":
-        return "subscriptions INDEXED BY subscriptions_active"
+        return "subscriptions INDEXED BY subscriptions_user"
     return "subscriptions"
 
 
@@ -51,7 +52,7 @@ async def subscribed_urls(conn: Connection, user_id: int) -> list[str]:
 async def subscribed_titles(conn: Connection, user_id: int) -> list[tuple[str, str | None]]:
     """(feed_url, title): the title an OPML import kept, else the one the feed fetcher
     learned, else None."""
-    pinned = " INDEXED BY subscriptions_active" if conn.dialect == "sqlite" else ""
+    pinned = " INDEXED BY subscriptions_user" if conn.dialect == "sqlite" else ""
     rows = await conn.fetch_all(
         f"SELECT s.feed_url, coalesce(s.title, f.title) FROM subscriptions AS s{pinned} "
         "LEFT JOIN feed_info AS f ON f.url_key = s.url_key "

@@ -54,6 +54,14 @@ async def _lists(conn: asyncpg.Connection) -> None:
         await conn.executemany(_SET_WORDS, chunk)
 
 
+# 28: one index for the user's entities in creation order in place of two (as
+# SQLite's step 28).
+SUBSCRIPTION_INDEXES = """
+DROP INDEX subscriptions_active;
+DROP INDEX subscriptions_all;
+CREATE INDEX subscriptions_user ON subscriptions(user_id, id, unsubscribed_at);
+"""
+
 STEPS_0_4: tuple[Step, ...] = (
     _lists,  # 25
     # 26: statistics from running totals, and the web player's listening sessions

@@ -7,7 +7,7 @@ import sqlite3
 from podsync.storage.migrations.sqlite_backfills import episode_views, stored_views
 from podsync.storage.migrations.sqlite_runner import Step, run
 from podsync.storage.migrations.sqlite_steps_0_3 import FETCHES_AND_SIGN_INS, STEPS_0_3
-from podsync.storage.migrations.sqlite_steps_0_4 import STEPS_0_4
+from podsync.storage.migrations.sqlite_steps_0_4 import STEPS_0_4, SUBSCRIPTION_INDEXES
 
 MIGRATIONS: tuple[Step, ...] = (
     # 1: accounts, tokens, subscriptions, the action log.
@@ -349,6 +349,7 @@ MIGRATIONS: tuple[Step, ...] = (
     ALTER TABLE feed_episodes ADD COLUMN chapters TEXT;  -- services/feeds/chapters.py
     UPDATE feed_info SET etag = NULL, last_modified = NULL;
     """,
+    SUBSCRIPTION_INDEXES,  # 28: sqlite_steps_0_4.py
 )
 
 
