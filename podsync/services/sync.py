@@ -155,7 +155,9 @@ class SyncService:
                 )
                 for action_id, i in first_of.items()
             ]
-            saved = await batch_store.save(conn, user_id, plan.changes(), now, records)
+            saved = await batch_store.save(
+                conn, user_id, plan.changes(), now, records, loaded.expired
+            )
             seq_before = loaded.seq
             seq_after = max((s.change_seq for s in saved.values()), default=seq_before)
             current = {**{s.sync_id: s for s in entities}, **saved}

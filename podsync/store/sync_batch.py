@@ -11,7 +11,7 @@ round trips where there were eleven.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +29,9 @@ class Loaded:
     entities: list[Subscription]  # the user's entities the batch can touch, by id
     seq: int  # the user's highest change_seq (0: none yet)
     entity_count: int | None  # the user's entities (None: not read, not asked for)
+    # The batch's action ids still in the log though past retention (PostgreSQL only:
+    # every other id of the batch is known absent, so its record is a plain INSERT).
+    expired: frozenset[str] = frozenset()
 
 
 async def load(
@@ -68,13 +71,17 @@ def _matching(column: str, keys: str) -> str:
 
 
 # The batch's sync ids and those its recorded action ids name.
-_NAMED = "(?::text[] || ARRAY(SELECT sync_id FROM found WHERE sync_id IS NOT NULL))"
+_NAMED = (
+    "(?::text[] || ARRAY(SELECT sync_id FROM found WHERE sync_id IS NOT NULL AND received_at > ?))"
+)
+# Every recorded row of the batch's action ids, those past retention too (told
+# apart in Python): under the user's lock, an id not found is not in the log, and
+# the write records it with a plain INSERT.
 _LOAD = f"""
 WITH found AS (
     SELECT seen.* FROM unnest(?::text[]) AS wanted(action_id) CROSS JOIN LATERAL (
         SELECT action_id, status, reason, sync_id, received_at, fingerprint FROM actions
         WHERE user_id = ? AND action_id = wanted.action_id OFFSET 0) AS seen
-    WHERE seen.received_at > ?
 )
 SELECT
     ARRAY(SELECT ROW(found.*) FROM found),
@@ -99,10 +106,11 @@ async def _load_in_one(
         (
             sorted(set(action_ids)),
             user_id,
-            newer_than,
             sync_ids,
+            newer_than,
             user_id,
             sync_ids,
+            newer_than,
             url_keys,
             user_id,
             url_keys,
@@ -113,10 +121,11 @@ async def _load_in_one(
             user_id,
         ),
     )
-    recorded = {r[0]: RecordedAction(*r) for r in row[0]}
+    recorded = {r[0]: RecordedAction(*r) for r in row[0] if r[4] > newer_than}
+    expired = frozenset(r[0] for r in row[0] if r[4] <= newer_than)
     found = {r[0]: r for column in row[1:4] for r in column}
     entities = [Subscription(*found[i]) for i in sorted(found)]
-    return Loaded(recorded, entities, int(row[4] or 0), int(row[5] or 0))
+    return Loaded(recorded, entities, int(row[4] or 0), int(row[5] or 0), expired)
 
 
 async def save(
@@ -125,13 +134,14 @@ async def save(
     plan: tuple[list[Subscription], list[Subscription], list[Subscription]],
     now: int,
     records: Sequence[RecordedAction],
+    expired: Collection[str],
 ) -> dict[str, Subscription]:
     """Write a batch's outcome (`subscriptions.save`: `plan` is its created, changed
     and moved entities) and record its action ids (`actions.record_many`); returns
-    the saved entities by sync_id."""
+    the saved entities by sync_id. `expired`: `Loaded.expired`."""
     created, changed, moved = plan
     if conn.dialect == "postgresql" and created and not changed and not moved:
-        return await _save_created_in_one(conn, user_id, created, now, records)
+        return await _save_created_in_one(conn, user_id, created, now, records, expired)
     saved = await subscriptions.save(conn, created, changed, moved, now)
     await action_log.record_many(conn, user_id, records)
     return saved
@@ -180,13 +190,20 @@ WITH seq AS (
     ORDER BY batch.n
 ), recorded AS (
     INSERT INTO actions (user_id, {_RECORDED_NAMES})
-    SELECT ?::bigint, * FROM {_unnest(_RECORDED)}
-    ON CONFLICT (user_id, action_id) DO UPDATE SET
-    status = excluded.status, reason = excluded.reason, sync_id = excluded.sync_id,
-    received_at = excluded.received_at, fingerprint = excluded.fingerprint
+    SELECT ?::bigint, * FROM {_unnest(_RECORDED)}{{conflict}}
 )
 SELECT change_seq FROM seq
 """
+# Action ids the batch's read found nowhere are inserted plainly: an upsert checks
+# the unique index before each row and logs each row's insert twice (speculative,
+# then confirmed). Ids past retention, still in the log, are overwritten.
+_SAVE_CREATED_NEW_IDS = _SAVE_CREATED.format(conflict="")
+_SAVE_CREATED_EXPIRED_IDS = _SAVE_CREATED.format(
+    conflict="""
+    ON CONFLICT (user_id, action_id) DO UPDATE SET
+    status = excluded.status, reason = excluded.reason, sync_id = excluded.sync_id,
+    received_at = excluded.received_at, fingerprint = excluded.fingerprint"""
+)
 
 
 async def _save_created_in_one(
@@ -195,6 +212,7 @@ async def _save_created_in_one(
     created: Sequence[Subscription],
     now: int,
     records: Sequence[RecordedAction],
+    expired: Collection[str],
 ) -> dict[str, Subscription]:
     for entity in created:
         entity.changed_at = now
@@ -218,8 +236,9 @@ async def _save_created_in_one(
     recorded_rows = [
         (r.action_id, r.status, r.reason, r.sync_id, r.received_at, r.fingerprint) for r in records
     ]
+    upsert = any(r.action_id in expired for r in records)
     row = await conn.fetch_one(
-        _SAVE_CREATED,
+        _SAVE_CREATED_EXPIRED_IDS if upsert else _SAVE_CREATED_NEW_IDS,
         (
             count,
             count,
