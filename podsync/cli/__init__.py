@@ -115,6 +115,7 @@ def serve(ctx: Context, host: str | None, port: int | None, workers: int | None)
       podsync serve --workers 2      # two processes: both cores of a small machine
     """
     from podsync.logs import configure_logging
+    from podsync.serve import native_heap
     from podsync.serve.server import listen
     from podsync.serve.server import serve as run_server
     from podsync.serve.workers import supervise
@@ -129,6 +130,7 @@ def serve(ctx: Context, host: str | None, port: int | None, workers: int | None)
         overrides["workers"] = workers
     config = _with_overrides(ctx.config, overrides)
     configure_logging(config.log.level, config.log.format)
+    native_heap.tune()  # before any thread or worker: they share or inherit it
     for warning in ctx.origin.warnings:
         log.warning("%s", warning)
     for note in ctx.origin.notes:

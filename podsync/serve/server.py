@@ -22,7 +22,7 @@ from podsync import __version__
 from podsync.config import Config, describe_database
 from podsync.errors import AddressInUse
 from podsync.logs import mark_worker
-from podsync.serve import heap_report
+from podsync.serve import heap_report, native_heap
 from podsync.web.app import create_app
 from podsync.web.http import dumps, error_name
 from podsync.web.keys import CLIENT_ADDRESS
@@ -234,6 +234,7 @@ async def serve(
         sockets = listen(config.server.host, config.server.port)
     try:
         runner, where = await start(config, sockets)
+        trim = asyncio.create_task(native_heap.keep_trimmed(), name="podsync-malloc-trim")
         if new_database:
             log.info("created database at %s", describe_database(config))
         log.info(
@@ -252,6 +253,7 @@ async def serve(
                 hangup.clear()
                 runner, config = await reload(runner, config, sockets, reload_config)
         finally:
+            trim.cancel()
             await runner.cleanup()
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
@@ -337,6 +339,7 @@ async def serve_worker(config: Config, sockets: list[socket.socket], worker: Wor
 
     loop.add_reader(worker.lifeline_fd, parent_gone)  # readable only at end-of-file
     runner, _ = await start(config, sockets, worker)
+    trim = asyncio.create_task(native_heap.keep_trimmed(), name="podsync-malloc-trim")
     try:
         log.info(
             "worker %d of %d serving (pid %d)%s",
@@ -348,6 +351,7 @@ async def serve_worker(config: Config, sockets: list[socket.socket], worker: Wor
         os.write(worker.ready_fd, b"r")
         await stop.wait()
     finally:
+        trim.cancel()
         await runner.cleanup()
         loop.remove_signal_handler(signal.SIGTERM)
         heap_report.uninstall(loop)

@@ -1,0 +1,92 @@
+"""glibc's malloc in a server that runs for months: freed memory goes back.
+
+A soak of hours (docs/performance.md, "The long soak") showed a worker's resident
+memory growing while Python's own blocks stayed flat: the growth was memory that
+had been freed but stayed inside malloc's heaps, in holes between live blocks
+left by transient allocations (a burst's extra SQLite readers and their caches,
+large responses, the feed parser's buffers on its thread). Two settings bound it:
+
+- a fixed mmap threshold (`MMAP_THRESHOLD`). glibc's default threshold moves: each
+  time a block above it is freed the threshold rises to that size, up to 32 MiB,
+  and from then on such blocks come from the heap and leave holes there. Fixed,
+  every block above it is mapped on its own and unmapped when freed;
+- `malloc_trim(0)` every `TRIM_EVERY` seconds on a worker thread: it gives back
+  (madvise) every whole page that is free inside the heaps of every arena, not
+  only at a heap's top as free() itself does.
+
+`tune()` is called once before the server forks its workers (they inherit it);
+`keep_trimmed()` runs `trim_now()` for as long as a process serves. Off glibc
+(musl, macOS), or where ctypes is missing, both do nothing: `available()` says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+log = logging.getLogger("podsync")
+
+MMAP_THRESHOLD = 128 * 1024  # bytes: glibc's starting value, kept fixed
+TRIM_EVERY = 60.0  # seconds between trims of a serving process
+_M_MMAP_THRESHOLD = -3  # mallopt's parameter number (<malloc.h>)
+
+_libc: Any = None
+_loaded = False
+
+
+def _glibc() -> Any:
+    """glibc as a ctypes library with mallopt and malloc_trim, or None."""
+    global _libc, _loaded
+    if _loaded:
+        return _libc
+    _loaded = True
+    try:  # imported here: only a serving process needs it
+        import ctypes
+    except ImportError:
+        return None
+    try:
+        libc = ctypes.CDLL(None)  # the process's own symbols: libc is among them
+        mallopt, trim = libc.mallopt, libc.malloc_trim
+    except (OSError, AttributeError):  # not glibc
+        return None
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+    _libc = libc
+    return libc
+
+
+def available() -> bool:
+    """Whether this process's malloc is glibc's, reachable to tune and trim."""
+    return _glibc() is not None
+
+
+def tune() -> bool:
+    """Fix the mmap threshold (see the module's text); False where nothing is done.
+    Call it before threads or workers start: they share or inherit the setting."""
+    libc = _glibc()
+    if libc is None:
+        return False
+    return bool(libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD))
+
+
+def trim_now() -> bool:
+    """Give the free pages inside malloc's heaps back to the system; whether any
+    were (False also where nothing can be done). Blocks for the walk over the
+    heaps (a millisecond or two for 100 MiB): call it off the event loop."""
+    libc = _glibc()
+    return bool(libc.malloc_trim(0)) if libc is not None else False
+
+
+async def keep_trimmed(every: float = TRIM_EVERY) -> None:
+    """Trim every `every` seconds until cancelled, each on a worker thread."""
+    if not available():
+        return
+    while True:
+        await asyncio.sleep(every)
+        started = time.perf_counter()
+        await asyncio.to_thread(trim_now)
+        took = time.perf_counter() - started
+        if took > 0.1:
+            log.debug("malloc_trim took %.0f ms", took * 1000)
