@@ -80,13 +80,20 @@ def trim_now() -> bool:
 
 
 async def keep_trimmed(every: float = TRIM_EVERY) -> None:
-    """Trim every `every` seconds until cancelled, each on a worker thread."""
+    """Trim at once (what starting up left free) and then every `every` seconds,
+    each on a worker thread, until cancelled."""
     if not available():
+        log.debug("malloc: not glibc's, or no ctypes: nothing tuned or trimmed")
         return
+    log.debug(
+        "malloc: mmap threshold %d KiB; free pages given back every %.0f s",
+        MMAP_THRESHOLD // 1024,
+        every,
+    )
     while True:
-        await asyncio.sleep(every)
         started = time.perf_counter()
         await asyncio.to_thread(trim_now)
         took = time.perf_counter() - started
         if took > 0.1:
             log.debug("malloc_trim took %.0f ms", took * 1000)
+        await asyncio.sleep(every)
