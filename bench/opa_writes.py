@@ -23,7 +23,7 @@ A/B of two versions shares the machine's load. Each round reports:
   write blocks per request and the COMMIT step's per group, requests per COMMIT,
   and the busiest worker's share of the requests (wrk's 8 connections are not
   always split evenly, and a worker that holds more of them groups more).
-- the load average (1 minute) when the round started.
+- the load average (1 minute) when the round started, and the tree's RSS after it.
 """
 
 from __future__ import annotations
@@ -48,10 +48,20 @@ from harness import (
     write_podsync_config,
 )
 from turn_probe import read_all
-from workers import tree_cpu_s
+from workers import tree, tree_cpu_s
 
 BENCH_DIR = Path(__file__).resolve().parent
 BATCH = 30
+
+
+def tree_rss_mib(pid: int) -> float:
+    """VmRSS summed over the tree after a round (pages shared by workers count twice)."""
+    total = 0
+    for p in tree(pid):
+        for line in Path(f"/proc/{p}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                total += int(line.split()[1])
+    return round(total / 1024, 1)
 
 
 class Tree:
@@ -118,6 +128,7 @@ class Tree:
             "write_blocks_per_request": round(blocks / requests, 2),
             "busiest_worker_share": round(max(per_worker, default=0) / max(blocks, 1), 2),
             "p99_ms": round(result.p99_ms, 1),
+            "rss_mib": tree_rss_mib(self.server.pid),
         }
 
     def stop(self) -> None:

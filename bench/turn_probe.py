@@ -145,7 +145,7 @@ def _wrap() -> None:
         database._begin_now = timed_begin_now  # type: ignore[attr-defined]
     database._commit = timed_commit  # type: ignore[method-assign]
     database.write = counted_write  # type: ignore[method-assign]
-    database._end_group = timed_end_group  # type: ignore[method-assign]
+    database._end_group = timed_end_group  # type: ignore[method-assign,assignment]
 
 
 def read_all(directory: Path) -> dict[int, tuple[int, ...]]:
