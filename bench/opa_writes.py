@@ -109,13 +109,13 @@ class Tree:
         )
         wall = time.monotonic() - t0
         cpu, turn = tree_cpu_s(self.server.pid) - cpu0, read_all(self.turns)
-        held_ns, commits, blocks, block_ns, commit_ns = (
-            sum(v[k] - turn0.get(pid, (0,) * 5)[k] for pid, v in turn.items()) for k in range(5)
+        held_ns, commits, blocks, block_ns, commit_ns, restart_ns, restarts = (
+            sum(v[k] - turn0.get(pid, (0,) * 7)[k] for pid, v in turn.items()) for k in range(7)
         )
         requests = max(result.requests, 1)
         # How the workers shared the connections (the kernel hands each connection to
         # one worker): a worker with most of them groups more writes per COMMIT.
-        per_worker = [v[2] - turn0.get(pid, (0,) * 5)[2] for pid, v in turn.items()]
+        per_worker = [v[2] - turn0.get(pid, (0,) * 7)[2] for pid, v in turn.items()]
         return {
             "load": round(load, 2),
             "cpu_ms_per_action": round(1000 * cpu / (requests * BATCH), 4),
@@ -125,6 +125,8 @@ class Tree:
             "in_blocks_ms_per_request": round(block_ns / 1e6 / requests, 3),
             "commit_ms_per_commit": round(commit_ns / 1e6 / max(commits, 1), 3),
             "requests_per_commit": round(requests / max(commits, 1), 2),
+            "restart_ms_per_request": round(restart_ns / 1e6 / requests, 3),
+            "requests_per_restart": round(requests / max(restarts, 1), 1),
             "write_blocks_per_request": round(blocks / requests, 2),
             "busiest_worker_share": round(max(per_worker, default=0) / max(blocks, 1), 2),
             "p99_ms": round(result.p99_ms, 1),

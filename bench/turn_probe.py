@@ -3,14 +3,17 @@
     python bench/turn_probe.py --config FILE serve     # as `python -m podsync ...`
 
 Each serving process counts, in a small file of its own under $BENCH_TURN_DIR
-(`turn-PID`, five 64-bit integers: nanoseconds the turn was held, group
-transactions, write blocks, nanoseconds inside write blocks, nanoseconds in the
-groups' COMMIT step), how long it held the write turn: with several workers, from taking the
-turn's `flock` to giving it back (`sqlite_write_turn.WriteTurn`); alone, from the
-group's BEGIN IMMEDIATE to the end of its COMMIT step (`Database._commit`). The counters
-live in a shared mapping, so reading them costs the server nothing; the bench
-reads them before and after a run. Nothing of podsync changes but these
-wrappers around the turn, the group's begin and commit, and `Database.write`.
+(`turn-PID`, seven 64-bit integers), how long it held the write turn: with several
+workers from taking the turn's `flock` to giving it back
+(`sqlite_write_turn.WriteTurn`); alone, from the group's BEGIN IMMEDIATE to the end
+of its COMMIT step (`Database._commit`). The integers: nanoseconds the turn was
+held, turns (group transactions), write blocks, nanoseconds inside write blocks,
+nanoseconds in the groups' COMMIT step, then nanoseconds and calls of the writer's
+log restarts (`Checkpointer.restart`, in the COMMIT step, under the turn). The
+counters live in a shared mapping, so reading them costs the server nothing; the
+bench reads them before and after a run. Nothing of podsync changes but these
+wrappers around the turn, the group's begin and commit, the restart and
+`Database.write`.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-_FORMAT = "<qqqqq"
+_FORMAT = "<qqqqqqq"
 _state: dict[int, tuple[mmap.mmap, list[int]]] = {}
 
 
@@ -37,7 +40,7 @@ def _counters() -> tuple[mmap.mmap, list[int]]:
         with path.open("wb") as out:
             out.write(bytes(struct.calcsize(_FORMAT)))
         with path.open("r+b") as f:
-            found = (mmap.mmap(f.fileno(), 0), [0, 0, 0, 0, 0])
+            found = (mmap.mmap(f.fileno(), 0), [0, 0, 0, 0, 0, 0, 0])
         _state[pid] = found
     return found
 
@@ -47,7 +50,7 @@ def _publish(mapped: mmap.mmap, counts: list[int]) -> None:
 
 
 def _wrap() -> None:
-    from podsync.storage import sqlite, sqlite_write_turn
+    from podsync.storage import sqlite, sqlite_checkpoint, sqlite_write_turn
 
     database, turn = sqlite.Database, sqlite_write_turn.WriteTurn
     taken: dict[int, int] = {}  # id(holder) -> when it took the turn or opened its group
@@ -140,6 +143,19 @@ def _wrap() -> None:
             _mapped, counts = _counters()
             counts[4] += time.perf_counter_ns() - t0
 
+    restart: Callable[..., None] = sqlite_checkpoint.Checkpointer.restart
+
+    def timed_restart(self: Any, writer: Any) -> None:
+        t0 = time.perf_counter_ns()
+        try:
+            restart(self, writer)
+        finally:
+            mapped, counts = _counters()
+            counts[5] += time.perf_counter_ns() - t0
+            counts[6] += 1
+            _publish(mapped, counts)
+
+    sqlite_checkpoint.Checkpointer.restart = timed_restart  # type: ignore[method-assign]
     database._begin = timed_begin  # type: ignore[method-assign]
     if begin_now is not None:
         database._begin_now = timed_begin_now  # type: ignore[attr-defined]
@@ -149,8 +165,8 @@ def _wrap() -> None:
 
 
 def read_all(directory: Path) -> dict[int, tuple[int, ...]]:
-    """Every process's counters: {pid: (held ns, commits, write blocks, block ns,
-    commit ns)}."""
+    """Every process's counters: {pid: (held ns, turns, write blocks, block ns,
+    commit ns, restart ns, restarts)}."""
     found: dict[int, tuple[int, ...]] = {}
     for path in directory.glob("turn-*"):
         data = path.read_bytes()
