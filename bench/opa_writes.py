@@ -145,15 +145,18 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    codes = [c.split("=", 1) for c in args.code] or [["this", "."]]
+    codes = [c.split("=", 1) for c in args.code] or [["this", str(BENCH_DIR.parent)]]
+    for name, src in codes:
+        # Without it the installed podsync would run, silently, under the wrong name.
+        if not (Path(src) / "podsync" / "__init__.py").is_file():
+            sys.exit(f"--code {name}={src}: no podsync package in {src}")
     workers = [int(w) for w in args.workers.split(",")]
     with quiet_env(), tempfile.TemporaryDirectory(prefix="podsync-opa-writes-") as tmp:
-        trees = [
-            Tree(f"{name}-w{n}", Path(src).resolve(), n, Path(tmp))
-            for n in workers
-            for name, src in codes
-        ]
+        trees: list[Tree] = []
         try:
+            for n in workers:
+                for name, src in codes:  # each stopped below, even if a later one fails
+                    trees.append(Tree(f"{name}-w{n}", Path(src).resolve(), n, Path(tmp)))
             for tree in trees:  # warm-up, not counted
                 tree.run(1)
             rows: dict[str, list[dict[str, float]]] = {t.name: [] for t in trees}
