@@ -118,7 +118,6 @@ def serve(ctx: Context, host: str | None, port: int | None, workers: int | None)
     from podsync.serve import native_heap
     from podsync.serve.server import listen
     from podsync.serve.server import serve as run_server
-    from podsync.serve.workers import supervise
 
     ctx.log_warnings = True
     overrides: dict[str, Any] = {}
@@ -151,6 +150,8 @@ def serve(ctx: Context, host: str | None, port: int | None, workers: int | None)
         with _server_errors(config):
             asyncio.run(run_server(config, new_database, ctx.origin.file, sockets, read_again))
         return
+    from podsync.serve.workers import supervise  # here: one process never needs it
+
     with _server_errors(config):  # the parent's own faults (its private directory)
         status = supervise(config, sockets, _worker_main, read_again, new_database, ctx.origin.file)
     if status:

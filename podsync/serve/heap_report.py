@@ -15,14 +15,10 @@ memory of its own: never leave it on in production (docs/development.md).
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import os
 import signal
-import sqlite3
-import sys
 import time
-import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +43,12 @@ def uninstall(loop: asyncio.AbstractEventLoop) -> None:
 
 
 def _report(folder: Path, number: int) -> None:
+    # Imported here: a server that is never asked for a report does not load them.
+    import gc
+    import sqlite3
+    import sys
+    import tracemalloc
+
     pid = os.getpid()
     lines = [f"pid {pid} report {number} at {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}"]
     try:

@@ -38,6 +38,7 @@ from podsync.storage.migrations.sqlite import migrate
 from podsync.storage.sqlite_checkpoint import Checkpointer
 from podsync.storage.sqlite_connection import (
     BUSY_TIMEOUT_MS,
+    WRITER_SPILL_PAGES,
     Connection,
     connect,
     owner_only,
@@ -120,6 +121,7 @@ class Database:
             # and is retried on the commit thread with the busy timeout (_begin).
             raw.execute("PRAGMA busy_timeout = 0")
             raw.execute("PRAGMA wal_autocheckpoint = 0")  # the checkpointer's job
+            raw.execute(f"PRAGMA cache_spill = {WRITER_SPILL_PAGES}")
         except BaseException:
             raw.close()
             raise

@@ -47,6 +47,17 @@ STATEMENT_CACHE = 256
 # Each connection's page cache, at most (SQLite's default, said here so the bound on
 # a process's memory can be added up: the writer and `sqlite.READERS_KEPT` readers).
 CACHE_KIB = 2000
+# The writer holds a group transaction's changed pages in memory up to this many
+# (about 8 MiB at 4 KiB pages) before it writes them to the log ahead of the COMMIT
+# ("spills"). SQLite spills past `cache_size` by default, and a group of eight sync
+# batches of new feeds changes about 800 pages (a leaf of each index on a random
+# key, per row): past 500, the pages that the group's later blocks change again
+# (the indexes' upper pages, each table's last leaf) went to the log more than once,
+# and a spilled page read again came back from the log. The cache holds more than
+# CACHE_KIB only while a group is open: the COMMIT leaves the pages clean, and those
+# past CACHE_KIB are freed. Not a multiple of 256: SQLite reads the pragma's number
+# as a boolean too, modulo 256, and 2048 would turn spilling off, with no bound.
+WRITER_SPILL_PAGES = 2000
 # A log that starts over is cut back to this (sqlite_checkpoint: the file's size is
 # then the log's length).
 JOURNAL_SIZE_LIMIT = 4 * 1024 * 1024
