@@ -6,6 +6,7 @@ from collections.abc import Iterable, Sequence
 
 from podsync.model import RecordedAction
 from podsync.store import Connection
+from podsync.store.value_lists import in_list
 
 _CHUNK = 500
 _COLUMNS = "action_id, status, reason, sync_id, received_at, fingerprint"
@@ -54,10 +55,10 @@ async def get_many(
         rows = []
         for start in range(0, len(unique), _CHUNK):
             chunk = unique[start : start + _CHUNK]
-            marks = ",".join("?" * len(chunk))
+            marks, bound = in_list(chunk, _CHUNK)
             rows += await conn.fetch_all(
                 f"SELECT {_COLUMNS} FROM actions WHERE user_id = ? AND action_id IN ({marks})",
-                (user_id, *chunk),
+                (user_id, *bound),
             )
     return {row[0]: RecordedAction(*row) for row in rows if row[4] > newer_than}
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from podsync.store import Connection
+from podsync.store.value_lists import in_list
 
 
 @dataclass(frozen=True)
@@ -81,10 +82,10 @@ async def existing(conn: Connection, user_id: int, device_ids: Sequence[str]) ->
     """Which of these device ids the user has."""
     if not device_ids:
         return set()
+    marks, bound = in_list(device_ids)
     rows = await conn.fetch_all(
-        "SELECT device_id FROM gpodder_devices "
-        f"WHERE user_id = ? AND device_id IN ({','.join('?' * len(device_ids))})",
-        (user_id, *device_ids),
+        f"SELECT device_id FROM gpodder_devices WHERE user_id = ? AND device_id IN ({marks})",
+        (user_id, *bound),
     )
     return {str(r[0]) for r in rows}
 

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 from podsync.episode_keys import ACTION_CODES
 from podsync.store import Connection
+from podsync.store.value_lists import in_list
 
 _CHUNK = 500
 
@@ -212,10 +213,10 @@ async def delete(conn: Connection, user_id: int, seqs: Sequence[int]) -> int:
     removed = 0
     for start in range(0, len(seqs), _CHUNK):
         chunk = seqs[start : start + _CHUNK]
-        marks = ",".join("?" * len(chunk))
+        marks, bound = in_list(chunk, _CHUNK)
         removed += await conn.execute(
             f"DELETE FROM episode_actions WHERE user_id = ? AND seq IN ({marks})",
-            (user_id, *chunk),
+            (user_id, *bound),
         )
     return removed
 

@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 from podsync.episode_keys import full_url
 from podsync.store import Connection
+from podsync.store.value_lists import in_list, padded
 
 KEYS = 300  # keys per lookup statement (two parameters each)
 
@@ -30,10 +31,11 @@ async def by_keys(conn: Connection, user_id: int, keys: Iterable[str]) -> dict[s
     unique = sorted(keys)
     for start in range(0, len(unique), KEYS):
         chunk = unique[start : start + KEYS]
+        marks, bound = in_list(chunk, KEYS)
         rows = await conn.fetch_all(
             "SELECT url_key, id, url, prefix, last_at FROM episode_feeds "
-            f"WHERE user_id = ? AND url_key IN ({','.join('?' * len(chunk))})",
-            (user_id, *chunk),
+            f"WHERE user_id = ? AND url_key IN ({marks})",
+            (user_id, *bound),
         )
         found.update((str(k), Feed(int(i), str(u), str(p), int(t))) for k, i, u, p, t in rows)
     return found
@@ -46,10 +48,11 @@ async def by_ids(
     wanted = None if ids is None else sorted(set(ids))
     if wanted == []:
         return {}
-    where = "" if wanted is None else f" AND id IN ({','.join('?' * len(wanted))})"
+    marks, bound = in_list(wanted or [])
+    where = "" if wanted is None else f" AND id IN ({marks})"
     rows = await conn.fetch_all(
         f"SELECT id, url, prefix, last_at FROM episode_feeds WHERE user_id = ?{where}",
-        (user_id, *(wanted or ())),
+        (user_id, *bound),
     )
     return {int(i): Feed(int(i), str(u), str(p), int(t)) for i, u, p, t in rows}
 
@@ -74,7 +77,7 @@ async def episodes_by_url(
     keys = sorted({(feeds[k].id, h) for (k, _), h in hashes.items() if k in feeds})
     found: dict[tuple[str, str], tuple[int, str | None]] = {}
     for start in range(0, len(keys), KEYS):
-        chunk = keys[start : start + KEYS]
+        chunk = padded(keys[start : start + KEYS], KEYS)  # into a mapping: repeats are harmless
         rows = await conn.fetch_all(
             f"WITH k (feed_id, url_hash) AS (VALUES {pairs(len(chunk))}) "
             "SELECT e.id, e.feed_id, e.url, e.prefixed, e.guid FROM k "

@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 from podsync.episode_keys import ACTION_CODES, stored_url, url_hash, url_prefix
 from podsync.store import Connection, episode_feeds
 from podsync.store.episode_feeds import KEYS, Feed, new_ids, pairs
+from podsync.store.value_lists import padded
 
 
 @dataclass(slots=True)
@@ -141,7 +142,7 @@ async def _stored(
     )
     stored: set[_Content] = set()
     for start in range(0, len(keys), KEYS):
-        chunk = keys[start : start + KEYS]
+        chunk = padded(keys[start : start + KEYS], KEYS)  # into a set: repeats are harmless
         rows = await conn.fetch_all(
             f"WITH k (episode_id, occurred_at) AS (VALUES {pairs(len(chunk))}) "
             "SELECT a.episode_id, a.occurred_at, a.action, a.device_id, a.started, a.position, "

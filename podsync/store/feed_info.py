@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from podsync.store import Connection
+from podsync.store.value_lists import in_list
 from podsync.words import note_words, title_words
 
 # Keep IN lists modest on both engines.
@@ -64,9 +65,9 @@ async def infos(conn: Connection, url_keys: Iterable[str]) -> dict[str, FeedInfo
     """The known feeds among `url_keys`, by url key (a feed never fetched is absent)."""
     found: dict[str, FeedInfo] = {}
     for chunk in _chunks(sorted(set(url_keys))):
+        marks, bound = in_list(chunk, _CHUNK)
         rows = await conn.fetch_all(
-            f"SELECT {_INFO} FROM feed_info WHERE url_key IN ({','.join('?' * len(chunk))})",
-            chunk,
+            f"SELECT {_INFO} FROM feed_info WHERE url_key IN ({marks})", bound
         )
         for row in rows:
             info = _info(row)
@@ -103,11 +104,12 @@ async def episode_titles(
         wanted = sorted(set(values) - {""})
         for key_chunk in _chunks(keys):
             for chunk in _chunks(wanted):
+                key_marks, key_bound = in_list(key_chunk, _CHUNK)
+                marks, bound = in_list(chunk, _CHUNK)
                 rows = await conn.fetch_all(
                     "SELECT url_key, episode_url, guid, title FROM feed_episodes "
-                    f"WHERE url_key IN ({','.join('?' * len(key_chunk))}) "
-                    f"AND {column} IN ({','.join('?' * len(chunk))})",
-                    [*key_chunk, *chunk],
+                    f"WHERE url_key IN ({key_marks}) AND {column} IN ({marks})",
+                    [*key_bound, *bound],
                 )
                 found += [EpisodeTitle(k, u, g or None, t) for k, u, g, t in rows]
     return found

@@ -13,6 +13,7 @@ from typing import Any
 
 from podsync.episode_keys import ACTION_CODES, full_url
 from podsync.store import Connection
+from podsync.store.value_lists import in_list
 
 _PLAY = ACTION_CODES["play"]
 
@@ -77,14 +78,14 @@ async def played_items(
     # (185 ms a page at 20 podcasts and 2,000 actions; seconds with a long history).
     pinned = " INDEXED BY episode_actions_episode" if conn.dialect == "sqlite" else ""
     for start in range(0, len(podcast_keys), 500):
-        chunk = podcast_keys[start : start + 500]
+        marks, bound = in_list(podcast_keys[start : start + 500], 500)
         rows = await conn.fetch_all(
             "SELECT f.url_key, e.url, e.prefixed, f.prefix, e.guid FROM episode_feeds f "
             "JOIN episodes e ON e.feed_id = f.id "
-            f"WHERE f.user_id = ? AND f.url_key IN ({','.join('?' * len(chunk))}) "
+            f"WHERE f.user_id = ? AND f.url_key IN ({marks}) "
             f"AND EXISTS (SELECT 1 FROM episode_actions a{pinned} WHERE a.episode_id = e.id "
             "AND a.user_id = f.user_id AND a.action = ?)",
-            (user_id, *chunk, _PLAY),
+            (user_id, *bound, _PLAY),
         )
         for key, url, prefixed, prefix, guid in rows:
             found.add((str(key), "u" + full_url(str(url), prefixed, str(prefix))))
@@ -122,11 +123,11 @@ async def feed_summaries(
     and date)."""
     found: dict[str, tuple[int | None, int]] = {}
     for start in range(0, len(url_keys), 500):
-        chunk = url_keys[start : start + 500]
+        marks, bound = in_list(url_keys[start : start + 500], 500)
         rows = await conn.fetch_all(
             "SELECT url_key, max(published_at), count(*) FROM feed_episodes "
-            f"WHERE url_key IN ({','.join('?' * len(chunk))}) GROUP BY url_key",
-            chunk,
+            f"WHERE url_key IN ({marks}) GROUP BY url_key",
+            bound,
         )
         for key, newest, items in rows:
             found[str(key)] = (None if newest is None else int(newest), int(items))
@@ -140,11 +141,11 @@ async def listed_among(conn: Connection, url_key: str, keys: list[str]) -> int:
     seen: set[tuple[str, str]] = set()
     for column, values in (("guid", guids), ("episode_url", urls)):
         for start in range(0, len(values), 500):
-            chunk = values[start : start + 500]
+            marks, bound = in_list(values[start : start + 500], 500)
             rows = await conn.fetch_all(
                 "SELECT episode_url, guid FROM feed_episodes WHERE url_key = ? "
-                f"AND {column} IN ({','.join('?' * len(chunk))})",
-                (url_key, *chunk),
+                f"AND {column} IN ({marks})",
+                (url_key, *bound),
             )
             seen.update((str(u), str(g or "")) for u, g in rows)
     # An item by its guid when it has one, else by its file.

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from podsync.store import Connection
+from podsync.store.value_lists import in_list
 from podsync.stretches import EpisodeListened, Totals, format_spans, parse_spans
 
 _KEYS = 500
@@ -68,11 +69,11 @@ async def _listened(
 ) -> dict[int, EpisodeListened]:
     found: dict[int, EpisodeListened] = {}
     for start in range(0, len(episode_ids), _KEYS):
-        chunk = episode_ids[start : start + _KEYS]
+        marks, bound = in_list(episode_ids[start : start + _KEYS], _KEYS)
         rows = await conn.fetch_all(
             "SELECT episode_id, spans, finished_at FROM listened_episodes "
-            f"WHERE user_id = ? AND episode_id IN ({','.join('?' * len(chunk))})",
-            [user_id, *chunk],
+            f"WHERE user_id = ? AND episode_id IN ({marks})",
+            [user_id, *bound],
         )
         for episode_id, spans, finished_at in rows:
             found[int(episode_id)] = EpisodeListened(

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from podsync.store import Connection
+from podsync.store.value_lists import in_list
 
 
 async def speed(conn: Connection, user_id: int, podcast_key: str) -> int | None:
@@ -44,10 +45,10 @@ async def removed_from_continue(
     were), by episode id."""
     if not episode_ids:
         return {}
-    marks = ", ".join("?" * len(episode_ids))
+    marks, bound = in_list(list(episode_ids))
     rows = await conn.fetch_all(
         "SELECT episode_id, removed_at FROM continue_removed "
         f"WHERE user_id = ? AND episode_id IN ({marks})",
-        (user_id, *episode_ids),
+        (user_id, *bound),
     )
     return {int(r[0]): int(r[1]) for r in rows}

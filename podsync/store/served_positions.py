@@ -8,17 +8,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from podsync.store import Connection
+from podsync.store.value_lists import in_list
 
 
 async def get(conn: Connection, user_id: int, keys: Sequence[str]) -> dict[str, tuple[int, int]]:
     """{key: (position, written_at)} of the keys stored for the user."""
     if not keys:
         return {}
-    marks = ",".join("?" * len(keys))
+    marks, bound = in_list(keys)
     rows = await conn.fetch_all(
         f"SELECT key, position, written_at FROM served_positions "
         f"WHERE user_id = ? AND key IN ({marks})",
-        (user_id, *keys),
+        (user_id, *bound),
     )
     return {row[0]: (row[1], row[2]) for row in rows}
 

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from podsync.store import Connection
+from podsync.store.value_lists import in_list
 
 
 class HeldFeed(NamedTuple):
@@ -92,13 +93,13 @@ async def alias_targets(conn: Connection, user_id: int, urls: Iterable[str]) -> 
         return {}
     found: dict[str, str] = {}
     for start in range(0, len(unique), 500):
-        chunk = unique[start : start + 500]
+        marks, bound = in_list(unique[start : start + 500], 500)
         rows = await conn.fetch_all(
             "SELECT a.old_url, s.sync_id FROM subscription_url_aliases a "
             "JOIN subscriptions s ON s.id = a.subscription_id "
-            f"WHERE a.user_id = ? AND a.old_url IN ({','.join('?' * len(chunk))}) "
+            f"WHERE a.user_id = ? AND a.old_url IN ({marks}) "
             "ORDER BY a.changed_seq",
-            (user_id, *chunk),
+            (user_id, *bound),
         )
         found.update((str(u), str(s)) for u, s in rows)
     return found

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from podsync.store import Connection
+from podsync.store.value_lists import in_list
 
 DEVICE = "device"
 APP_PASSWORD = "app_password"  # noqa: S105 - a kind of subject, not a password
@@ -100,8 +101,9 @@ async def remember_revoked(
     if password_ids is not None:
         if not password_ids:
             return
-        which = f" AND id IN ({','.join('?' * len(password_ids))})"
-        params += list(password_ids)
+        marks, bound = in_list(password_ids)
+        which = f" AND id IN ({marks})"
+        params += bound
     await conn.execute(
         "INSERT INTO revoked_app_passwords (hash, user_id, password_id, name, revoked_at) "
         f"SELECT hash, user_id, id, name, ? FROM app_passwords WHERE user_id = ?{which} "

@@ -1,0 +1,47 @@
+"""Lists of values in SQL (`x IN (?, ?, ...)`, `VALUES (?, ?), ...`) in a few lengths.
+
+Every distinct SQL text is a statement that each connection prepares and keeps
+(`storage.sqlite_connection.STATEMENT_CACHE` a connection on SQLite, asyncpg's own
+cache on PostgreSQL), and on SQLite a statement costs about 3 KiB plus 0.2 KiB a
+parameter: a list of 1 to 500 values written at its own length made up to 500
+statements for each query, prepared again on every connection as new lengths came
+(a batch of 7 actions, then one of 23), and kept: a worker's memory grew for hours
+with them. Padded to the next of `LENGTHS`, a query has a few texts at most.
+
+The padding repeats the last value, which changes no `IN` answer; a query that
+joins a `VALUES` list must not count or add up its rows (a repeated row is a
+repeated match) and uses `padded` only when it collects them into a set or mapping.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TypeVar
+
+T = TypeVar("T")
+
+# Steps of a third to a half: a list grows by a sixth on average (a half at most),
+# and a query has at most 18 texts (each with up to 512 values).
+LENGTHS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
+
+
+def padded(values: Sequence[T], most: int = 0) -> list[T]:
+    """`values` and its last value again up to the next of `LENGTHS`, or up to
+    `most` when that comes first (the caller's chunk: a full chunk is one text
+    more); past the last length, to a multiple of it. An empty list stays empty."""
+    count = len(values)
+    if count == 0:
+        return []
+    length = next((n for n in LENGTHS if n >= count), 0)
+    if not length:
+        last = LENGTHS[-1]
+        length = -(-count // last) * last
+    if most >= count:
+        length = min(length, most)
+    return [*values, *[values[-1]] * (length - count)]
+
+
+def in_list(values: Sequence[T], most: int = 0) -> tuple[str, list[T]]:
+    """(`?,?,...` for an `IN (...)`, the values to bind to it), `padded`."""
+    bound = padded(values, most)
+    return ",".join("?" * len(bound)), bound
