@@ -445,6 +445,9 @@ def test_autoplay_plays_the_next_episode_of_up_next(
     bar = page.locator("#player-bar")
     wait_for(lambda: bar.is_visible() and playing(page))
     assert "The tide tables" in bar.inner_text()
+    # Playing can start before the length is known (a media element's duration is NaN
+    # until its metadata arrives): seek near the end only once it is.
+    wait_for(lambda: bar_audio(page).evaluate("a => Number.isFinite(a.duration)"))
     bar_audio(page).evaluate("a => { a.currentTime = a.duration - 1.5; }")
     wait_for(lambda: "Salt and rope" in bar.inner_text() and playing(page), seconds=20)
     assert current_time(page) < 30
