@@ -62,6 +62,7 @@ def _report(folder: Path, number: int) -> None:
     lines += _malloc_free_sizes(folder / f"heap-{pid}-{number}.malloc.xml")
     connections = [o for o in gc.get_objects() if isinstance(o, sqlite3.Connection)]
     lines.append(f"sqlite3 connections: {len(connections)}")
+    lines += _sqlite_per_connection(connections)
     if tracemalloc.is_tracing():
         snapshot = tracemalloc.take_snapshot()
         snapshot.dump(str(folder / f"heap-{pid}-{number}.tracemalloc"))
@@ -174,3 +175,46 @@ def _heap_resident() -> list[str]:
     if not mapped:
         return []
     return [f"main heap: {resident / 2**20:.2f} MiB resident of {mapped / 2**20:.2f} mapped"]
+
+
+# sqlite3_db_status() counters (<sqlite3.h>): bytes of the page cache, the schema and
+# the prepared statements of one connection.
+_DBSTATUS = (("cache", 1), ("schema", 2), ("statements", 3))
+
+
+def _sqlite_per_connection(connections: list[Any]) -> list[str]:
+    """What each open connection holds, by SQLite's own count. CPython's sqlite3
+    keeps the `sqlite3 *` handle right after the object's header (NULL once closed);
+    the handle is used only when SQLite names the file it has open through it.
+    Connections are closed on the event loop, where this runs, so none closes
+    meanwhile; sqlite3_db_status takes the connection's own mutex."""
+    try:
+        import _sqlite3
+        import ctypes
+    except ImportError:
+        return []
+    try:
+        lib: Any = ctypes.CDLL(_sqlite3.__file__)  # the SQLite the module itself uses
+        lib.sqlite3_db_filename.restype = ctypes.c_char_p
+        lib.sqlite3_db_filename.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+        lib.sqlite3_db_status.argtypes = (
+            [ctypes.c_void_p, ctypes.c_int] + [ctypes.POINTER(ctypes.c_int)] * 2 + [ctypes.c_int]
+        )
+    except (OSError, AttributeError):
+        return []
+    header = ctypes.sizeof(ctypes.c_ssize_t) + ctypes.sizeof(ctypes.c_void_p)
+    lines: list[str] = []
+    for connection in connections:
+        handle = ctypes.c_void_p.from_address(id(connection) + header).value
+        name = lib.sqlite3_db_filename(handle, b"main") if handle else None
+        if not name:
+            continue
+        figures = []
+        for label, op in _DBSTATUS:
+            now, high = ctypes.c_int(), ctypes.c_int()
+            lib.sqlite3_db_status(handle, op, ctypes.byref(now), ctypes.byref(high), 0)
+            figures.append(f"{label} {now.value / 1024:.0f} KiB")
+        lines.append(
+            f"  connection {os.path.basename(name.decode(errors='replace'))}: " + ", ".join(figures)
+        )
+    return lines
