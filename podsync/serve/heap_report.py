@@ -63,6 +63,7 @@ def _report(folder: Path, number: int) -> None:
     connections = [o for o in gc.get_objects() if isinstance(o, sqlite3.Connection)]
     lines.append(f"sqlite3 connections: {len(connections)}")
     lines += _sqlite_per_connection(connections)
+    lines += _statements(gc.get_objects(), folder / f"heap-{pid}-{number}.statements.txt")
     if tracemalloc.is_tracing():
         snapshot = tracemalloc.take_snapshot()
         snapshot.dump(str(folder / f"heap-{pid}-{number}.tracemalloc"))
@@ -217,4 +218,47 @@ def _sqlite_per_connection(connections: list[Any]) -> list[str]:
         lines.append(
             f"  connection {os.path.basename(name.decode(errors='replace'))}: " + ", ".join(figures)
         )
+    return lines
+
+
+def _statements(objects: list[Any], path: Path) -> list[str]:
+    """The prepared statements that the writer and the idle readers of each SQLite
+    database keep (connections in no one's use: a reader running on another thread
+    could finalize one while it is walked), written to `path` one text a line with
+    its length in bytes: which queries fill the statement caches."""
+    try:
+        import _sqlite3
+        import ctypes
+
+        from podsync.storage.sqlite import Database
+    except ImportError:
+        return []
+    try:
+        lib: Any = ctypes.CDLL(_sqlite3.__file__)
+        lib.sqlite3_next_stmt.restype = ctypes.c_void_p
+        lib.sqlite3_next_stmt.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        lib.sqlite3_sql.restype = ctypes.c_char_p
+        lib.sqlite3_sql.argtypes = [ctypes.c_void_p]
+    except (OSError, AttributeError):
+        return []
+    header = ctypes.sizeof(ctypes.c_ssize_t) + ctypes.sizeof(ctypes.c_void_p)
+    found: list[str] = []
+    lines: list[str] = []
+    for db in (o for o in objects if isinstance(o, Database)):
+        for role, connection in [("writer", db._writer)] + [
+            ("reader", r) for r in db._idle_readers
+        ]:
+            handle = (
+                ctypes.c_void_p.from_address(id(connection) + header).value if connection else None
+            )
+            if not handle:
+                continue
+            texts = []
+            statement = lib.sqlite3_next_stmt(handle, None)
+            while statement:
+                texts.append((lib.sqlite3_sql(statement) or b"").decode(errors="replace"))
+                statement = lib.sqlite3_next_stmt(handle, statement)
+            lines.append(f"  {role}: {len(texts)} statements")
+            found += [f"{role}\t{len(text)}\t{' '.join(text.split())}" for text in texts]
+    path.write_text("\n".join(found) + "\n", encoding="utf-8")
     return lines
