@@ -227,10 +227,31 @@ def _statements(objects: list[Any], path: Path) -> list[str]:
     could finalize one while it is walked), written to `path` one text a line with
     its length in bytes: which queries fill the statement caches."""
     try:
+        from podsync.storage.sqlite import Database
+    except ImportError:
+        return []
+    found: list[str] = []
+    lines: list[str] = []
+    for db in (o for o in objects if isinstance(o, Database)):
+        for role, connection in [("writer", db._writer)] + [
+            ("reader", r) for r in db._idle_readers
+        ]:
+            if connection is None:
+                continue
+            texts = prepared_statements(connection)
+            lines.append(f"  {role}: {len(texts)} statements")
+            found += [f"{role}\t{len(text)}\t{' '.join(text.split())}" for text in texts]
+    path.write_text("\n".join(found) + "\n", encoding="utf-8")
+    return lines
+
+
+def prepared_statements(connection: Any) -> list[str]:
+    """The SQL of every statement `connection` (a `sqlite3.Connection` open in this
+    process, in no other thread's use) keeps prepared: its statement cache and any
+    cursor not yet finished."""
+    try:
         import _sqlite3
         import ctypes
-
-        from podsync.storage.sqlite import Database
     except ImportError:
         return []
     try:
@@ -242,23 +263,10 @@ def _statements(objects: list[Any], path: Path) -> list[str]:
     except (OSError, AttributeError):
         return []
     header = ctypes.sizeof(ctypes.c_ssize_t) + ctypes.sizeof(ctypes.c_void_p)
-    found: list[str] = []
-    lines: list[str] = []
-    for db in (o for o in objects if isinstance(o, Database)):
-        for role, connection in [("writer", db._writer)] + [
-            ("reader", r) for r in db._idle_readers
-        ]:
-            handle = (
-                ctypes.c_void_p.from_address(id(connection) + header).value if connection else None
-            )
-            if not handle:
-                continue
-            texts = []
-            statement = lib.sqlite3_next_stmt(handle, None)
-            while statement:
-                texts.append((lib.sqlite3_sql(statement) or b"").decode(errors="replace"))
-                statement = lib.sqlite3_next_stmt(handle, statement)
-            lines.append(f"  {role}: {len(texts)} statements")
-            found += [f"{role}\t{len(text)}\t{' '.join(text.split())}" for text in texts]
-    path.write_text("\n".join(found) + "\n", encoding="utf-8")
-    return lines
+    handle = ctypes.c_void_p.from_address(id(connection) + header).value
+    texts: list[str] = []
+    statement = lib.sqlite3_next_stmt(handle, None) if handle else None
+    while statement:
+        texts.append((lib.sqlite3_sql(statement) or b"").decode(errors="replace"))
+        statement = lib.sqlite3_next_stmt(handle, statement)
+    return texts
