@@ -11,7 +11,12 @@ from typing import Any
 
 import pytest
 
-from podsync.storage.sqlite_connection import MAX_PARAMETERS, Connection, _multi_row
+from podsync.storage.sqlite_connection import (
+    INSERT_ROWS,
+    MAX_PARAMETERS,
+    Connection,
+    _multi_row,
+)
 
 SCHEMA = """
 CREATE TABLE t (
@@ -108,3 +113,18 @@ def test_only_an_insert_of_one_row_of_placeholders_is_rewritten() -> None:
         "INSERT INTO t (k, n, note) SELECT ?, ?, ?",
     ):
         assert _multi_row(sql) is None, sql
+
+
+async def test_batches_of_every_size_make_a_few_insert_statements(tmp_path: Path) -> None:
+    """A connection keeps each statement it prepared: batches of 1 to 120 rows go in
+    as statements of a few sizes (30 rows: 24 and 6), not one per batch size, and
+    every row is stored as the plain executemany stores it."""
+    reference, tested = open_db(tmp_path / "ref.db"), open_db(tmp_path / "new.db")
+    rows_per_text: set[int] = set()
+    tested.set_trace_callback(lambda sql: rows_per_text.add(sql.split(" VALUES ")[1].count("(")))
+    for size in range(1, 121):
+        batch = [(f"{size}-{i}", i, None) for i in range(size)]
+        expected = reference.executemany(PLAIN, batch).rowcount
+        assert await Connection(tested).execute_many(PLAIN, batch) == expected
+    assert tables(tested) == tables(reference)
+    assert rows_per_text == {n for n in INSERT_ROWS if n <= 96}
