@@ -50,6 +50,8 @@ class ServedPositions:
         self.db = db
         self.flush_s = flush_s
         self._waiting: dict[tuple[int, str], Position] = {}
+        # What a flush is writing: still read from here until its write commits.
+        self._flushing: dict[tuple[int, str], Position] = {}
         self._flusher: asyncio.Task[None] | None = None
         self._now = asyncio.Event()  # flush without waiting (at shutdown)
 
@@ -58,9 +60,10 @@ class ServedPositions:
         async with self.db.read() as conn:
             found = await served_positions.get(conn, user_id, keys)
         for key in keys:
-            waiting = self._waiting.get((user_id, key))
-            if waiting is not None and (key not in found or waiting[1] > found[key][1]):
-                found[key] = waiting
+            for pending in (self._flushing, self._waiting):
+                waiting = pending.get((user_id, key))
+                if waiting is not None and (key not in found or waiting[1] > found[key][1]):
+                    found[key] = waiting
         return found
 
     async def store(self, user_id: int, positions: Mapping[str, int]) -> None:
@@ -89,6 +92,7 @@ class ServedPositions:
     async def forget(self, user_id: int, keys: Sequence[str]) -> None:
         for key in keys:
             self._waiting.pop((user_id, key), None)
+            self._flushing.pop((user_id, key), None)
         async with self.db.write() as conn:
             await served_positions.forget(conn, user_id, keys)
 
@@ -107,12 +111,19 @@ class ServedPositions:
             by_user.setdefault(user_id, {})[key] = position
         if not by_user:
             return
+        # Read from here meanwhile: a POST while the write waits for its turn finds
+        # the cursor it answered, as it would have before and after.
+        self._flushing.update(waiting)
         try:
             async with self.db.write() as conn:
                 for user_id, positions in by_user.items():
                     await served_positions.put(conn, user_id, positions)
         except Exception as exc:
             log.warning("served positions not stored (%s); apps may get a change twice", exc)
+        finally:
+            for written, position in waiting.items():
+                if self._flushing.get(written) == position:
+                    del self._flushing[written]
 
     async def close(self) -> None:
         """Write what waits (at shutdown)."""

@@ -169,3 +169,27 @@ async def test_a_database_of_the_release_before_gets_the_table(
         assert (await positions.read(user_id, ["s:x:subscriptions"]))["s:x:subscriptions"][0] == 7
     finally:
         await db.close()
+
+
+async def test_a_position_being_written_is_read_until_its_write_commits(config: Config) -> None:
+    """A POST's cursor is stored a moment later, by a flush that waits for the write
+    turn like any write; a read meanwhile (the app's next POST) finds it there, not
+    the position stored before (a slow write once answered an older cursor)."""
+    db = create_engine(config.database)
+    await db.open()
+    try:
+        user_id = await add_user(db, "dora")
+        positions = ServedPositions(db, flush_s=0)
+        key = "s:x:episodes"
+        await positions.store(user_id, {key: 5})
+        positions.store_later(user_id, {key: 9})
+        async with db.write():  # the flush waits for this write to end
+            await asyncio.sleep(0.05)  # it took what waited and waits for the turn
+            assert not positions._waiting
+            assert (await positions.read(user_id, [key]))[key][0] == 9
+        await asyncio.sleep(0.05)
+        assert (await positions.read(user_id, [key]))[key][0] == 9
+        assert not positions._flushing
+    finally:
+        await positions.close()
+        await db.close()
