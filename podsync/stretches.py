@@ -54,12 +54,16 @@ def parse_spans(text: str) -> Spans:
 
 
 def format_spans(spans: Spans) -> str:
-    return ",".join(f"{a}-{b}" for a, b in spans)
+    if len(spans) == 1:  # most episodes: played in one go, or once
+        return f"{spans[0][0]}-{spans[0][1]}"
+    return ",".join([f"{a}-{b}" for a, b in spans])
 
 
 def covered(spans: Spans, new: tuple[int, int]) -> tuple[Spans, int]:
     """(the spans with `new` merged in, the seconds of `new` they did not cover)."""
     start, end = new
+    if not spans:  # the episode's first stretch: a history's import is mostly these
+        return [new], end - start
     merged: Spans = []
     overlap = 0
     for a, b in spans:
@@ -102,19 +106,22 @@ class Totals:
         position: int | None,
         total: int | None,
     ) -> bool:
-        """Count one play of the episode `listened`; whether it changed `listened`."""
-        changed = False
+        """Count one play of the episode `listened`; whether it changed `listened`.
+        Called for every play an app sends (a history's import: hundreds of thousands),
+        so it makes no object it does not keep."""
         seconds = 0
         played = stretch(started, position)
         if played is not None:
             listened.spans, seconds = covered(listened.spans, played)
-            changed = True
         first_finish = listened.finished_at is None and finished(position, total)
         if first_finish:
             listened.finished_at = occurred_at
-            changed = True
         if seconds or first_finish:
-            cell = self.added.setdefault((occurred_at // QUARTER_US, feed_id), [0, 0])
-            cell[0] += seconds
-            cell[1] += first_finish
-        return changed
+            key = (occurred_at // QUARTER_US, feed_id)
+            cell = self.added.get(key)
+            if cell is None:
+                self.added[key] = [seconds, int(first_finish)]
+            else:
+                cell[0] += seconds
+                cell[1] += first_finish
+        return played is not None or first_finish

@@ -10,7 +10,8 @@ token its script made when playback started and the seq of the session's one pla
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 from podsync.store import Connection
@@ -18,6 +19,7 @@ from podsync.store.value_lists import in_list
 from podsync.stretches import EpisodeListened, Totals, format_spans, parse_spans
 
 _KEYS = 500
+_OCCURRED_AT = itemgetter(2)  # of a Play
 
 
 class Play(NamedTuple):
@@ -29,18 +31,28 @@ class Play(NamedTuple):
     total: int | None
 
 
-async def count_plays(conn: Connection, user_id: int, plays: Sequence[Play]) -> None:
+async def count_plays(
+    conn: Connection, user_id: int, plays: Sequence[Play], created: Set[int] = frozenset()
+) -> None:
     """Add what these plays (stored now) listened to for the first time to the
-    totals, in the order they happened."""
+    totals, in the order they happened. `created`: the episodes this write made, which
+    have no row to read yet (a history's import: nearly all of them)."""
     if not plays:
         return
-    listened = await _listened(conn, user_id, sorted({p.episode_id for p in plays}))
+    listened = await _listened(
+        conn, user_id, sorted({p.episode_id for p in plays}.difference(created))
+    )
     totals = Totals()
     changed: set[int] = set()
-    for play in sorted(plays, key=lambda p: p.occurred_at):
-        episode = listened.setdefault(play.episode_id, EpisodeListened())
-        if totals.play(episode, play.feed_id, play.occurred_at, *play[3:]):
-            changed.add(play.episode_id)
+    count = totals.play
+    for episode_id, feed_id, occurred_at, started, position, total in sorted(
+        plays, key=_OCCURRED_AT
+    ):
+        episode = listened.get(episode_id)
+        if episode is None:
+            episode = listened[episode_id] = EpisodeListened()
+        if count(episode, feed_id, occurred_at, started, position, total):
+            changed.add(episode_id)
     if changed:
         await conn.execute_many(
             "INSERT INTO listened_episodes (user_id, episode_id, spans, finished_at) "
