@@ -109,9 +109,7 @@ class Totals:
         position: int | None,
         total: int | None,
     ) -> bool:
-        """Count one play of the episode `listened`; whether it changed `listened`.
-        Called for every play an app sends (a history's import: hundreds of thousands),
-        so it makes no object it does not keep."""
+        """Count one play of the episode `listened`; whether it changed `listened`."""
         seconds = 0
         played = stretch(started, position)
         if played is not None:
@@ -120,11 +118,31 @@ class Totals:
         if first_finish:
             listened.finished_at = occurred_at
         if seconds or first_finish:
-            key = (occurred_at // QUARTER_US, feed_id)
-            cell = self.added.get(key)
-            if cell is None:
-                self.added[key] = [seconds, int(first_finish)]
-            else:
-                cell[0] += seconds
-                cell[1] += first_finish
+            self._add(occurred_at, feed_id, seconds, first_finish)
         return played is not None or first_finish
+
+    def only_play(
+        self,
+        feed_id: int,
+        occurred_at: int,
+        started: int | None,
+        position: int | None,
+        total: int | None,
+    ) -> None:
+        """Count the one play of an episode played never before: `play` of a new
+        `EpisodeListened` that nothing keeps. A history's import is mostly these,
+        hundreds of thousands: this one makes no object that it does not keep."""
+        played = stretch(started, position)
+        seconds = 0 if played is None else played[1] - played[0]
+        first_finish = finished(position, total)
+        if seconds or first_finish:
+            self._add(occurred_at, feed_id, seconds, first_finish)
+
+    def _add(self, occurred_at: int, feed_id: int, seconds: int, first_finish: bool) -> None:
+        key = (occurred_at // QUARTER_US, feed_id)
+        cell = self.added.get(key)
+        if cell is None:
+            self.added[key] = [seconds, int(first_finish)]
+        else:
+            cell[0] += seconds
+            cell[1] += first_finish

@@ -66,12 +66,15 @@ async def count_plays(
         played[episode_id] += len(before)
     totals = Totals()
     changed: set[int] = set()
-    count = totals.play
+    count, count_only = totals.play, totals.only_play
     for episode_id, feed_id, occurred_at, started, position, total in sorted(
         plays, key=_OCCURRED_AT
     ):
         episode = listened.get(episode_id)
         if episode is None:
+            if played[episode_id] == 1 and not keep_rows:  # its only play: no row
+                count_only(feed_id, occurred_at, started, position, total)
+                continue
             episode = listened[episode_id] = EpisodeListened()
         if count(episode, feed_id, occurred_at, started, position, total):
             changed.add(episode_id)
