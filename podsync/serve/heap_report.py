@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import signal
 import time
 from pathlib import Path
@@ -58,8 +59,11 @@ def _report(folder: Path, number: int) -> None:
         pass
     lines.append(f"allocated blocks: {sys.getallocatedblocks()}")
     lines += _native()
+    lines += _malloc_free_sizes(folder / f"heap-{pid}-{number}.malloc.xml")
     connections = [o for o in gc.get_objects() if isinstance(o, sqlite3.Connection)]
     lines.append(f"sqlite3 connections: {len(connections)}")
+    lines += _sqlite_per_connection(connections)
+    lines += _statements(gc.get_objects(), folder / f"heap-{pid}-{number}.statements.txt")
     if tracemalloc.is_tracing():
         snapshot = tracemalloc.take_snapshot()
         snapshot.dump(str(folder / f"heap-{pid}-{number}.tracemalloc"))
@@ -74,7 +78,7 @@ def _native() -> list[str]:
     """What SQLite holds (its own allocator's count) and what glibc's malloc holds in
     use and free: memory that tracemalloc does not see."""
     lines: list[str] = []
-    try:  # imported here: the one-file binary leaves ctypes out (packaging/podsync.spec)
+    try:  # imported here: a process that is never asked for a report does not load it
         import ctypes
         import ctypes.util
     except ImportError:
@@ -110,3 +114,159 @@ def _mallinfo2(ctypes: Any) -> Any:
         (ctypes.Structure,),
         {"_fields_": [(n, ctypes.c_size_t) for n in names.split()]},
     )
+
+
+# Sizes of free blocks, in bytes: a trim gives back only the whole pages inside a free
+# block, so free memory in blocks under a page or two stays resident.
+_FREE_SIZES = ((1024, "under 1 KiB"), (4096, "1-4 KiB"), (16384, "4-16 KiB"), (None, "above"))
+
+
+def _malloc_free_sizes(path: Path) -> list[str]:
+    """glibc's own account of its free blocks (`malloc_info`, kept beside the report
+    as XML), summed by size over every arena: whether free memory lies in blocks too
+    small for a trim to give back."""
+    try:
+        import ctypes
+    except ImportError:
+        return []
+    try:
+        libc = ctypes.CDLL(None)
+        libc.fopen.restype = ctypes.c_void_p
+        libc.fopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+        libc.fclose.argtypes = [ctypes.c_void_p]
+        libc.malloc_info.argtypes = [ctypes.c_int, ctypes.c_void_p]
+        stream = libc.fopen(os.fsencode(path), b"w")
+        if not stream:
+            return [f"malloc_info not written to {path}"]
+        libc.malloc_info(0, stream)
+        libc.fclose(stream)
+        text = path.read_text(encoding="ascii", errors="replace")
+    except (OSError, AttributeError) as exc:
+        return [f"malloc_info not read: {exc}"]
+    totals = [0] * len(_FREE_SIZES)
+    # <size from="LOW" to="HIGH" total="BYTES" count="N"/> per heap and bin, and the
+    # same for the blocks not yet sorted into bins (<unsorted .../>)
+    found = re.findall(r'<(?:size|unsorted) from="(\d+)" to="\d+" total="(\d+)"', text)
+    for low, total in found:
+        top = next(i for i, (edge, _) in enumerate(_FREE_SIZES) if edge is None or int(low) < edge)
+        totals[top] += int(total)
+    parts = ", ".join(
+        f"{total / 2**20:.2f} MiB {name}"
+        for total, (_, name) in zip(totals, _FREE_SIZES, strict=True)
+    )
+    arenas = text.count("<heap nr=")
+    return [f"malloc free blocks by size ({arenas} arenas): {parts}", *_heap_resident()]
+
+
+def _heap_resident() -> list[str]:
+    """How much of the main arena's heap (`[heap]` in smaps) is resident: what a trim
+    left there."""
+    try:
+        with open("/proc/self/smaps", encoding="ascii", errors="replace") as smaps:
+            lines = smaps.read().splitlines()
+    except OSError:
+        return []
+    resident = mapped = 0
+    for i, line in enumerate(lines):
+        if line.endswith("[heap]"):  # split in parts where a trim changed some pages
+            start, end = (int(x, 16) for x in line.split()[0].split("-"))
+            rss = next((ln for ln in lines[i + 1 : i + 8] if ln.startswith("Rss:")), "Rss: 0 kB")
+            resident += int(rss.split()[1]) * 1024
+            mapped += end - start
+    if not mapped:
+        return []
+    return [f"main heap: {resident / 2**20:.2f} MiB resident of {mapped / 2**20:.2f} mapped"]
+
+
+# sqlite3_db_status() counters (<sqlite3.h>): bytes of the page cache, the schema and
+# the prepared statements of one connection.
+_DBSTATUS = (("cache", 1), ("schema", 2), ("statements", 3))
+
+
+def _sqlite_per_connection(connections: list[Any]) -> list[str]:
+    """What each open connection holds, by SQLite's own count. CPython's sqlite3
+    keeps the `sqlite3 *` handle right after the object's header (NULL once closed);
+    the handle is used only when SQLite names the file it has open through it.
+    Connections are closed on the event loop, where this runs, so none closes
+    meanwhile; sqlite3_db_status takes the connection's own mutex."""
+    try:
+        import _sqlite3
+        import ctypes
+    except ImportError:
+        return []
+    try:
+        lib: Any = ctypes.CDLL(_sqlite3.__file__)  # the SQLite the module itself uses
+        lib.sqlite3_db_filename.restype = ctypes.c_char_p
+        lib.sqlite3_db_filename.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+        lib.sqlite3_db_status.argtypes = (
+            [ctypes.c_void_p, ctypes.c_int] + [ctypes.POINTER(ctypes.c_int)] * 2 + [ctypes.c_int]
+        )
+    except (OSError, AttributeError):
+        return []
+    header = ctypes.sizeof(ctypes.c_ssize_t) + ctypes.sizeof(ctypes.c_void_p)
+    lines: list[str] = []
+    for connection in connections:
+        handle = ctypes.c_void_p.from_address(id(connection) + header).value
+        name = lib.sqlite3_db_filename(handle, b"main") if handle else None
+        if not name:
+            continue
+        figures = []
+        for label, op in _DBSTATUS:
+            now, high = ctypes.c_int(), ctypes.c_int()
+            lib.sqlite3_db_status(handle, op, ctypes.byref(now), ctypes.byref(high), 0)
+            figures.append(f"{label} {now.value / 1024:.0f} KiB")
+        lines.append(
+            f"  connection {os.path.basename(name.decode(errors='replace'))}: " + ", ".join(figures)
+        )
+    return lines
+
+
+def _statements(objects: list[Any], path: Path) -> list[str]:
+    """The prepared statements that the writer and the idle readers of each SQLite
+    database keep (connections in no one's use: a reader running on another thread
+    could finalize one while it is walked), written to `path` one text a line with
+    its length in bytes: which queries fill the statement caches."""
+    try:
+        from podsync.storage.sqlite import Database
+    except ImportError:
+        return []
+    found: list[str] = []
+    lines: list[str] = []
+    for db in (o for o in objects if isinstance(o, Database)):
+        for role, connection in [("writer", db._writer)] + [
+            ("reader", r) for r in db._idle_readers
+        ]:
+            if connection is None:
+                continue
+            texts = prepared_statements(connection)
+            lines.append(f"  {role}: {len(texts)} statements")
+            found += [f"{role}\t{len(text)}\t{' '.join(text.split())}" for text in texts]
+    path.write_text("\n".join(found) + "\n", encoding="utf-8")
+    return lines
+
+
+def prepared_statements(connection: Any) -> list[str]:
+    """The SQL of every statement `connection` (a `sqlite3.Connection` open in this
+    process, in no other thread's use) keeps prepared: its statement cache and any
+    cursor not yet finished."""
+    try:
+        import _sqlite3
+        import ctypes
+    except ImportError:
+        return []
+    try:
+        lib: Any = ctypes.CDLL(_sqlite3.__file__)
+        lib.sqlite3_next_stmt.restype = ctypes.c_void_p
+        lib.sqlite3_next_stmt.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        lib.sqlite3_sql.restype = ctypes.c_char_p
+        lib.sqlite3_sql.argtypes = [ctypes.c_void_p]
+    except (OSError, AttributeError):
+        return []
+    header = ctypes.sizeof(ctypes.c_ssize_t) + ctypes.sizeof(ctypes.c_void_p)
+    handle = ctypes.c_void_p.from_address(id(connection) + header).value
+    texts: list[str] = []
+    statement = lib.sqlite3_next_stmt(handle, None) if handle else None
+    while statement:
+        texts.append((lib.sqlite3_sql(statement) or b"").decode(errors="replace"))
+        statement = lib.sqlite3_next_stmt(handle, statement)
+    return texts

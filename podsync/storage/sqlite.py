@@ -113,10 +113,17 @@ class Database:
             raise
 
     def _open_writer(self) -> sqlite3.Connection:
+        # The migrations run on a connection of their own: a connection keeps every
+        # statement it ran (up to STATEMENT_CACHE), and the writer would have kept
+        # a new database's hundreds of schema steps for good.
+        steps = connect(self.path, self.durability)
+        try:
+            steps.execute("PRAGMA journal_mode = WAL").fetchone()
+            migrate(steps)
+        finally:
+            steps.close()
         raw = connect(self.path, self.durability)
         try:
-            raw.execute("PRAGMA journal_mode = WAL").fetchone()
-            migrate(raw)
             # On the loop, BEGIN IMMEDIATE must not wait for a lock: it fails at once
             # and is retried on the commit thread with the busy timeout (_begin).
             raw.execute("PRAGMA busy_timeout = 0")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import time
 from pathlib import Path
@@ -136,5 +137,14 @@ def test_each_worker_writes_a_heap_report_on_sigusr2_when_asked_for(tmp_path: Pa
             assert f"pid {pid} report 1" in text
             assert "sqlite3 connections:" in text and "traced:" in text, text
             assert (heap / f"heap-{pid}-1.tracemalloc").stat().st_size > 0
+            # glibc's free blocks by size, with its XML kept beside the report
+            assert re.search(r"malloc free blocks by size \(\d+ arenas\): [\d.]+ MiB", text), text
+            assert re.search(r"main heap: [\d.]+ MiB resident of [\d.]+ mapped", text), text
+            assert "<malloc" in (heap / f"heap-{pid}-1.malloc.xml").read_text()
+            # each open connection by SQLite's own count: page cache, schema, statements
+            connections = re.findall(
+                r"connection podsync\.db: cache \d+ KiB, schema (\d+) KiB", text
+            )
+            assert connections and all(int(schema) > 0 for schema in connections), text
         assert sorted(tree.alive()) == sorted([tree.proc.pid, *pids])  # type: ignore[union-attr]
         assert call("GET", f"{tree.base_url}/healthz").status == 200

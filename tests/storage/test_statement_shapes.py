@@ -13,6 +13,7 @@ import pytest
 
 from podsync.config import Config
 from podsync.rules import Subscribe
+from podsync.serve import heap_report
 from podsync.services.episodes.bounds import UploadBounds
 from podsync.services.episodes.writes import EpisodeWrites
 from podsync.services.sync import ActionKey, SyncService
@@ -87,5 +88,21 @@ async def test_batches_of_sixty_sizes_make_a_few_statements_each(
         with_lists = {t for t in seen if " IN (" in t or "AS (VALUES" in t}
         # Each query with a list, at the lengths up to 64 (13 of them), not at 60 sizes.
         assert 0 < len(with_lists) <= 8 * 13, sorted(with_lists)
+    finally:
+        await db.close()
+
+
+async def test_the_writer_keeps_none_of_a_new_databases_schema_steps(tmp_path: Any) -> None:
+    """Migrating a new database runs hundreds of statements (every schema step). The
+    writer keeps each statement it runs, so they run on a connection of their own:
+    the writer starts with the few it needs (its settings), not the steps'."""
+    db = sqlite_engine.Database(str(tmp_path / "new.db"))
+    await db.open()
+    try:
+        kept = heap_report.prepared_statements(db._writer)
+        assert kept, "no statement seen: the handle was not read"
+        steps = [t for t in kept if t.lstrip().upper().startswith(("CREATE", "ALTER", "UPDATE"))]
+        assert not steps, steps
+        assert len(kept) < 40, kept
     finally:
         await db.close()
