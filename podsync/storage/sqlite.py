@@ -113,15 +113,11 @@ class Database:
             raise
 
     def _open_writer(self) -> sqlite3.Connection:
-        # The migrations run on a connection of their own: a connection keeps every
-        # statement it ran (up to STATEMENT_CACHE), and the writer would have kept
-        # a new database's hundreds of schema steps for good.
-        steps = connect(self.path, self.durability)
-        try:
+        # Migrations on a connection of their own: a connection keeps the statements
+        # it ran, and the writer would keep a new database's schema steps for good.
+        with contextlib.closing(connect(self.path, self.durability)) as steps:
             steps.execute("PRAGMA journal_mode = WAL").fetchone()
             migrate(steps)
-        finally:
-            steps.close()
         raw = connect(self.path, self.durability)
         try:
             # On the loop, BEGIN IMMEDIATE must not wait for a lock: it fails at once

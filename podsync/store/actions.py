@@ -55,7 +55,7 @@ async def get_many(
         rows = []
         for start in range(0, len(unique), _CHUNK):
             chunk = unique[start : start + _CHUNK]
-            marks, bound = in_list(chunk, _CHUNK)
+            marks, bound = in_list(chunk, _CHUNK, dialect=conn.dialect)
             rows += await conn.fetch_all(
                 f"SELECT {_COLUMNS} FROM actions WHERE user_id = ? AND action_id IN ({marks})",
                 (user_id, *bound),

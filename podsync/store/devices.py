@@ -82,7 +82,7 @@ async def existing(conn: Connection, user_id: int, device_ids: Sequence[str]) ->
     """Which of these device ids the user has."""
     if not device_ids:
         return set()
-    marks, bound = in_list(device_ids)
+    marks, bound = in_list(device_ids, dialect=conn.dialect)
     rows = await conn.fetch_all(
         f"SELECT device_id FROM gpodder_devices WHERE user_id = ? AND device_id IN ({marks})",
         (user_id, *bound),

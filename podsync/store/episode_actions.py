@@ -213,7 +213,7 @@ async def delete(conn: Connection, user_id: int, seqs: Sequence[int]) -> int:
     removed = 0
     for start in range(0, len(seqs), _CHUNK):
         chunk = seqs[start : start + _CHUNK]
-        marks, bound = in_list(chunk, _CHUNK)
+        marks, bound = in_list(chunk, _CHUNK, dialect=conn.dialect)
         removed += await conn.execute(
             f"DELETE FROM episode_actions WHERE user_id = ? AND seq IN ({marks})",
             (user_id, *bound),

@@ -31,7 +31,7 @@ async def by_keys(conn: Connection, user_id: int, keys: Iterable[str]) -> dict[s
     unique = sorted(keys)
     for start in range(0, len(unique), KEYS):
         chunk = unique[start : start + KEYS]
-        marks, bound = in_list(chunk, KEYS)
+        marks, bound = in_list(chunk, KEYS, dialect=conn.dialect)
         rows = await conn.fetch_all(
             "SELECT url_key, id, url, prefix, last_at FROM episode_feeds "
             f"WHERE user_id = ? AND url_key IN ({marks})",
@@ -48,7 +48,7 @@ async def by_ids(
     wanted = None if ids is None else sorted(set(ids))
     if wanted == []:
         return {}
-    marks, bound = in_list(wanted or [])
+    marks, bound = in_list(wanted or [], dialect=conn.dialect)
     where = "" if wanted is None else f" AND id IN ({marks})"
     rows = await conn.fetch_all(
         f"SELECT id, url, prefix, last_at FROM episode_feeds WHERE user_id = ?{where}",

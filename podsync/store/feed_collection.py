@@ -28,6 +28,6 @@ async def unreferenced(conn: Connection, before: int, limit: int) -> list[str]:
 async def forget_feeds(conn: Connection, url_keys: Sequence[str]) -> None:
     """Delete these feeds and their episodes (their images stay until `artwork`
     collects what no feed names). Call in a write."""
-    marks, bound = in_list(url_keys)
+    marks, bound = in_list(url_keys, dialect=conn.dialect)
     await conn.execute(f"DELETE FROM feed_episodes WHERE url_key IN ({marks})", bound)
     await conn.execute(f"DELETE FROM feed_info WHERE url_key IN ({marks})", bound)

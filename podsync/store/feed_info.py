@@ -56,16 +56,16 @@ def _info(row: Any) -> FeedInfo:
     return FeedInfo(*row)
 
 
-def _lists(values: Sequence[str]) -> Iterable[tuple[str, list[str]]]:
+def _lists(values: Sequence[str], dialect: str) -> Iterable[tuple[str, list[object]]]:
     """`in_list` of each chunk of `values`."""
     for start in range(0, len(values), _CHUNK):
-        yield in_list(values[start : start + _CHUNK], _CHUNK)
+        yield in_list(values[start : start + _CHUNK], _CHUNK, dialect=dialect)
 
 
 async def infos(conn: Connection, url_keys: Iterable[str]) -> dict[str, FeedInfo]:
     """The known feeds among `url_keys`, by url key (a feed never fetched is absent)."""
     found: dict[str, FeedInfo] = {}
-    for marks, bound in _lists(sorted(set(url_keys))):
+    for marks, bound in _lists(sorted(set(url_keys)), conn.dialect):
         rows = await conn.fetch_all(
             f"SELECT {_INFO} FROM feed_info WHERE url_key IN ({marks})", bound
         )
@@ -102,8 +102,8 @@ async def episode_titles(
     found: list[EpisodeTitle] = []
     for column, values in (("episode_url", episode_urls), ("guid", guids)):
         wanted = sorted(set(values) - {""})
-        for key_marks, key_bound in _lists(keys):
-            for marks, bound in _lists(wanted):
+        for key_marks, key_bound in _lists(keys, conn.dialect):
+            for marks, bound in _lists(wanted, conn.dialect):
                 rows = await conn.fetch_all(
                     "SELECT url_key, episode_url, guid, title FROM feed_episodes "
                     f"WHERE url_key IN ({key_marks}) AND {column} IN ({marks})",

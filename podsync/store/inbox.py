@@ -78,7 +78,7 @@ async def played_items(
     # (185 ms a page at 20 podcasts and 2,000 actions; seconds with a long history).
     pinned = " INDEXED BY episode_actions_episode" if conn.dialect == "sqlite" else ""
     for start in range(0, len(podcast_keys), 500):
-        marks, bound = in_list(podcast_keys[start : start + 500], 500)
+        marks, bound = in_list(podcast_keys[start : start + 500], 500, dialect=conn.dialect)
         rows = await conn.fetch_all(
             "SELECT f.url_key, e.url, e.prefixed, f.prefix, e.guid FROM episode_feeds f "
             "JOIN episodes e ON e.feed_id = f.id "
@@ -123,7 +123,7 @@ async def feed_summaries(
     and date)."""
     found: dict[str, tuple[int | None, int]] = {}
     for start in range(0, len(url_keys), 500):
-        marks, bound = in_list(url_keys[start : start + 500], 500)
+        marks, bound = in_list(url_keys[start : start + 500], 500, dialect=conn.dialect)
         rows = await conn.fetch_all(
             "SELECT url_key, max(published_at), count(*) FROM feed_episodes "
             f"WHERE url_key IN ({marks}) GROUP BY url_key",
@@ -141,7 +141,7 @@ async def listed_among(conn: Connection, url_key: str, keys: list[str]) -> int:
     seen: set[tuple[str, str]] = set()
     for column, values in (("guid", guids), ("episode_url", urls)):
         for start in range(0, len(values), 500):
-            marks, bound = in_list(values[start : start + 500], 500)
+            marks, bound = in_list(values[start : start + 500], 500, dialect=conn.dialect)
             rows = await conn.fetch_all(
                 "SELECT episode_url, guid FROM feed_episodes WHERE url_key = ? "
                 f"AND {column} IN ({marks})",

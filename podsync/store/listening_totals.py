@@ -129,7 +129,7 @@ async def _listened(
 ) -> dict[int, EpisodeListened]:
     found: dict[int, EpisodeListened] = {}
     for start in range(0, len(episode_ids), _KEYS):
-        marks, bound = in_list(episode_ids[start : start + _KEYS], _KEYS)
+        marks, bound = in_list(episode_ids[start : start + _KEYS], _KEYS, dialect=conn.dialect)
         rows = await conn.fetch_all(
             "SELECT episode_id, spans, finished_at FROM listened_episodes "
             f"WHERE user_id = ? AND episode_id IN ({marks})",

@@ -45,7 +45,7 @@ async def removed_from_continue(
     were), by episode id."""
     if not episode_ids:
         return {}
-    marks, bound = in_list(list(episode_ids))
+    marks, bound = in_list(list(episode_ids), dialect=conn.dialect)
     rows = await conn.fetch_all(
         "SELECT episode_id, removed_at FROM continue_removed "
         f"WHERE user_id = ? AND episode_id IN ({marks})",

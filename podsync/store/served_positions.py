@@ -15,7 +15,7 @@ async def get(conn: Connection, user_id: int, keys: Sequence[str]) -> dict[str, 
     """{key: (position, written_at)} of the keys stored for the user."""
     if not keys:
         return {}
-    marks, bound = in_list(keys)
+    marks, bound = in_list(keys, dialect=conn.dialect)
     rows = await conn.fetch_all(
         f"SELECT key, position, written_at FROM served_positions "
         f"WHERE user_id = ? AND key IN ({marks})",

@@ -93,7 +93,7 @@ async def alias_targets(conn: Connection, user_id: int, urls: Iterable[str]) -> 
         return {}
     found: dict[str, str] = {}
     for start in range(0, len(unique), 500):
-        marks, bound = in_list(unique[start : start + 500], 500)
+        marks, bound = in_list(unique[start : start + 500], 500, dialect=conn.dialect)
         rows = await conn.fetch_all(
             "SELECT a.old_url, s.sync_id FROM subscription_url_aliases a "
             "JOIN subscriptions s ON s.id = a.subscription_id "

@@ -8,7 +8,7 @@ from typing import Any
 
 from podsync.model import Subscription, subscription_view
 from podsync.store import Connection, users
-from podsync.store.value_lists import padded
+from podsync.store.value_lists import in_list
 
 __all__ = ["Subscription"]
 
@@ -52,11 +52,12 @@ async def find_matching(
     guids: Iterable[str],
 ) -> list[Subscription]:
     """The user's entities with any of these sync ids, url keys or guids (each once)."""
-    parts: list[tuple[str, list[str]]] = []
+    parts: list[tuple[str, tuple[str, list[object]]]] = []
     for column, values in (("sync_id", sync_ids), ("url_key", url_keys), ("guid", guids)):
         unique = sorted(set(values))
         parts += [
-            (column, padded(unique[i : i + _CHUNK], _CHUNK)) for i in range(0, len(unique), _CHUNK)
+            (column, in_list(unique[i : i + _CHUNK], _CHUNK, dialect=conn.dialect))
+            for i in range(0, len(unique), _CHUNK)
         ]
     found: dict[int, Subscription] = {}
     # SQLite, without statistics, serves `user_id = ? AND sync_id IN (two or more)`
@@ -72,10 +73,10 @@ async def find_matching(
         group = parts[start : start + 3]
         sql = " UNION ALL ".join(
             f"SELECT {_COLUMNS} FROM subscriptions "
-            f"WHERE {owner[column]} = ? AND {column} IN ({','.join('?' * len(chunk))})"
-            for column, chunk in group
+            f"WHERE {owner[column]} = ? AND {column} IN ({marks})"
+            for column, (marks, _) in group
         )
-        params = [value for _, chunk in group for value in (user_id, *chunk)]
+        params = [value for _, (_, bound) in group for value in (user_id, *bound)]
         for row in await conn.fetch_all(sql, params):
             sub = _row(row)
             assert sub.id is not None

@@ -101,7 +101,7 @@ async def remember_revoked(
     if password_ids is not None:
         if not password_ids:
             return
-        marks, bound = in_list(password_ids)
+        marks, bound = in_list(password_ids, dialect=conn.dialect)
         which = f" AND id IN ({marks})"
         params += bound
     await conn.execute(

@@ -39,7 +39,12 @@ async def test_each_in_list_uses_its_own_index(tmp_path: Path, count: int) -> No
     assert recording.statements
     for sql, params in recording.statements:
         plan = [row[3] for row in raw.execute(f"EXPLAIN QUERY PLAN {sql}", params)]
-        searches = [step for step in plan if step.startswith(("SEARCH", "SCAN"))]
+        # The list itself (a JSON array on SQLite) is read row by row: that scan is its own.
+        searches = [
+            step
+            for step in plan
+            if step.startswith(("SEARCH", "SCAN")) and not step.startswith("SCAN json_each")
+        ]
         assert searches, plan
         for step in searches:
             assert step.startswith("SEARCH subscriptions USING INDEX"), plan

@@ -24,10 +24,20 @@ from podsync.store.value_lists import LENGTHS, in_list, padded
 
 
 def test_a_list_is_padded_to_the_next_length_with_its_last_value() -> None:
-    assert padded([]) == [] and in_list([]) == ("", [])
+    assert padded([]) == [] and in_list([], dialect="postgresql") == ("", [])
     assert padded(["a"]) == ["a"]
     assert padded([1, 2, 3, 4, 5]) == [1, 2, 3, 4, 5, 5]
-    assert in_list([7, 8, 9, 10, 11]) == ("?,?,?,?,?,?", [7, 8, 9, 10, 11, 11])
+    assert in_list([7, 8, 9, 10, 11], dialect="postgresql") == (
+        "?,?,?,?,?,?",
+        [7, 8, 9, 10, 11, 11],
+    )
+    # On SQLite one JSON array, whatever the length: one statement text a query.
+    assert in_list([7, 8, "é"], dialect="sqlite") == (
+        "SELECT value FROM json_each(?)",
+        ['[7, 8, "é"]'],
+    )
+    assert in_list([7], dialect="sqlite") == ("?", [7])
+    assert in_list([b"\x00", b"\x01"], dialect="sqlite") == ("?,?", [b"\x00", b"\x01"])
     assert len(padded(list(range(300)))) == 384
     assert len(padded(list(range(300)), most=300)) == 300  # a full chunk stays whole
     assert len(padded(list(range(1000)))) == 1024  # past the last length: its multiples
@@ -88,6 +98,14 @@ async def test_batches_of_sixty_sizes_make_a_few_statements_each(
         with_lists = {t for t in seen if " IN (" in t or "AS (VALUES" in t}
         # Each query with a list, at the lengths up to 64 (13 of them), not at 60 sizes.
         assert 0 < len(with_lists) <= 8 * 13, sorted(with_lists)
+        # An IN list is one JSON array on SQLite: each such query has two texts at most
+        # (a single value is a `?`), whatever the sizes of the batches.
+        in_lists = [t for t in with_lists if "json_each" in t or re.search(r"IN \(\?[,)]", t)]
+        families = {
+            re.sub(r"\(\?(?:,\?)*\)|\(SELECT value FROM json_each\(\?\)\)", "L", t)
+            for t in in_lists
+        }
+        assert in_lists and len(in_lists) <= 2 * len(families), sorted(in_lists)
     finally:
         await db.close()
 
