@@ -149,7 +149,7 @@ async def _earlier_plays(
     (occurred_at, started, position, total) each, in the order they happened."""
     found: dict[int, list[Any]] = {}
     for start in range(0, len(episode_ids), _KEYS):
-        marks, bound = in_list(episode_ids[start : start + _KEYS], _KEYS)
+        marks, bound = in_list(episode_ids[start : start + _KEYS], _KEYS, dialect=conn.dialect)
         rows = await conn.fetch_all(
             "SELECT episode_id, occurred_at, started, position, total FROM episode_actions "
             f"WHERE episode_id IN ({marks}) AND user_id = ? AND action = ? AND seq < ? "
