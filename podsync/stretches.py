@@ -35,7 +35,9 @@ def finished(position: int | None, total: int | None) -> bool:
         return False
     # The 30 s window is at most a tenth of the episode: a 20-s episode is not
     # finished at its start.
-    window = min(FINISHED_SECONDS, total // 10)
+    window = total // 10
+    if window > FINISHED_SECONDS:  # not min(): this runs for every play counted
+        window = FINISHED_SECONDS
     return position >= total - window or position >= total * FINISHED_SHARE
 
 
@@ -43,7 +45,8 @@ def stretch(started: int | None, position: int | None) -> tuple[int, int] | None
     """The seconds a play says were played, at most MAX_STRETCH; None when none."""
     if started is None or position is None or position <= started:
         return None
-    return started, min(position, started + MAX_STRETCH)
+    longest = started + MAX_STRETCH
+    return started, position if position < longest else longest
 
 
 def parse_spans(text: str) -> Spans:
@@ -54,12 +57,16 @@ def parse_spans(text: str) -> Spans:
 
 
 def format_spans(spans: Spans) -> str:
-    return ",".join(f"{a}-{b}" for a, b in spans)
+    if len(spans) == 1:  # most episodes: played in one go, or once
+        return f"{spans[0][0]}-{spans[0][1]}"
+    return ",".join([f"{a}-{b}" for a, b in spans])
 
 
 def covered(spans: Spans, new: tuple[int, int]) -> tuple[Spans, int]:
     """(the spans with `new` merged in, the seconds of `new` they did not cover)."""
     start, end = new
+    if not spans:  # the episode's first stretch: a history's import is mostly these
+        return [new], end - start
     merged: Spans = []
     overlap = 0
     for a, b in spans:
@@ -103,18 +110,39 @@ class Totals:
         total: int | None,
     ) -> bool:
         """Count one play of the episode `listened`; whether it changed `listened`."""
-        changed = False
         seconds = 0
         played = stretch(started, position)
         if played is not None:
             listened.spans, seconds = covered(listened.spans, played)
-            changed = True
         first_finish = listened.finished_at is None and finished(position, total)
         if first_finish:
             listened.finished_at = occurred_at
-            changed = True
         if seconds or first_finish:
-            cell = self.added.setdefault((occurred_at // QUARTER_US, feed_id), [0, 0])
+            self._add(occurred_at, feed_id, seconds, first_finish)
+        return played is not None or first_finish
+
+    def only_play(
+        self,
+        feed_id: int,
+        occurred_at: int,
+        started: int | None,
+        position: int | None,
+        total: int | None,
+    ) -> None:
+        """Count the one play of an episode played never before: `play` of a new
+        `EpisodeListened` that nothing keeps. A history's import is mostly these,
+        hundreds of thousands: this one makes no object that it does not keep."""
+        played = stretch(started, position)
+        seconds = 0 if played is None else played[1] - played[0]
+        first_finish = finished(position, total)
+        if seconds or first_finish:
+            self._add(occurred_at, feed_id, seconds, first_finish)
+
+    def _add(self, occurred_at: int, feed_id: int, seconds: int, first_finish: bool) -> None:
+        key = (occurred_at // QUARTER_US, feed_id)
+        cell = self.added.get(key)
+        if cell is None:
+            self.added[key] = [seconds, int(first_finish)]
+        else:
             cell[0] += seconds
             cell[1] += first_finish
-        return changed

@@ -13,7 +13,7 @@ time on every engine. Reads of the actions are in `store.episode_actions`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from podsync.episode_keys import ACTION_CODES, stored_url, url_hash, url_prefix
@@ -57,6 +57,7 @@ class Batch:
     new: list[EpisodeAction]
     places: list[int]  # new[i] is the places[i]-th action of the upload
     size: int
+    created: set[int] = field(default_factory=set)  # ids of the episodes `store` made
 
     @property
     def already(self) -> int:
@@ -269,6 +270,7 @@ async def _add_episodes(conn: Connection, batch: Batch) -> None:
         text, prefixed = stored_url(key[1], feed.prefix)
         rows.append((episode_id, feed.id, hashes[key], text, prefixed, a.guid))
         episodes[key] = (episode_id, a.guid)
+    batch.created.update(ids)
     await conn.execute_many(
         "INSERT INTO episodes (id, feed_id, url_hash, url, prefixed, guid) "
         "VALUES (?, ?, ?, ?, ?, ?)",

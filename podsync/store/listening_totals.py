@@ -4,20 +4,33 @@ the seconds of new coverage and the episodes first finished (`listening_totals`)
 Kept by the write path as plays are stored (`count_plays`, in the write's
 transaction, after `meta.lock_user`), read by the statistics page a few rows a week.
 
+An episode played once has no row of stretches: its one play, stored in
+`episode_actions`, says what was listened to, and is read instead when the episode
+is played again (then the row is written). A history holds mostly such episodes, and
+a row each was a quarter of what its import wrote. So a person's episode without a
+row has at most one play counted that listened to anything (pruning deletes a play
+only when a later play of the same episode supersedes it, and that second play wrote
+the row). A listening session of the web player always has its row (`keep_rows`):
+its saves delete the play before.
+
 The web player's listening session lives on the person's row of the episode too: the
 token its script made when playback started and the seq of the session's one play.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Sequence, Set
+from operator import itemgetter
 from typing import Any, NamedTuple
 
+from podsync.episode_keys import ACTION_CODES
 from podsync.store import Connection
 from podsync.store.value_lists import in_list
 from podsync.stretches import EpisodeListened, Totals, format_spans, parse_spans
 
 _KEYS = 500
+_OCCURRED_AT = itemgetter(2)  # of a Play
 
 
 class Play(NamedTuple):
@@ -29,26 +42,57 @@ class Play(NamedTuple):
     total: int | None
 
 
-async def count_plays(conn: Connection, user_id: int, plays: Sequence[Play]) -> None:
-    """Add what these plays (stored now) listened to for the first time to the
-    totals, in the order they happened."""
+async def count_plays(
+    conn: Connection,
+    user_id: int,
+    plays: Sequence[Play],
+    *,
+    stored_from: int,
+    created: Set[int] = frozenset(),
+    keep_rows: bool = False,
+) -> None:
+    """Add what these plays (stored now, from seq `stored_from` on) listened to for
+    the first time to the totals, in the order they happened. `created`: the episodes
+    this write made, which have no row nor play before (a history's import: nearly
+    all of them). `keep_rows`: write the row of every episode played."""
     if not plays:
         return
-    listened = await _listened(conn, user_id, sorted({p.episode_id for p in plays}))
+    played = Counter(p.episode_id for p in plays)  # plays counted, these and before
+    listened = await _listened(conn, user_id, sorted(played.keys() - created))
+    had_row = set(listened)
+    without = sorted(played.keys() - created - had_row)
+    for episode_id, before in (await _earlier_plays(conn, user_id, without, stored_from)).items():
+        listened[episode_id] = _listened_from(before)
+        played[episode_id] += len(before)
     totals = Totals()
     changed: set[int] = set()
-    for play in sorted(plays, key=lambda p: p.occurred_at):
-        episode = listened.setdefault(play.episode_id, EpisodeListened())
-        if totals.play(episode, play.feed_id, play.occurred_at, *play[3:]):
-            changed.add(play.episode_id)
-    if changed:
+    count, count_only = totals.play, totals.only_play
+    for episode_id, feed_id, occurred_at, started, position, total in sorted(
+        plays, key=_OCCURRED_AT
+    ):
+        episode = listened.get(episode_id)
+        if episode is None:
+            if played[episode_id] == 1 and not keep_rows:  # its only play: no row
+                count_only(feed_id, occurred_at, started, position, total)
+                continue
+            episode = listened[episode_id] = EpisodeListened()
+        if count(episode, feed_id, occurred_at, started, position, total):
+            changed.add(episode_id)
+    # A row is written when this write changed it, and made once a second play of
+    # its episode listened to anything (or for a listening session).
+    written = [
+        e
+        for e in sorted(played)
+        if (e in changed if e in had_row else keep_rows or (played[e] > 1 and _says(listened[e])))
+    ]
+    if written:
         await conn.execute_many(
             "INSERT INTO listened_episodes (user_id, episode_id, spans, finished_at) "
             "VALUES (?, ?, ?, ?) ON CONFLICT (user_id, episode_id) DO UPDATE "
             "SET spans = excluded.spans, finished_at = excluded.finished_at",
             [
                 (user_id, e, format_spans(listened[e].spans), listened[e].finished_at)
-                for e in sorted(changed)
+                for e in written
             ],
         )
     if totals.added:
@@ -62,6 +106,22 @@ async def count_plays(conn: Connection, user_id: int, plays: Sequence[Play]) -> 
                 for (quarter, feed_id), (seconds, finishes) in sorted(totals.added.items())
             ],
         )
+
+
+def _says(listened: EpisodeListened) -> bool:
+    """Whether an episode's plays listened to anything (or finished it): a row of
+    one none of whose did says no more than no row."""
+    return bool(listened.spans) or listened.finished_at is not None
+
+
+def _listened_from(plays: list[Any]) -> EpisodeListened:
+    """What an episode's plays stored before (in the order they happened) listened to:
+    at most one of them did, else the episode has its row."""
+    listened = EpisodeListened()
+    counted_before = Totals()  # their seconds are in the totals already
+    for occurred_at, started, position, total in plays:
+        counted_before.play(listened, 0, int(occurred_at), started, position, total)
+    return listened
 
 
 async def _listened(
@@ -79,6 +139,25 @@ async def _listened(
             found[int(episode_id)] = EpisodeListened(
                 parse_spans(str(spans)), None if finished_at is None else int(finished_at)
             )
+    return found
+
+
+async def _earlier_plays(
+    conn: Connection, user_id: int, episode_ids: list[int], before_seq: int
+) -> dict[int, list[Any]]:
+    """Of these episodes (without a row), the plays stored before seq `before_seq`:
+    (occurred_at, started, position, total) each, in the order they happened."""
+    found: dict[int, list[Any]] = {}
+    for start in range(0, len(episode_ids), _KEYS):
+        marks, bound = in_list(episode_ids[start : start + _KEYS], _KEYS, dialect=conn.dialect)
+        rows = await conn.fetch_all(
+            "SELECT episode_id, occurred_at, started, position, total FROM episode_actions "
+            f"WHERE episode_id IN ({marks}) AND user_id = ? AND action = ? AND seq < ? "
+            "ORDER BY episode_id, occurred_at, seq",
+            [*bound, user_id, ACTION_CODES["play"], before_seq],
+        )
+        for episode_id, *play in rows:
+            found.setdefault(int(episode_id), []).append(play)
     return found
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from podsync.config import Config
 from podsync.feeds import url_key
+from podsync.storage.engine import create_engine
 from podsync.store import episodes
 from podsync.store.episodes import EpisodeAction
 from tests.conftest import PASSWORD, ServeProcess
@@ -75,5 +76,26 @@ async def test_step_26_fills_the_totals_from_the_plays_before_and_keeps_them_aft
         assert answer.status == 200, answer.body
         status, html = await browser.page("/ui/stats")
         assert section(html, "Time listened per week")[-1][2] == "50 min"
+        # TALK 2, played once before the upgrade, kept no row of its own: its play is
+        # read instead when it is played again (10 min new, finished once still).
+        db = create_engine(config.database)
+        await db.open()
+        try:
+            async with db.read() as conn:
+                assert len(await conn.fetch_all("SELECT * FROM listened_episodes")) == 1
+        finally:
+            await db.close()
+        body = (
+            f'[{{"podcast": "{TALK}", "episode": "{TALK}/2.mp3", "action": "play", '
+            f'"device": "tablet", "timestamp": "{late}", "started": 0, "position": 600, '
+            '"total": 4000}]'
+        ).encode()
+        answer = await asyncio.to_thread(
+            call, server.url, "POST", "/api/2/episodes/alice.json", body, **basic()
+        )
+        assert answer.status == 200, answer.body
+        status, html = await browser.page("/ui/stats")
+        assert section(html, "Time listened per week")[-1][2] == "1 h 00 min"
+        assert sum(int(value) for _, _, value in section(html, "Episodes finished per month")) == 1
     finally:
         await browser.close()

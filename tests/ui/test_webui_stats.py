@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from podsync.web.keys import DB
 from tests.conftest import MakeConfig
 from tests.ui.test_webui_episodes import app_for, text_of
 from tests.ui.test_webui_http import sign_in
@@ -111,6 +112,41 @@ async def test_overlapping_plays_from_two_devices_count_each_stretch_once(
         ("news.example/feed.xml", "45 min"),
         ("talk.example/feed.xml", "10 min"),
     ]
+
+
+async def test_plays_of_an_episode_in_uploads_of_their_own_count_each_stretch_once(
+    aiohttp_client: Any, make_config: MakeConfig
+) -> None:
+    ui = await app_for(aiohttp_client, make_config)
+    now = datetime.now(UTC).replace(microsecond=0)
+    monday = (now - timedelta(days=now.weekday())).replace(hour=0, minute=0, second=0)
+    at = [min(monday + timedelta(minutes=10 * n), now) for n in range(10)]
+    for item in [
+        play(NEWS, 1, at[0], 0, 1800, 3600),      # 0-30 min
+        {**play(NEWS, 1, at[1], 900, 2700, 3600), "device": "tablet"},  # 15-45: 15 new
+        play(NEWS, 1, at[2], 0, 1800, 3600),      # nothing new
+        play(TALK, 1, at[3], 0, 600, 6000),       # 10 min
+        play(TALK, 1, at[4], 300, 600, 6000),     # nothing new
+        play(TALK, 2, at[5], 100, 100, 600),      # no time
+        play(TALK, 2, at[6], 0, 300, 600),        # 5 min
+        play(TALK, 2, at[7], 0, 300, 600),        # nothing new
+        play(TALK, 3, at[8], 0, 120, 600),        # 2 min, its only play
+        play(TALK, 4, at[9], 590, 590, 600),      # finished, no time, its only play
+    ]:  # fmt: skip
+        await upload(ui, [item])  # each its own write: the next reads what it kept
+    await sign_in(ui)
+    html = await (await ui.get("/ui/stats")).text()
+    assert section(html, "Time listened per week")[-1][2] == "1 h 02 min"  # 45 + 17
+    top = section(html, "Podcasts listened to most")
+    assert [(label, value) for label, _, value in top] == [
+        ("news.example/feed.xml", "45 min"),
+        ("talk.example/feed.xml", "17 min"),
+    ]
+    assert "1 episode in all" in text_of(html)  # TALK 4
+    # An episode played once keeps no stretches of its own: its play says them.
+    async with ui.server.app[DB].read() as conn:
+        rows = await conn.fetch_all("SELECT episode_id FROM listened_episodes")
+    assert len(rows) == 3  # NEWS 1, TALK 1, TALK 2
 
 
 async def test_a_week_never_shows_more_than_its_hours(

@@ -143,7 +143,14 @@ class EpisodeWrites:
                 await sessions.replace_earlier_save(conn, user_id, batch, session)
             await self.bounds.check_actions(conn, user_id, len(batch.new))
             stored = await episodes.store(conn, batch, now)
-            await listening_totals.count_plays(conn, user_id, sessions.plays_of(batch))
+            await listening_totals.count_plays(
+                conn,
+                user_id,
+                sessions.plays_of(batch),
+                stored_from=stored.first_seq,
+                created=batch.created,
+                keep_rows=session is not None,  # the session is named on the row next
+            )
             if session is not None:
                 await sessions.remember(conn, user_id, batch, session, stored.last_seq)
             if then is not None:

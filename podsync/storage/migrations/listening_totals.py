@@ -3,7 +3,8 @@ player's listening sessions.
 
 - `listened_episodes`: per person and episode, the merged stretches listened to
   (`podsync.stretches`), when it was first finished, and the web player's current
-  listening session on it (its token and the seq of its one play action).
+  listening session on it (its token and the seq of its one play action). None for
+  an episode played once: its play says it.
 - `listening_totals`: per person, quarter of an hour (UTC) and podcast, the seconds
   of new coverage the plays of that quarter added, and the episodes first finished.
 
@@ -14,6 +15,7 @@ Both are filled from the plays stored before, each user's in the order they happ
 from __future__ import annotations
 
 import sqlite3
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -85,6 +87,7 @@ class UserFill:
 
     def __init__(self) -> None:
         self.listened: dict[int, EpisodeListened] = {}
+        self.plays: Counter[int] = Counter()
         self.totals = Totals()
         self.after: tuple[int, int] = (-(2**62), 0)
 
@@ -92,13 +95,16 @@ class UserFill:
         for occurred_at, seq, episode_id, feed_id, started, position, total in rows:
             listened = self.listened.setdefault(int(episode_id), EpisodeListened())
             self.totals.play(listened, int(feed_id), int(occurred_at), started, position, total)
+            self.plays[int(episode_id)] += 1
             self.after = (int(occurred_at), int(seq))
 
     def episode_rows(self, user_id: int) -> list[tuple[int, int, str, int | None]]:
+        """The rows of the episodes played more than once that listened to anything:
+        an episode played once has none (`store.listening_totals`)."""
         return [
             (user_id, episode_id, format_spans(e.spans), e.finished_at)
             for episode_id, e in self.listened.items()
-            if e.spans or e.finished_at is not None
+            if (e.spans or e.finished_at is not None) and self.plays[episode_id] > 1
         ]
 
     def total_rows(self, user_id: int) -> list[tuple[int, int, int, int, int]]:
