@@ -83,9 +83,8 @@ def _native() -> list[str]:
         import ctypes.util
     except ImportError:
         return ["native memory not read: this build has no ctypes"]
-    name = ctypes.util.find_library("sqlite3")
     try:
-        lib = ctypes.CDLL(name) if name else None
+        lib = _sqlite_library()
         if lib is not None:
             lib.sqlite3_memory_used.restype = ctypes.c_int64
             lib.sqlite3_memory_highwater.restype = ctypes.c_int64
@@ -189,13 +188,12 @@ def _sqlite_per_connection(connections: list[Any]) -> list[str]:
     the handle is used only when SQLite names the file it has open through it.
     Connections are closed on the event loop, where this runs, so none closes
     meanwhile; sqlite3_db_status takes the connection's own mutex."""
-    try:
-        import _sqlite3
-        import ctypes
-    except ImportError:
+    lib = _sqlite_library()
+    if lib is None:
         return []
+    import ctypes  # loaded by _sqlite_library
+
     try:
-        lib: Any = ctypes.CDLL(_sqlite3.__file__)  # the SQLite the module itself uses
         lib.sqlite3_db_filename.restype = ctypes.c_char_p
         lib.sqlite3_db_filename.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
         lib.sqlite3_db_status.argtypes = (
@@ -203,10 +201,9 @@ def _sqlite_per_connection(connections: list[Any]) -> list[str]:
         )
     except (OSError, AttributeError):
         return []
-    header = ctypes.sizeof(ctypes.c_ssize_t) + ctypes.sizeof(ctypes.c_void_p)
     lines: list[str] = []
     for connection in connections:
-        handle = ctypes.c_void_p.from_address(id(connection) + header).value
+        handle = _handle(connection)
         name = lib.sqlite3_db_filename(handle, b"main") if handle else None
         if not name:
             continue
@@ -249,24 +246,46 @@ def prepared_statements(connection: Any) -> list[str]:
     """The SQL of every statement `connection` (a `sqlite3.Connection` open in this
     process, in no other thread's use) keeps prepared: its statement cache and any
     cursor not yet finished."""
-    try:
-        import _sqlite3
-        import ctypes
-    except ImportError:
+    lib = _sqlite_library()
+    if lib is None:
         return []
+    import ctypes  # loaded by _sqlite_library
+
     try:
-        lib: Any = ctypes.CDLL(_sqlite3.__file__)
         lib.sqlite3_next_stmt.restype = ctypes.c_void_p
         lib.sqlite3_next_stmt.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
         lib.sqlite3_sql.restype = ctypes.c_char_p
         lib.sqlite3_sql.argtypes = [ctypes.c_void_p]
     except (OSError, AttributeError):
         return []
-    header = ctypes.sizeof(ctypes.c_ssize_t) + ctypes.sizeof(ctypes.c_void_p)
-    handle = ctypes.c_void_p.from_address(id(connection) + header).value
+    handle = _handle(connection)
     texts: list[str] = []
     statement = lib.sqlite3_next_stmt(handle, None) if handle else None
     while statement:
         texts.append((lib.sqlite3_sql(statement) or b"").decode(errors="replace"))
         statement = lib.sqlite3_next_stmt(handle, statement)
     return texts
+
+
+def _sqlite_library() -> Any:
+    """The SQLite library Python's sqlite3 module itself uses (the one-file binary
+    carries its own), through ctypes; None without ctypes."""
+    try:
+        import _sqlite3
+        import ctypes
+    except ImportError:
+        return None
+    try:
+        return ctypes.CDLL(_sqlite3.__file__)  # its symbols and its libsqlite3's
+    except OSError:
+        return None
+
+
+def _handle(connection: Any) -> int | None:
+    """A `sqlite3.Connection`'s `sqlite3 *`: CPython keeps it right after the object's
+    header, NULL once the connection is closed."""
+    import ctypes
+
+    header = ctypes.sizeof(ctypes.c_ssize_t) + ctypes.sizeof(ctypes.c_void_p)
+    handle: int | None = ctypes.c_void_p.from_address(id(connection) + header).value
+    return handle
