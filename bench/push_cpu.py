@@ -163,7 +163,9 @@ def main() -> int:
     args = ap.parse_args()
     with quiet_env(), tempfile.TemporaryDirectory(prefix="push-cpu-") as tmp:
         if args.source is not None:
+            # `python -m podsync` looks in its working directory first, then PYTHONPATH.
             os.environ["PYTHONPATH"] = str(args.source.resolve())
+            os.chdir(args.source)
         workdir = Path(tmp)
         port = free_port()
         config = write_podsync_config(workdir, port)
