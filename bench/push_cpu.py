@@ -2,9 +2,9 @@
 
     python bench/push_cpu.py                          # 3 rounds of 5 s: CPU per push
     python bench/push_cpu.py --strace 4               # + system calls per push (strace -c)
-    python bench/push_cpu.py --cprofile /tmp/p.prof   # + the server run under cProfile
-    python bench/push_cpu.py --perf /tmp/p.data       # + perf record -g of the server
-    python bench/push_cpu.py --source /tmp/base       # another tree's podsync (PYTHONPATH)
+    python bench/push_cpu.py --cprofile push.prof      # + the server run under cProfile
+    python bench/push_cpu.py --perf push.data          # + perf record -g of the server
+    python bench/push_cpu.py --source DIR             # the podsync/ of another tree
 
 One `podsync serve` (the load bench's settings: durability full, access log off, no
 fetcher), one user, one gpodder session; wrk (8 connections) POSTs 30 URLs never seen
