@@ -161,6 +161,9 @@ def main() -> int:
     ap.add_argument("--source", type=Path, help="a tree whose podsync/ the server runs")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    # Output paths as given, before --source changes the working directory.
+    args.cprofile = args.cprofile.resolve() if args.cprofile else None
+    args.perf = args.perf.resolve() if args.perf else None
     with quiet_env(), tempfile.TemporaryDirectory(prefix="push-cpu-") as tmp:
         if args.source is not None:
             # `python -m podsync` looks in its working directory first, then PYTHONPATH.
