@@ -69,7 +69,9 @@ def _matching(column: str, keys: str) -> str:
     table was empty (a new instance, before autovacuum's first ANALYZE) saw every
     index cost the same and looked the keys up through an index on the user alone,
     reading all of the user's rows on every batch, a join on (column, user_id) as
-    much as the array; the comparisons leave it no such choice."""
+    much as the array; the comparisons leave it no such choice. OFFSET 0 keeps each
+    lookup a subquery of its own: flattened into a join, it could be one pass over
+    a whole index matched against the keys."""
     return (
         f"ARRAY(SELECT ROW(entity.*) FROM unnest({keys}) AS wanted(key) CROSS JOIN LATERAL ("
         f"SELECT {_COLUMNS} FROM subscriptions "
