@@ -38,9 +38,8 @@ MAX_WAITING = 10_000
 # A read stores its position again when the stored one is this old, even unchanged:
 # a reader that keeps reading keeps its position past the pruning.
 REFRESH_US = 12 * 3600 * 1_000_000
-# A session's positions are kept this long after their last write: the gpodder apps
-# that log in per sync (AntennaPod) or not at all (Kasts) leave one session a sync.
-SESSION_KEEP_US = 24 * 3600 * 1_000_000
+# How long positions are kept after their last write: services/retention.py, which
+# forgets them.
 
 Position = tuple[int, int]  # (position, written at in microseconds)
 
@@ -131,12 +130,3 @@ class ServedPositions:
         if self._flusher is not None:
             await self._flusher
         await self.flush()
-
-    async def prune(self, keep_us: int, now: int | None = None) -> int:
-        """Forget the positions of sessions a day after their last write, and the
-        others (devices) `keep_us` after theirs; how many."""
-        now = timestamps.now_us() if now is None else now
-        async with self.db.write() as conn:
-            return await served_positions.prune(
-                conn, now - SESSION_KEEP_US, now - max(keep_us, SESSION_KEEP_US)
-            )

@@ -43,7 +43,9 @@ class LazyPart:
 
 class LazyApp:
     """The part under `prefixes` (each `/x` covers `/x` and `/x/...`) and the exact
-    `paths`, loaded by `load` (a blocking import, run on a worker thread)."""
+    `paths`, loaded by `load` (a blocking import, run on a worker thread). `pages`:
+    the part answers errors on its paths with its own error page (the web UI's;
+    one part of the server may have one)."""
 
     def __init__(
         self,
@@ -51,8 +53,10 @@ class LazyApp:
         prefixes: tuple[str, ...],
         paths: tuple[str, ...],
         load: Callable[[], LazyPart],
+        pages: bool = True,
     ) -> None:
         self._main = main
+        self._pages = pages
         self._prefixes = prefixes
         self._paths = paths
         self._load = load
@@ -66,7 +70,10 @@ class LazyApp:
         shutdown in the main application's."""
         for canonical in (*self._prefixes, *self._paths):
             self._main.router.register_resource(_LazyResource(self, canonical))
-        self._main[ERROR_PAGE] = self.error_page
+        if self._pages:
+            if ERROR_PAGE in self._main:
+                raise RuntimeError("another part of the server has its error page already")
+            self._main[ERROR_PAGE] = self.error_page
         self._main.on_shutdown.append(self._shutdown)
 
     def owns(self, path: str) -> bool:
