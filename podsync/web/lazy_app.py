@@ -68,8 +68,10 @@ class LazyApp:
     def register(self) -> None:
         """Put the part's resources in the main route table and its error page and
         shutdown in the main application's."""
-        for canonical in (*self._prefixes, *self._paths):
-            self._main.router.register_resource(_LazyResource(self, canonical))
+        for prefix in self._prefixes:
+            self._main.router.register_resource(_LazyResource(self, prefix, exact=False))
+        for path in self._paths:
+            self._main.router.register_resource(_LazyResource(self, path, exact=True))
         if self._pages:
             if ERROR_PAGE in self._main:
                 raise RuntimeError("another part of the server has its error page already")
@@ -135,12 +137,13 @@ class LazyApp:
 
 
 class _LazyResource(AbstractResource):
-    """One path prefix of a `LazyApp` in the main route table."""
+    """One path prefix (or, `exact`, one path) of a `LazyApp` in the main route table."""
 
-    def __init__(self, part: LazyApp, canonical: str) -> None:
+    def __init__(self, part: LazyApp, canonical: str, exact: bool) -> None:
         super().__init__(name=None)
         self._part = part
         self._canonical = canonical
+        self._below = None if exact else canonical + "/"
 
     @property
     def canonical(self) -> str:
@@ -160,11 +163,11 @@ class _LazyResource(AbstractResource):
 
     async def resolve(self, request: web.Request) -> tuple[UrlMappingMatchInfo | None, set[str]]:
         path = request.rel_url.path_safe
-        if path != self._canonical and not path.startswith(self._canonical + "/"):
+        if path != self._canonical and (self._below is None or not path.startswith(self._below)):
             return None, set()
-        if not self._part.owns(path):
-            return None, set()
-        app = await self._part.app()
+        app = self._part.built()  # once built: no coroutine on each request's path
+        if app is None:
+            app = await self._part.app()
         found = await app.router.resolve(request)
         refused = found.http_exception
         if refused is not None:  # 404, or 405 naming what is allowed there
