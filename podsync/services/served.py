@@ -36,10 +36,9 @@ FLUSH_S = 0.25
 # Positions waiting at most; past this one write takes them at once.
 MAX_WAITING = 10_000
 # A read stores its position again when the stored one is this old, even unchanged:
-# a reader that keeps reading keeps its position past the pruning.
+# a reader that keeps reading keeps its position past the pruning (a day for a
+# session's, gpodder.session_lifetime for a device's: services/retention.py).
 REFRESH_US = 12 * 3600 * 1_000_000
-# How long positions are kept after their last write: services/retention.py, which
-# forgets them.
 
 Position = tuple[int, int]  # (position, written at in microseconds)
 
