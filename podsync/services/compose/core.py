@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     # on (feedparser and a client), OPML with the first export or import, and the
     # rest (the episode core, the devices, the served positions, the gpodder and
     # Nextcloud APIs' own services: about 0.7 MB) with the first request of those
-    # APIs (web/gpodder_apis.py) or of the web UI, or by the CLI command that needs
+    # APIs (web/routes.py, `_load_gpodder_apis`) or of the web UI, or by the CLI command that needs
     # them; an idle server, and one that only the Open Podcast API uses, never holds
     # them (docs/performance.md, "idle memory").
     from podsync.services.devices import DeviceService
