@@ -23,8 +23,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from podsync.serve import HEAP_REPORT_DIR_ENV as ENV
+
 log = logging.getLogger("podsync")
-ENV = "PODSYNC_DEBUG_HEAP_DIR"
 
 
 def install(loop: asyncio.AbstractEventLoop) -> None:

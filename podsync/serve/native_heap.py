@@ -9,7 +9,8 @@ large responses, the feed parser's buffers on its thread). Two settings bound it
 - a fixed mmap threshold (`MMAP_THRESHOLD`). glibc's default threshold moves: each
   time a block above it is freed the threshold rises to that size, up to 32 MiB,
   and from then on such blocks come from the heap and leave holes there. Fixed,
-  every block above it is mapped on its own and unmapped when freed;
+  a block above it that the free space at the heap's top cannot give is mapped on
+  its own and unmapped when freed;
 - `malloc_trim(0)` every `TRIM_EVERY` seconds on a worker thread: it gives back
   (madvise) every whole page that is free inside the heaps of every arena, not
   only at a heap's top as free() itself does.

@@ -22,7 +22,7 @@ from podsync import __version__
 from podsync.config import Config, describe_database
 from podsync.errors import AddressInUse
 from podsync.logs import mark_worker
-from podsync.serve import heap_report, native_heap, python_heap
+from podsync.serve import HEAP_REPORT_DIR_ENV, native_heap, python_heap
 from podsync.web.app import create_app
 from podsync.web.http import dumps, error_name
 from podsync.web.keys import CLIENT_ADDRESS
@@ -230,7 +230,7 @@ async def serve(
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     loop.add_signal_handler(signal.SIGHUP, hangup.set)
-    heap_report.install(loop)
+    _heap_reports(loop, on=True)
     if sockets is None:
         sockets = listen(config.server.host, config.server.port)
     try:
@@ -259,10 +259,23 @@ async def serve(
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             loop.remove_signal_handler(sig)
-        heap_report.uninstall(loop)
+        _heap_reports(loop, on=False)
         for sock in sockets:
             sock.close()
     log.info("stopped")
+
+
+def _heap_reports(loop: asyncio.AbstractEventLoop, on: bool) -> None:
+    """SIGUSR2 writes a heap report when PODSYNC_DEBUG_HEAP_DIR asks for one
+    (docs/development.md); its module is loaded only then."""
+    if not os.environ.get(HEAP_REPORT_DIR_ENV):
+        return
+    from podsync.serve import heap_report
+
+    if on:
+        heap_report.install(loop)
+    else:
+        heap_report.uninstall(loop)
 
 
 async def _first(*events: asyncio.Event) -> None:
@@ -331,7 +344,7 @@ async def serve_worker(config: Config, sockets: list[socket.socket], worker: Wor
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
-    heap_report.install(loop)
+    _heap_reports(loop, on=True)
 
     def parent_gone() -> None:
         loop.remove_reader(worker.lifeline_fd)
@@ -355,4 +368,4 @@ async def serve_worker(config: Config, sockets: list[socket.socket], worker: Wor
         trim.cancel()
         await runner.cleanup()
         loop.remove_signal_handler(signal.SIGTERM)
-        heap_report.uninstall(loop)
+        _heap_reports(loop, on=False)

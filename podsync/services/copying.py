@@ -26,4 +26,6 @@ async def copy_database(source: Engine, target: Engine) -> dict[str, int]:
                 await copy.write_rows(dst, table, names, rows)
                 counts[table] += len(rows)
         await copy.advance_identities(dst, await copy.issued_ids(src))
+    async with target.read() as dst:
+        await copy.analyse(dst, list(counts))
     return counts

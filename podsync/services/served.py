@@ -36,11 +36,9 @@ FLUSH_S = 0.25
 # Positions waiting at most; past this one write takes them at once.
 MAX_WAITING = 10_000
 # A read stores its position again when the stored one is this old, even unchanged:
-# a reader that keeps reading keeps its position past the pruning.
+# a reader that keeps reading keeps its position past the pruning (a day for a
+# session's, gpodder.session_lifetime for a device's: services/retention.py).
 REFRESH_US = 12 * 3600 * 1_000_000
-# A session's positions are kept this long after their last write: the gpodder apps
-# that log in per sync (AntennaPod) or not at all (Kasts) leave one session a sync.
-SESSION_KEEP_US = 24 * 3600 * 1_000_000
 
 Position = tuple[int, int]  # (position, written at in microseconds)
 
@@ -131,12 +129,3 @@ class ServedPositions:
         if self._flusher is not None:
             await self._flusher
         await self.flush()
-
-    async def prune(self, keep_us: int, now: int | None = None) -> int:
-        """Forget the positions of sessions a day after their last write, and the
-        others (devices) `keep_us` after theirs; how many."""
-        now = timestamps.now_us() if now is None else now
-        async with self.db.write() as conn:
-            return await served_positions.prune(
-                conn, now - SESSION_KEEP_US, now - max(keep_us, SESSION_KEEP_US)
-            )

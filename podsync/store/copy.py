@@ -116,3 +116,13 @@ async def advance_identities(target: Connection, issued: dict[str, int]) -> None
             f"greatest(coalesce((SELECT max({column}) FROM {table}), 0), ?) + 1, false)",
             (table, column, issued.get(table, 0)),
         )
+
+
+async def analyse(target: Connection, tables: list[str]) -> None:
+    """PostgreSQL: gather the statistics of the tables just filled. A new database's
+    migrations analysed them empty and autovacuum comes back a while later: until
+    then the planner knows each table's size but nothing of its columns, and guesses
+    that any user holds a two-hundredth of the rows, so a statement on a user's rows
+    can read all of them to find a few. SQLite runs without statistics."""
+    if target.dialect == "postgresql" and tables:
+        await target.execute(f"ANALYZE {', '.join(tables)}")

@@ -59,14 +59,24 @@ async def load(
 
 def _matching(column: str, keys: str) -> str:
     """The user's entities whose `column` is one of the array `keys`, as an array of
-    rows. Not a lookup per key as for the action ids: the planner, when it made its
-    plan on a table too small to tell the indexes apart, served each lookup from an
-    index on user_id alone and read all of the user's rows per key; with the keys as
-    one array such a plan reads them once, and not at all for no keys (the
-    cardinality test is the plan's one-time filter)."""
+    rows: each key looked up on its own, by an index that leads with `column` and
+    holds user_id (for the url key and the guid, the index of both; for the sync id,
+    its own unique index).
+
+    Written as a pair of row comparisons on (column, user_id) rather than `user_id = ?
+    AND column = ANY(keys)`: an index on the user can serve `user_id = ?` but no
+    index that does not lead with `column` can serve these. A plan made while the
+    table was empty (a new instance, before autovacuum's first ANALYZE) saw every
+    index cost the same and looked the keys up through an index on the user alone,
+    reading all of the user's rows on every batch, a join on (column, user_id) as
+    much as the array; the comparisons leave it no such choice. OFFSET 0 keeps each
+    lookup a subquery of its own: flattened into a join, it could be one pass over
+    a whole index matched against the keys."""
     return (
-        f"ARRAY(SELECT ROW({_COLUMNS}) FROM subscriptions "
-        f"WHERE cardinality({keys}) > 0 AND user_id = ? AND {column} = ANY({keys}))"
+        f"ARRAY(SELECT ROW(entity.*) FROM unnest({keys}) AS wanted(key) CROSS JOIN LATERAL ("
+        f"SELECT {_COLUMNS} FROM subscriptions "
+        f"WHERE ({column}, user_id) >= (wanted.key, ?) AND ({column}, user_id) <= (wanted.key, ?) "
+        "OFFSET 0) AS entity)"
     )
 
 
@@ -76,7 +86,9 @@ _NAMED = (
 )
 # Every recorded row of the batch's action ids, those past retention too (told
 # apart in Python): under the user's lock, an id not found is not in the log, and
-# the write records it with a plain INSERT.
+# the write records it with a plain INSERT. The user's last change number by the
+# index of (user_id, change_seq) read backwards: max() let a plan made on an empty
+# table read all of the user's rows for it.
 _LOAD = f"""
 WITH found AS (
     SELECT seen.* FROM unnest(?::text[]) AS wanted(action_id) CROSS JOIN LATERAL (
@@ -88,7 +100,7 @@ SELECT
     {_matching("sync_id", _NAMED)},
     {_matching("url_key", "?::text[]")},
     {_matching("guid", "?::text[]")},
-    (SELECT max(change_seq) FROM subscriptions WHERE user_id = ?),
+    (SELECT change_seq FROM subscriptions WHERE user_id = ? ORDER BY change_seq DESC LIMIT 1),
     (SELECT entity_count FROM users WHERE id = ?)
 """
 
@@ -109,14 +121,13 @@ async def _load_in_one(
             sync_ids,
             newer_than,
             user_id,
-            sync_ids,
-            newer_than,
-            url_keys,
             user_id,
             url_keys,
-            guids,
+            user_id,
             user_id,
             guids,
+            user_id,
+            user_id,
             user_id,
             user_id,
         ),

@@ -17,29 +17,20 @@ from podsync.config import Config
 from podsync.errors import METRICS_EXTRA, MissingExtra
 from podsync.services.auth import load_secret_key
 from podsync.services.compose.core import Services
-from podsync.services.episodes.history import prune_superseded
-from podsync.services.feed_info import collect_unreferenced
-from podsync.services.gpodder import Gpodder
 from podsync.services.health import require_writable
-from podsync.services.nextcloud.login_flows import LoginFlows
-from podsync.services.served import ServedPositions
+from podsync.services.retention import forget_past_retention
 from podsync.services.sync import SyncService
 from podsync.storage.engine import Engine, create_engine, open_when_up
 from podsync.web.cors import cors_middleware
-from podsync.web.gpodder.keys import GPODDER
 from podsync.web.keys import (
     APP_PASSWORDS,
     AUTH,
     BASIC_AUTH,
     CONFIG,
     DB,
-    DEVICES,
-    EPISODE_WRITES,
     FEED_FETCHER,
     FEED_INFO,
     LISTING,
-    LOGIN_FLOWS,
-    NEXTCLOUD,
     SERVICES,
     SYNC,
     SYNC_HEALTH,
@@ -60,36 +51,11 @@ WRITE_TURN_FILE = "write.lock"  # in the workers' shared directory
 METRICS_PUBLISH_S = 1.0
 
 
-async def _prune_periodically(
-    sync: SyncService,
-    gpodder: Gpodder,
-    flows: LoginFlows,
-    served: ServedPositions,
-    db: Engine,
-    config: Config,
-) -> None:
-    """Forget what is past its retention, now and every hour: action ids, the
-    revocations of gpodder sessions whose cookies have all expired, served positions
-    of readers gone, superseded episode actions past gpodder.episode_history_days,
-    and the feeds and artwork no subscription refers to any more."""
+async def _prune_periodically(db: Engine, sync: SyncService, config: Config) -> None:
+    """Forget what is past its retention (services/retention.py), now and every hour."""
     while True:
         try:
-            removed = await sync.prune_action_log()
-            if removed:
-                log.info("forgot %d action ids past their retention", removed)
-            ended = await gpodder.auth.prune_revocations()
-            if ended:
-                log.info("forgot %d ended gpodder sessions past their cookies' lifetime", ended)
-            await flows.prune()  # Login Flow v2 requests past their lifetime
-            await served.prune(config.gpodder.session_lifetime * 1_000_000)
-            pruned = await prune_superseded(db, config.gpodder.episode_history_days)
-            if pruned:
-                log.info("pruned %d superseded episode actions past their history", pruned)
-            feeds, images = await collect_unreferenced(db)
-            if feeds or images:
-                log.info(
-                    "forgot %d feeds and %d images nobody subscribes to any more", feeds, images
-                )
+            await forget_past_retention(db, sync, config)
         except Exception:
             log.exception("pruning past their retention failed; trying again later")
         await asyncio.sleep(PRUNE_INTERVAL_S)
@@ -153,28 +119,14 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
         app[LISTING] = services.listing
         app[APP_PASSWORDS] = services.app_passwords
         app[BASIC_AUTH] = services.basic_auth
-        app[DEVICES] = services.devices
-        app[EPISODE_WRITES] = services.episode_writes
-        app[GPODDER] = services.gpodder
-        app[NEXTCLOUD] = services.nextcloud
         app[SYNC_HEALTH] = services.sync_health
-        app[LOGIN_FLOWS] = services.login_flows
         app[FEED_INFO] = services.feed_info
         # Off: then nothing here, or anywhere, opens an outbound connection.
         fetcher = services.feed_fetcher
         app[FEED_FETCHER] = fetcher
         # What runs once per server, not once per worker: on the leader.
         if worker.leader:
-            pruner = asyncio.create_task(
-                _prune_periodically(
-                    services.sync,
-                    services.gpodder,
-                    services.login_flows,
-                    services.served,
-                    db,
-                    config,
-                )
-            )
+            pruner = asyncio.create_task(_prune_periodically(db, services.sync, config))
         if fetcher is None:
             if worker.leader:
                 log.info("feeds.fetch_metadata is off: podsync makes no outbound connection")

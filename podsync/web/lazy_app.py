@@ -43,7 +43,9 @@ class LazyPart:
 
 class LazyApp:
     """The part under `prefixes` (each `/x` covers `/x` and `/x/...`) and the exact
-    `paths`, loaded by `load` (a blocking import, run on a worker thread)."""
+    `paths`, loaded by `load` (a blocking import, run on a worker thread). `pages`:
+    the part answers errors on its paths with its own error page (the web UI's;
+    one part of the server may have one)."""
 
     def __init__(
         self,
@@ -51,8 +53,10 @@ class LazyApp:
         prefixes: tuple[str, ...],
         paths: tuple[str, ...],
         load: Callable[[], LazyPart],
+        pages: bool = True,
     ) -> None:
         self._main = main
+        self._pages = pages
         self._prefixes = prefixes
         self._paths = paths
         self._load = load
@@ -64,9 +68,14 @@ class LazyApp:
     def register(self) -> None:
         """Put the part's resources in the main route table and its error page and
         shutdown in the main application's."""
-        for canonical in (*self._prefixes, *self._paths):
-            self._main.router.register_resource(_LazyResource(self, canonical))
-        self._main[ERROR_PAGE] = self.error_page
+        for prefix in self._prefixes:
+            self._main.router.register_resource(_LazyResource(self, prefix, exact=False))
+        for path in self._paths:
+            self._main.router.register_resource(_LazyResource(self, path, exact=True))
+        if self._pages:
+            if ERROR_PAGE in self._main:
+                raise RuntimeError("another part of the server has its error page already")
+            self._main[ERROR_PAGE] = self.error_page
         self._main.on_shutdown.append(self._shutdown)
 
     def owns(self, path: str) -> bool:
@@ -128,12 +137,13 @@ class LazyApp:
 
 
 class _LazyResource(AbstractResource):
-    """One path prefix of a `LazyApp` in the main route table."""
+    """One path prefix (or, `exact`, one path) of a `LazyApp` in the main route table."""
 
-    def __init__(self, part: LazyApp, canonical: str) -> None:
+    def __init__(self, part: LazyApp, canonical: str, exact: bool) -> None:
         super().__init__(name=None)
         self._part = part
         self._canonical = canonical
+        self._below = None if exact else canonical + "/"
 
     @property
     def canonical(self) -> str:
@@ -153,11 +163,11 @@ class _LazyResource(AbstractResource):
 
     async def resolve(self, request: web.Request) -> tuple[UrlMappingMatchInfo | None, set[str]]:
         path = request.rel_url.path_safe
-        if path != self._canonical and not path.startswith(self._canonical + "/"):
+        if path != self._canonical and (self._below is None or not path.startswith(self._below)):
             return None, set()
-        if not self._part.owns(path):
-            return None, set()
-        app = await self._part.app()
+        app = self._part.built()  # once built: no coroutine on each request's path
+        if app is None:
+            app = await self._part.app()
         found = await app.router.resolve(request)
         refused = found.http_exception
         if refused is not None:  # 404, or 405 naming what is allowed there

@@ -1,4 +1,7 @@
-"""Every route podsync serves, in one table."""
+"""Every route podsync serves: the Open Podcast API's and the operations' in one
+table here; the gpodder-compatible APIs' (web/gpodder/routes.py,
+web/nextcloud/routes.py) and the web UI's (web/ui/routes.py) in their folders,
+each registered here as a part loaded with its first request (web/lazy_app.py)."""
 
 from __future__ import annotations
 
@@ -6,15 +9,8 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from podsync.web.gpodder import handlers as gpodder
 from podsync.web.gpodder import slashes
-from podsync.web.gpodder import subscriptions as gpodder_subscriptions
-from podsync.web.gpodder.http import gpodder_route
 from podsync.web.lazy_app import LazyApp, LazyPart
-from podsync.web.middleware import Handler
-from podsync.web.nextcloud import login_flow as nextcloud_flow
-from podsync.web.nextcloud import sync as nextcloud
-from podsync.web.nextcloud.http import nextcloud_route
 from podsync.web.opa import auth as auth_handlers
 from podsync.web.opa import openapi, opml_export, subscriptions, sync
 from podsync.web.ops import health, home
@@ -59,77 +55,59 @@ def setup_routes(
         ]
     )
     if gpodder_enabled:
-        app.router.register_resource(slashes.RepeatedSlashes(app.router, GPODDER_PREFIXES))
-        app.router.add_routes(GPODDER_ROUTES)
-        app.router.add_routes(nextcloud_routes(""))
+        # The gpodder-compatible APIs, built on their first request (`_load_gpodder_apis`).
         # Behind a proxy that passes its path prefix on (server.public_url
-        # https://host/podsync), the same routes under the prefix too.
+        # https://host/podsync), the Nextcloud routes under the prefix too.
         prefix = urlsplit(public_url).path.rstrip("/") if public_url else ""
-        if prefix:
-            app.router.add_routes(nextcloud_routes(prefix))
+        LazyApp(
+            app, _gpodder_prefixes(prefix), (), lambda: _load_gpodder_apis(prefix), pages=False
+        ).register()
+        app.router.register_resource(slashes.RepeatedSlashes(app.router, GPODDER_PREFIXES))
     # The web UI, built on its first request (web/lazy_app.py): a server whose pages
     # nobody opens never loads them, nor the services only they use.
     LazyApp(app, ("/ui",), ("/favicon.ico",), _load_ui).register()
+
+
+# Under these prefixes repeated slashes route as one (Kasts with a trailing "/" typed
+# after the host sends "//api/2/..."), not by a redirect (web/gpodder/slashes.py).
+GPODDER_PREFIXES = ("/api/2/", "/subscriptions/")
+# The Nextcloud API's and Login Flow v2's paths start so.
+NEXTCLOUD_PREFIXES = ("/index.php/apps/gpoddersync", "/index.php/login/v2")
+
+
+def _gpodder_prefixes(path_prefix: str) -> tuple[str, ...]:
+    """Every path prefix of the gpodder-compatible APIs (each covers itself and what
+    is below it), the Nextcloud ones also under the path of server.public_url."""
+    under = tuple(path_prefix + p for p in NEXTCLOUD_PREFIXES) if path_prefix else ()
+    return (*(p.rstrip("/") for p in GPODDER_PREFIXES), *NEXTCLOUD_PREFIXES, *under)
+
+
+def _load_gpodder_apis(path_prefix: str) -> LazyPart:
+    """The gpodder-compatible APIs as one part: the gpodder v2 and simple APIs, the
+    Nextcloud API and Login Flow v2. `gpodder.enabled` turns them on together and the
+    Nextcloud sync stands on the gpodder subscriptions; with them come the services
+    only they use (the episode core, the devices, the served positions), about 0.7 MB
+    that a server whose apps speak only the Open Podcast API never holds. The
+    Nextcloud routes are also under `path_prefix` (the path of server.public_url)."""
+    from podsync.web.gpodder import routes as gpodder
+    from podsync.web.nextcloud import routes as nextcloud
+
+    def apis() -> web.Application:
+        app = web.Application()
+        app.router.add_routes(gpodder.GPODDER_ROUTES)
+        app.router.add_routes(nextcloud.nextcloud_routes(""))
+        if path_prefix:
+            app.router.add_routes(nextcloud.nextcloud_routes(path_prefix))
+        return app
+
+    def open_services(app: web.Application) -> None:
+        gpodder.open_services(app)
+        nextcloud.open_services(app)
+
+    return LazyPart(apis, open_services)
 
 
 def _load_ui() -> LazyPart:
     from podsync.web.ui import routes as ui
 
     return LazyPart(ui.ui_app, ui.open_services)
-
-
-# The gpodder v2 API and the simple API v1 (the README's endpoint table): (method,
-# path, handler, kind). Under these prefixes repeated slashes route as one (Kasts
-# with a trailing "/" typed after the host sends "//api/2/..."), not by a redirect.
-# Route names start "gpodder."; web/gpodder/http.py checks their callers.
-GPODDER_PREFIXES = ("/api/2/", "/subscriptions/")
-_U = "{username}"
-_D = "{device}"
-_GPODDER: list[tuple[str, str, Handler, str]] = [
-    ("POST", f"/api/2/auth/{_U}/login.json", gpodder.login, "login"),
-    ("POST", f"/api/2/auth/{_U}/logout.json", gpodder.logout, "logout"),
-    ("GET", f"/api/2/devices/{_U}.json", gpodder.list_devices, ""),
-    ("POST", f"/api/2/devices/{_U}/{_D}.json", gpodder.update_device, ""),
-    ("GET", f"/api/2/subscriptions/{_U}/{_D}.json", gpodder_subscriptions.get_changes, ""),
-    ("POST", f"/api/2/subscriptions/{_U}/{_D}.json", gpodder_subscriptions.post_changes, ""),
-    ("GET", f"/api/2/episodes/{_U}.json", gpodder.get_episodes, ""),
-    ("POST", f"/api/2/episodes/{_U}.json", gpodder.post_episodes, ""),
-    ("GET", f"/api/2/sync-devices/{_U}.json", gpodder.sync_devices, ""),
-    ("POST", f"/api/2/sync-devices/{_U}.json", gpodder.sync_devices, ""),
-    ("GET", f"/subscriptions/{_U}.{{fmt}}", gpodder_subscriptions.get_list, ""),
-    ("GET", f"/subscriptions/{_U}/{_D}.{{fmt}}", gpodder_subscriptions.get_list, ""),
-    ("PUT", f"/subscriptions/{_U}/{_D}.{{fmt}}", gpodder_subscriptions.put_list, ""),
-    ("POST", f"/subscriptions/{_U}/{_D}.{{fmt}}", gpodder_subscriptions.put_list, ""),
-]
-GPODDER_ROUTES = [
-    web.route(method, path, gpodder_route(handler, kind), name=f"gpodder.r{n}_{handler.__name__}")
-    for n, (method, path, handler, kind) in enumerate(_GPODDER)
-]
-
-
-# The Nextcloud "GPodder Sync" API and Login Flow v2 (the nextcloud spec): (method,
-# path, handler, whether it takes Basic). Route names start "nextcloud.";
-# web/nextcloud/http.py checks their callers.
-_NC = "/index.php/apps/gpoddersync"
-_NEXTCLOUD: list[tuple[str, str, Handler, bool]] = [
-    ("GET", f"{_NC}/subscriptions", nextcloud.get_subscriptions, True),
-    ("POST", f"{_NC}/subscription_change/create", nextcloud.post_subscriptions, True),
-    ("GET", f"{_NC}/episode_action", nextcloud.get_actions, True),
-    ("POST", f"{_NC}/episode_action/create", nextcloud.post_actions, True),
-    ("POST", "/index.php/login/v2", nextcloud_flow.start, False),
-    ("POST", "/index.php/login/v2/poll", nextcloud_flow.poll, False),
-    ("GET", "/index.php/login/v2/flow/{flow_id}", nextcloud_flow.open_flow, False),
-]
-
-
-def nextcloud_routes(prefix: str) -> list[web.RouteDef]:
-    tag = "p" if prefix else ""
-    return [
-        web.route(
-            method,
-            prefix + path,
-            nextcloud_route(handler, basic),
-            name=f"nextcloud.{tag}r{n}_{handler.__name__}",
-        )
-        for n, (method, path, handler, basic) in enumerate(_NEXTCLOUD)
-    ]

@@ -1,7 +1,9 @@
 """An idle `podsync serve` leaves out what only some requests need (its memory is a
 performance target, docs/performance.md): the web UI, Jinja2, the import from
-another server, the other commands, the OPML module. They load with the first
-request that needs them, and that request is answered as before."""
+another server, the other commands, the OPML module, the gpodder-compatible APIs
+(gpodder v2 and simple, Nextcloud, Login Flow v2) and the services only they use,
+the heap report's debugging aid. They load with the first request that needs them,
+and that request is answered as before."""
 
 from __future__ import annotations
 
@@ -34,6 +36,20 @@ NOT_AT_IDLE = (
     "feedparser",
     "importlib.resources",
     "encodings.idna",
+    # The gpodder-compatible APIs (web/routes.py: `_load_gpodder_apis`) and what only
+    # they (and the web UI) use; the pruning reads the Nextcloud package's lifetimes.
+    "podsync.web.gpodder.routes",
+    "podsync.web.gpodder.handlers",
+    "podsync.web.gpodder.http",
+    "podsync.web.nextcloud",
+    "podsync.services.gpodder",
+    "podsync.services.nextcloud.sync",
+    "podsync.services.nextcloud.login_flows",
+    "podsync.services.episodes.writes",
+    "podsync.services.devices",
+    "podsync.services.device_subscriptions",
+    "podsync.services.served",
+    "podsync.serve.heap_report",
 )
 IMPORTED = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)\s*$", re.MULTILINE)
 
@@ -115,6 +131,57 @@ def test_the_first_pages_load_the_web_ui_and_are_answered_as_before(tmp_path: Pa
     finally:
         _stop(proc)
     assert _loaded(_imported(log), "podsync.web.ui")
+
+
+def _send(url: str, method: str = "GET") -> tuple[int, dict[str, str], str]:
+    body = b"" if method == "POST" else None
+    request = urllib.request.Request(url, method=method, data=body)  # noqa: S310
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
+            return response.status, dict(response.headers), response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers), exc.read().decode(errors="replace")
+
+
+def test_the_first_gpodder_and_nextcloud_requests_load_them_and_are_answered_as_before(
+    tmp_path: Path,
+) -> None:
+    proc, base, log = _serve(tmp_path)
+    try:
+        # The very first is a path with repeated slashes (Kasts): routed as one, and
+        # the gpodder layer's own Basic challenge, not the API's 404.
+        status, headers, _ = _send(base + "//api/2/devices/alice.json")
+        assert status == 401
+        assert headers["WWW-Authenticate"].startswith('Basic realm="podsync"')
+        assert headers["Cache-Control"] == "no-store"
+
+        # Several first Login Flow v2 starts at once share the one load.
+        async def starts() -> list[tuple[int, dict[str, str], str]]:
+            return list(
+                await asyncio.gather(
+                    *(
+                        asyncio.to_thread(_send, base + "/index.php/login/v2", "POST")
+                        for _ in range(4)
+                    )
+                )
+            )
+
+        for status, _, body in asyncio.run(starts()):
+            assert status == 200
+            assert '"poll"' in body and "/index.php/login/v2/flow/" in body
+        status, headers, _ = _send(base + "/subscriptions/alice.opml")
+        assert (status, headers["WWW-Authenticate"][:6]) == (401, "Basic ")
+        status, _, _ = _send(base + "/index.php/apps/gpoddersync/subscriptions", "PUT")
+        assert status == 405
+        # The Open Podcast API beside them is untouched.
+        status, headers, _ = _send(base + "/api/v1/subscriptions")
+        assert (status, headers["Content-Type"].split(";")[0]) == (401, "application/json")
+    finally:
+        _stop(proc)
+    modules = _imported(log)
+    assert _loaded(modules, "podsync.services.gpodder")
+    assert _loaded(modules, "podsync.services.nextcloud.sync")
+    assert not _loaded(modules, "podsync.web.ui")
 
 
 @pytest.mark.parametrize("command", ["user", "db", "opml", "config"])

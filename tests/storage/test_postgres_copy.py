@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import asyncpg
 from aiohttp.test_utils import TestClient
 
 from podsync.web.app import create_app
@@ -48,6 +49,18 @@ async def _answers(client: TestClient[Any, Any], token: str) -> list[tuple[int, 
             again = await client.get(follow, headers=bearer(token))
             answers.append((again.status, await again.text()))
     return answers
+
+
+async def _analysed(url: str) -> set[str]:
+    conn = await asyncpg.connect(url)
+    try:
+        rows = await conn.fetch(
+            "SELECT relname FROM pg_class "
+            "WHERE relnamespace = current_schema()::regnamespace AND reltuples > 0"
+        )
+    finally:
+        await conn.close()
+    return {str(r[0]) for r in rows}
 
 
 async def test_copy_to_moves_everything_and_clients_notice_nothing(
@@ -101,6 +114,10 @@ async def test_copy_to_moves_everything_and_clients_notice_nothing(
     assert "3 episode_actions" in copied.output
     assert "1 subscription_url_aliases" in copied.output
     assert "postgres@" in copied.output
+    # The copied tables have statistics (an ANALYZE counted their rows): the planner
+    # need not wait for autovacuum.
+    analysed = await _analysed(url)
+    assert {"subscriptions", "actions", "episode_actions", "users"} <= analysed
 
     after_config = make_config(auth={"access_token_lifetime": 3600}, database={"url": url})
     after = await aiohttp_client(create_app(after_config))

@@ -44,7 +44,7 @@ class Cost:
 async def ui_part(main: web.Application) -> web.Application:
     """The web UI's application (built by the first page a test opened)."""
     for resource in main.router.resources():
-        if isinstance(resource, _LazyResource):
+        if isinstance(resource, _LazyResource) and resource.canonical == "/ui":
             return await resource._part.app()
     raise AssertionError("no web UI in the route table")
 

@@ -10,26 +10,30 @@ from podsync.config import Config
 from podsync.services.app_passwords import AppPasswordService
 from podsync.services.auth import AuthService
 from podsync.services.basic_auth import BasicAuth
-from podsync.services.devices import DeviceService
-from podsync.services.episodes.bounds import UploadBounds
-from podsync.services.episodes.writes import EpisodeWrites
 from podsync.services.feed_info import FeedInfoService
-from podsync.services.gpodder import Gpodder, build_gpodder
 from podsync.services.health import HealthService
 from podsync.services.listing import ListingService
-from podsync.services.nextcloud.login_flows import LoginFlows
-from podsync.services.nextcloud.sync import NextcloudSync
 from podsync.services.passwords import HASH_THREADS, PasswordService
-from podsync.services.served import ServedPositions
 from podsync.services.sync import SyncService
 from podsync.services.sync_health import SyncHealth
 from podsync.storage.engine import Engine
 
 if TYPE_CHECKING:
-    # Loaded only when fetching is on (feedparser and a client), and with the first
-    # OPML export or import.
+    # Loaded by the property that builds each: the feed fetcher only when fetching is
+    # on (feedparser and a client), OPML with the first export or import, and the
+    # rest (the episode core, the devices, the served positions, the gpodder and
+    # Nextcloud APIs' own services: about 0.7 MB) with the first request of those
+    # APIs (web/routes.py, `_load_gpodder_apis`) or of the web UI, or by the CLI command that needs
+    # them; an idle server, and one that only the Open Podcast API uses, never holds
+    # them (docs/performance.md, "idle memory").
+    from podsync.services.devices import DeviceService
+    from podsync.services.episodes.writes import EpisodeWrites
     from podsync.services.feeds.fetcher import FeedFetcher
+    from podsync.services.gpodder import Gpodder
+    from podsync.services.nextcloud.login_flows import LoginFlows
+    from podsync.services.nextcloud.sync import NextcloudSync
     from podsync.services.opml_io import OpmlService
+    from podsync.services.served import ServedPositions
 
 
 class Services:
@@ -88,20 +92,29 @@ class Services:
 
     @cached_property
     def served(self) -> ServedPositions:
+        from podsync.services.served import ServedPositions
+
         return ServedPositions(self.db)
 
     @cached_property
     def devices(self) -> DeviceService:
+        from podsync.services.devices import DeviceService
+
         return DeviceService(self.db, self.config.gpodder.max_devices_per_user)
 
     @cached_property
     def episode_writes(self) -> EpisodeWrites:
         """The one write path of episode actions: every protocol, the web player and
         the import (services/episodes/)."""
+        from podsync.services.episodes.bounds import UploadBounds
+        from podsync.services.episodes.writes import EpisodeWrites
+
         return EpisodeWrites(self.db, UploadBounds(self.config.gpodder))
 
     @cached_property
     def gpodder(self) -> Gpodder:
+        from podsync.services.gpodder import build_gpodder
+
         return build_gpodder(
             self.db,
             self.auth,
@@ -116,6 +129,8 @@ class Services:
 
     @cached_property
     def nextcloud(self) -> NextcloudSync:
+        from podsync.services.nextcloud.sync import NextcloudSync
+
         return NextcloudSync(self.db, self.episode_writes, self.gpodder.subscriptions, self.served)
 
     @cached_property
@@ -124,6 +139,8 @@ class Services:
 
     @cached_property
     def login_flows(self) -> LoginFlows:
+        from podsync.services.nextcloud.login_flows import LoginFlows
+
         return LoginFlows(self.db)
 
     @cached_property

@@ -139,11 +139,6 @@ class GpodderAuth:
         async with self.db.write() as conn:
             await sessions.revoke(conn, session_id, expires_at)
 
-    async def prune_revocations(self) -> int:
-        """Delete revocations whose cookies have all expired; how many (maintenance)."""
-        async with self.db.write() as conn:
-            return await sessions.prune(conn, timestamps.now_us())
-
     async def login_basic(self, username: str, password: str, caller: Caller) -> BasicLogin:
         """The login these Basic credentials prove (an app password or the account
         password), under the login throttle."""

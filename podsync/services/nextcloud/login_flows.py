@@ -24,15 +24,14 @@ from podsync import timestamps
 from podsync.errors import TooManyRequests, Unauthorized
 from podsync.model import User
 from podsync.services.auth import require_unchanged
+from podsync.services.nextcloud import FLOW_LIFETIME_S, THROTTLE_WINDOW_S
 from podsync.storage.engine import Engine
 from podsync.store import login_flows, users
 from podsync.store.login_flows import CANCELLED, GRANTED, LoginFlow
 
-FLOW_LIFETIME_S = 20 * 60  # Nextcloud's own
 # Flows one address may start within THROTTLE_WINDOW_S (a phone retrying a few times,
 # a household behind one address; not a script filling the table).
 MAX_FLOWS_PER_ADDRESS = 20
-THROTTLE_WINDOW_S = 20 * 60
 MAX_USER_AGENT = 256
 _US = 1_000_000
 _FLOW_ID = re.compile(r"[A-Za-z0-9_-]{20,64}", re.ASCII)
@@ -129,12 +128,6 @@ class LoginFlows:
         if user is None or not user.enabled:
             return None
         return user, app_name(flow.user_agent)
-
-    async def prune(self) -> int:
-        """Forget flows past their lifetime and the throttle's window (maintenance)."""
-        before = timestamps.now_us() - max(FLOW_LIFETIME_S, THROTTLE_WINDOW_S) * _US
-        async with self.db.write() as conn:
-            return await login_flows.prune(conn, before)
 
     async def _get(self, flow_id: str) -> LoginFlow | None:
         if not _FLOW_ID.fullmatch(flow_id):

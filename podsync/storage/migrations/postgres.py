@@ -11,7 +11,11 @@ from podsync.model import Subscription, subscription_view
 from podsync.storage.migrations import check_version, log_upgrade
 from podsync.storage.migrations.episode_views import episode_action_view
 from podsync.storage.migrations.postgres_steps_0_3 import FETCHES_AND_SIGN_INS, STEPS_0_3, Step
-from podsync.storage.migrations.postgres_steps_0_4 import STEPS_0_4, SUBSCRIPTION_INDEXES
+from podsync.storage.migrations.postgres_steps_0_4 import (
+    GUID_INDEX,
+    STEPS_0_4,
+    SUBSCRIPTION_INDEXES,
+)
 
 # Any constant: the key of the advisory lock that lets one process migrate at a time.
 MIGRATION_LOCK = 0x706F6473796E63  # "podsync"
@@ -349,6 +353,7 @@ MIGRATIONS: tuple[Step, ...] = (
     UPDATE feed_info SET etag = NULL, last_modified = NULL;
     """,
     SUBSCRIPTION_INDEXES,  # 28: postgres_steps_0_4.py
+    GUID_INDEX,  # 29: postgres_steps_0_4.py
 )
 
 

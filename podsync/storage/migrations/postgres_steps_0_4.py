@@ -62,6 +62,15 @@ DROP INDEX subscriptions_all;
 CREATE INDEX subscriptions_user ON subscriptions(user_id, id, unsubscribed_at);
 """
 
+# 29: the guid's index leads with the guid, so that the sync batch's read can name
+# it alone (sync_batch._matching): led by user_id it was one of five indexes on the
+# user, among which a plan made on an empty table could not tell. The lookups it
+# serves name both columns (SQLite's step 29 changes nothing).
+GUID_INDEX = """
+DROP INDEX subscriptions_guid;
+CREATE INDEX subscriptions_guid ON subscriptions(guid, user_id);
+"""
+
 STEPS_0_4: tuple[Step, ...] = (
     _lists,  # 25
     # 26: statistics from running totals, and the web player's listening sessions

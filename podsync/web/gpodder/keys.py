@@ -1,4 +1,4 @@
-"""The gpodder layer's key: its services, built with the app's (web/app.py)."""
+"""The gpodder layer's key: its services, opened with its routes (web/gpodder/routes.py)."""
 
 from __future__ import annotations
 

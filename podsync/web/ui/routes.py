@@ -8,7 +8,7 @@ from aiohttp import web
 
 from podsync.services.compose.rare import RareServices
 from podsync.services.feeds.chapters import ChapterCache
-from podsync.web.keys import ERROR_PAGE, SERVICES
+from podsync.web.keys import ERROR_PAGE, LOGIN_FLOWS, SERVICES
 from podsync.web.middleware import checks_own_callers
 from podsync.web.ui import (
     account,
@@ -164,6 +164,7 @@ async def _not_found(request: web.Request) -> web.Response:
 def open_services(app: web.Application) -> None:
     """The UI's services, over the app's (open before the first page)."""
     rare = RareServices(app[SERVICES])
+    app[LOGIN_FLOWS] = app[SERVICES].login_flows  # the grant page of Login Flow v2
     app[ACCOUNTS] = rare.accounts
     app[WEB_SESSIONS] = rare.web_sessions
     app[BROWSE] = rare.browse
