@@ -59,6 +59,7 @@ def _report(folder: Path, number: int) -> None:
     except OSError:
         pass
     lines.append(f"allocated blocks: {sys.getallocatedblocks()}")
+    lines += _python_allocator(folder / f"heap-{pid}-{number}.pymalloc.txt")
     lines += _native()
     lines += _malloc_free_sizes(folder / f"heap-{pid}-{number}.malloc.xml")
     # gc.get_objects() leaves out what serve/python_heap.py froze at the start (the
@@ -79,6 +80,54 @@ def _report(folder: Path, number: int) -> None:
     else:
         lines.append("tracemalloc is off: start the server with PYTHONTRACEMALLOC=N")
     (folder / f"heap-{pid}-{number}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+_PYMALLOC_FIGURES = {
+    "arenas": r"# arenas allocated current\s*=\s*([\d,]+)",
+    "highwater": r"# arenas highwater mark\s*=\s*([\d,]+)",
+    "in_blocks": r"# bytes in allocated blocks\s*=\s*([\d,]+)",
+    "free_blocks": r"# bytes in available blocks\s*=\s*([\d,]+)",
+    "free_pools": r"unused pools \* \d+ bytes\s*=\s*([\d,]+)",
+    "arena_size": r"arenas \* ([\d,]+) bytes/arena",
+}
+
+
+def _python_allocator(path: Path) -> list[str]:
+    """Python's own allocator (objects up to 512 bytes, in arenas of 1 MiB): how full
+    its arenas are. An arena goes back only once every object in it is gone, so live
+    objects spread thin over many arenas hold memory that Python's count of blocks
+    does not show. `sys._debugmallocstats` writes to the process's standard error: it
+    is sent to `path` for the moment of the call (a line another thread logs then
+    lands there too), and the figures read back from it."""
+    import sys
+
+    debug_stats = getattr(sys, "_debugmallocstats", None)
+    if debug_stats is None:
+        return ["python's allocator not read: no sys._debugmallocstats"]
+    try:
+        with open(path, "w+b") as out:
+            sys.stderr.flush()
+            saved = os.dup(2)
+            try:
+                os.dup2(out.fileno(), 2)
+                debug_stats()
+            finally:
+                os.dup2(saved, 2)
+                os.close(saved)
+            out.seek(0)
+            text = out.read().decode(errors="replace")
+    except OSError as exc:
+        return [f"python's allocator not read: {exc}"]
+    found = {k: re.search(rx, text) for k, rx in _PYMALLOC_FIGURES.items()}
+    if not all(found.values()):  # tracemalloc's hooks, or another allocator, hide them
+        return [f"python's allocator: no figures of its arenas (see {path.name})"]
+    n = {k: int(m.group(1).replace(",", "")) for k, m in found.items() if m}
+    return [
+        f"python's allocator: {n['arenas']} arenas of {n['arena_size'] // 1024} KiB "
+        f"({n['highwater']} at the peak), "
+        f"{n['in_blocks'] / 2**20:.2f} MiB in objects, {n['free_blocks'] / 2**20:.2f} free "
+        f"in used pools, {n['free_pools'] / 2**20:.2f} in unused pools"
+    ]
 
 
 def _native() -> list[str]:

@@ -140,6 +140,8 @@ def test_each_worker_writes_a_heap_report_on_sigusr2_when_asked_for(tmp_path: Pa
             # glibc's free blocks by size, with its XML kept beside the report
             assert re.search(r"malloc free blocks by size \(\d+ arenas\): [\d.]+ MiB", text), text
             assert re.search(r"main heap: [\d.]+ MiB resident of [\d.]+ mapped", text), text
+            # tracemalloc's hooks hide Python's own allocator from its statistics
+            assert "python's allocator: no figures of its arenas" in text, text
             assert "<malloc" in (heap / f"heap-{pid}-1.malloc.xml").read_text()
             # each open connection by SQLite's own count: page cache, schema, statements
             connections = re.findall(
@@ -147,4 +149,29 @@ def test_each_worker_writes_a_heap_report_on_sigusr2_when_asked_for(tmp_path: Pa
             )
             assert connections and all(int(schema) > 0 for schema in connections), text
         assert sorted(tree.alive()) == sorted([tree.proc.pid, *pids])  # type: ignore[union-attr]
+        assert call("GET", f"{tree.base_url}/healthz").status == 200
+
+
+def test_a_heap_report_says_how_full_pythons_arenas_are(tmp_path: Path) -> None:
+    """Without tracemalloc, the report reads Python's own allocator: its arenas now
+    and at the peak, and what its objects fill of them (what `allocated blocks`, a
+    count, cannot say)."""
+    heap = tmp_path / "heap"
+    heap.mkdir()
+    with ServerTree(tmp_path / "server", env={"PODSYNC_DEBUG_HEAP_DIR": str(heap)}) as tree:
+        pid = next(iter(tree.worker_pids().values()))
+        os.kill(pid, signal.SIGUSR2)
+        report = heap / f"heap-{pid}-1.txt"
+        deadline = time.monotonic() + 60
+        while not report.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        text = report.read_text()
+        found = re.search(
+            r"python's allocator: (\d+) arenas of 1024 KiB \((\d+) at the peak\), "
+            r"([\d.]+) MiB in objects, [\d.]+ free in used pools, [\d.]+ in unused pools",
+            text,
+        )
+        assert found, text
+        arenas, peak, in_objects = int(found[1]), int(found[2]), float(found[3])
+        assert 0 < arenas <= peak and 0 < in_objects <= arenas, text
         assert call("GET", f"{tree.base_url}/healthz").status == 200
