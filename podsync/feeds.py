@@ -157,7 +157,14 @@ def new_uuid7s(count: int) -> list[str]:
     ms, fraction = divmod(time.time_ns(), 1_000_000)
     prefix = f"{ms & 0xFFFF_FFFF_FFFF:012x}{fraction * 4096 // 1_000_000:04x}"
     noise = os.urandom(8 * count).hex()
-    return sorted(_as_uuid(prefix + noise[16 * i : 16 * i + 16], "7") for i in range(count))
+    # _as_uuid(prefix + 16 digits of noise, "7"), with the shared part made once.
+    head = f"{prefix[:8]}-{prefix[8:12]}-7{prefix[13:16]}-"
+    return sorted(
+        [
+            f"{head}{_VARIANT[noise[i]]}{noise[i + 1 : i + 4]}-{noise[i + 4 : i + 16]}"
+            for i in range(0, 16 * count, 16)
+        ]
+    )
 
 
 # The hex digit of a UUID's variant nibble: its two high bits set to 10 (RFC 4122).

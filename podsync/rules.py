@@ -24,6 +24,7 @@ from podsync.feeds import (
     InvalidFeedUrl,
     check_feed_url,
     derive_guid,
+    is_plain_url,
     new_uuid7,
     url_key,
 )
@@ -44,7 +45,11 @@ def canonical_uuid(value: object) -> str | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
+# Commands and outcomes are not frozen, for speed, as `model.Subscription`: a frozen
+# dataclass sets each field through object.__setattr__, and a push of 30 new feeds
+# makes a command, an outcome and a result for each (390 such calls, 4% of its CPU
+# instructions). Nothing changes one after it is made.
+@dataclass(slots=True)
 class Subscribe:
     feed_url: str
     occurred_at: int | None = None
@@ -53,7 +58,7 @@ class Subscribe:
     title: str | None = None  # kept for OPML export; the API does not show it
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Unsubscribe:
     occurred_at: int | None = None
     sync_id: str | None = None  # as sent; when given, it alone finds the target
@@ -61,7 +66,7 @@ class Unsubscribe:
     guid: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Update:
     sync_id: str
     occurred_at: int | None = None
@@ -69,7 +74,7 @@ class Update:
     guid: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Invalid:
     """An action that failed before it became a command (a bad field): rejected."""
 
@@ -79,7 +84,7 @@ class Invalid:
 Command = Subscribe | Unsubscribe | Update | Invalid
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Outcome:
     status: str
     reason: str | None = None
@@ -94,13 +99,17 @@ def check(command: Command, now: int, max_skew_s: int) -> str | None:
     at = command.occurred_at
     if at is not None and at > now + max_skew_s * 1_000_000:
         return f"occurred_at is more than {max_skew_s} s in the server's future"
+    feed_url = command.feed_url
+    # A plain URL (nearly all of them) passes every check of check_feed_url and has
+    # no control character: one regex match for it instead of three scans.
+    plain = feed_url is not None and is_plain_url(feed_url)
     for field in ("sync_id", "feed_url", "guid"):
         value = getattr(command, field)
-        if value is not None and bad_text(value):
+        if value is not None and not (plain and field == "feed_url") and bad_text(value):
             return f"data.{field} contains a control character"
-    if command.feed_url is not None:
+    if feed_url is not None and not plain:
         try:
-            check_feed_url(command.feed_url)
+            check_feed_url(feed_url)
         except InvalidFeedUrl as exc:
             return str(exc)
     if command.guid is not None and len(command.guid) > MAX_GUID:
@@ -176,10 +185,9 @@ class Plan:
         """Apply valid commands in `occurred_at` order (ties, and server-stamped ones:
         in array order); one outcome per command, in array order."""
         outcomes: list[Outcome | None] = [None] * len(commands)
-        order = sorted(
-            range(len(commands)),
-            key=lambda i: (_time(commands[i], self.now), i),
-        )
+        # A stable sort: ties stay in array order.
+        times = [_time(c, self.now) for c in commands]
+        order = sorted(range(len(commands)), key=times.__getitem__)
         for i in order:
             outcomes[i] = self.apply(commands[i])
         return [o for o in outcomes if o is not None]
@@ -234,7 +242,19 @@ class Plan:
         return Outcome(APPLIED, sync_id=old.sync_id)
 
     def _subscribe(self, c: Subscribe) -> Outcome:
-        target = self._target(c.sync_id, c.feed_url, c.guid, fall_back=True)
+        # _target's lookups with the url key and guid made once: the new entity's too.
+        key = url_key(c.feed_url)
+        guid = c.guid or derive_guid(c.feed_url)
+        target = None
+        if c.sync_id is not None:
+            canonical = canonical_uuid(c.sync_id)
+            target = self.by_sync_id.get(canonical) if canonical else None
+        if target is None:
+            held_by = self.by_url_key.get(key)
+            if held_by is not None:
+                target = self.by_sync_id[held_by]
+            elif (c.guid or c.feed_url) and self.by_guid.get(guid):
+                target = self.by_sync_id[self.by_guid[guid][0]]
         at = self._at(c, target)
         if target is None:
             if _full(self.room) or _full(self.entity_room):
@@ -243,9 +263,9 @@ class Plan:
                 id=None,
                 user_id=self.user_id,
                 sync_id=next(self._new_ids, None) or new_uuid7(),
-                guid=c.guid or derive_guid(c.feed_url),
+                guid=guid,
                 feed_url=c.feed_url,
-                url_key=url_key(c.feed_url),
+                url_key=key,
                 title=c.title,
                 subscribed_at=at,
                 unsubscribed_at=None,

@@ -22,7 +22,7 @@ from podsync import __version__
 from podsync.config import Config, describe_database
 from podsync.errors import AddressInUse
 from podsync.logs import mark_worker
-from podsync.serve import HEAP_REPORT_DIR_ENV, native_heap
+from podsync.serve import HEAP_REPORT_DIR_ENV, native_heap, python_heap
 from podsync.web.app import create_app
 from podsync.web.http import dumps, error_name
 from podsync.web.keys import CLIENT_ADDRESS
@@ -198,6 +198,7 @@ async def start(
         for sock in sockets:
             site = web.SockSite(runner, sock.dup(), ssl_context=ssl_context, backlog=BACKLOG)
             await site.start()
+        python_heap.settle()  # the app is built: out of the collector's way
         return runner, urls(config, sockets)
     except BaseException:
         await runner.cleanup()

@@ -42,6 +42,8 @@ HELD_PAGE = 5000
 CLIENT_NAMESPACE = uuid.UUID("5b0e7c52-7d1b-4c4f-9a49-2f6f3c7a5a10")
 
 
+# A device pushes again and again: its Client-ID (a SHA-1 and a UUID object) is kept.
+@functools.lru_cache(maxsize=256)
 def device_client_id(user_id: int, device_id: str) -> str:
     return str(uuid.uuid5(CLIENT_NAMESPACE, f"gpodder:{user_id}:{device_id}"))
 
@@ -96,9 +98,11 @@ def plan_upload(body: Any) -> _Plan:
         return list(kept)
 
     add = clean(raw_add)
-    added_keys = {url_key(u) for u in add}
-    # Two spellings of one feed in add and remove: the add wins (as in mygpo).
-    remove = [u for u in clean(raw_remove) if url_key(u) not in added_keys]
+    remove = clean(raw_remove)
+    if remove and add:
+        # Two spellings of one feed in add and remove: the add wins (as in mygpo).
+        added_keys = {url_key(u) for u in add}
+        remove = [u for u in remove if url_key(u) not in added_keys]
     return _Plan(add, remove, rewrites)
 
 

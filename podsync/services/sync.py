@@ -40,7 +40,7 @@ class ActionKey:
     fingerprint: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen, for speed: see rules.Subscribe
 class CommandResult:
     status: str
     reason: str | None

@@ -50,6 +50,9 @@ def padded(values: Sequence[T], most: int = 0) -> list[T]:
 # them with the column's own affinity and collation, as it does a list of `?`s, and
 # serves the IN from the column's index the same way.
 _JSON_LIST = "SELECT value FROM json_each(?)"
+# json.dumps with any argument of its own builds a new JSONEncoder on every call (a
+# Python __init__ of nine arguments): one encoder, made once, writes the same text.
+_TO_JSON = json.JSONEncoder(ensure_ascii=False).encode
 
 
 def in_list(values: Sequence[T], most: int = 0, *, dialect: str) -> tuple[str, list[object]]:
@@ -60,6 +63,6 @@ def in_list(values: Sequence[T], most: int = 0, *, dialect: str) -> tuple[str, l
     if not values:
         return "", []
     if dialect == "sqlite" and len(values) > 1 and all(type(v) in (str, int) for v in values):
-        return _JSON_LIST, [json.dumps(list(values), ensure_ascii=False)]
+        return _JSON_LIST, [_TO_JSON(list(values))]
     bound: list[object] = list(padded(values, most))
     return ",".join("?" * len(bound)), bound
