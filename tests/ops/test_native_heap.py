@@ -99,3 +99,45 @@ def test_every_serving_process_tunes_and_trims_its_heap(tmp_path: Path, workers:
     with ServerTree(tmp_path / "server", workers=workers, env=env) as tree:
         assert len(tree.wait_for(TRIMMING, workers)) == workers
         assert call("GET", f"{tree.base_url}/healthz").status == 200
+
+
+# How many arenas malloc has after six threads, alive together, each allocated blocks
+# too large for Python's own allocator (so they come from malloc, on the thread's arena).
+ARENAS = """
+import ctypes, json, sys, threading
+from podsync.serve import native_heap
+
+if sys.argv[1] == "tuned":
+    assert native_heap.tune()
+libc = ctypes.CDLL(None)
+held, started, done = [], threading.Barrier(7), threading.Event()
+
+def work():
+    held.append([bytes(2000 + n) for n in range(100)])
+    started.wait()
+    done.wait()
+
+threads = [threading.Thread(target=work) for _ in range(6)]
+for t in threads:
+    t.start()
+started.wait()
+libc.open_memstream.restype = ctypes.c_void_p
+libc.malloc_info.argtypes = [ctypes.c_int, ctypes.c_void_p]
+libc.fclose.argtypes = [ctypes.c_void_p]
+size = ctypes.c_size_t()
+buf = ctypes.c_char_p()
+stream = libc.open_memstream(ctypes.byref(buf), ctypes.byref(size))
+libc.malloc_info(0, stream)
+libc.fclose(stream)
+done.set()
+for t in threads:
+    t.join()
+print(json.dumps({"arenas": buf.value.decode().count("<heap nr=")}))
+"""
+
+
+def test_a_tuned_process_keeps_to_two_malloc_arenas() -> None:
+    # The control: six threads get arenas of their own...
+    assert _run(ARENAS, "default")["arenas"] > 2
+    # ...and, tuned, share the two.
+    assert _run(ARENAS, "tuned")["arenas"] == native_heap.ARENAS
