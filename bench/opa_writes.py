@@ -10,7 +10,9 @@ subscribes to new feeds, random UUIDv4 action ids, one Client-ID, wrk -t2 -c8,
 durability "full", per-user limits out of the way; `--push sub` sends the gpodder
 subscription push instead (30 new feeds in "add", `wrk/gpodder_subscriptions.lua`),
 `--push ep` the gpodder episode push (30 plays, `wrk/episodes.lua`), each with a
-gpodder session (CPU "per action" is then per feed or play). Each `--code NAME=DIR` runs a
+gpodder session (CPU "per action" is then per feed or play); `--durability
+full,normal` runs a tree per durability (`normal`: no fsync at a COMMIT, the
+ceiling of what the COMMIT's fsync costs). Each `--code NAME=DIR` runs a
 `podsync serve` tree from the source folder DIR (its `podsync` package first on
 PYTHONPATH; "." is this checkout) with `--workers` workers on a fresh database; the
 trees are measured in alternating rounds (the order flipped every round), so an
@@ -73,7 +75,15 @@ def tree_rss_mib(pid: int) -> float:
 class Tree:
     """One `podsync serve` tree of the code in `source`, metered."""
 
-    def __init__(self, name: str, source: Path, workers: int, workdir: Path, push: str) -> None:
+    def __init__(
+        self,
+        name: str,
+        source: Path,
+        workers: int,
+        workdir: Path,
+        push: str,
+        durability: str = "full",
+    ) -> None:
         self.name = name
         self.push = push
         self.source = source
@@ -84,6 +94,7 @@ class Tree:
         port = free_port()
         overrides: dict[str, dict[str, Any]] = {
             "server": {"workers": workers},
+            "database": {"durability": durability},
             "sync": {
                 "max_subscriptions_per_user": 100_000_000,
                 "max_entities_per_user": 100_000_000,
@@ -160,6 +171,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--push", choices=("opa", "sub", "ep"), default="opa")
+    parser.add_argument(
+        "--durability", default="full", help="comma-separated (full, normal); a tree per value"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     codes = [c.split("=", 1) for c in args.code] or [["this", str(BENCH_DIR.parent)]]
@@ -168,12 +182,17 @@ def main() -> None:
         if not (Path(src) / "podsync" / "__init__.py").is_file():
             sys.exit(f"--code {name}={src}: no podsync package in {src}")
     workers = [int(w) for w in args.workers.split(",")]
+    durabilities = args.durability.split(",")
     with quiet_env(), tempfile.TemporaryDirectory(prefix="podsync-opa-writes-") as tmp:
         trees: list[Tree] = []
         try:
             for n in workers:
-                for name, src in codes:  # each stopped below, even if a later one fails
-                    trees.append(Tree(f"{name}-w{n}", Path(src).resolve(), n, Path(tmp), args.push))
+                for durability in durabilities:
+                    suffix = "" if durability == "full" else f"-{durability}"
+                    for name, src in codes:  # each stopped below, even if a later one fails
+                        source = Path(src).resolve()
+                        name_n = f"{name}-w{n}{suffix}"
+                        trees.append(Tree(name_n, source, n, Path(tmp), args.push, durability))
             for tree in trees:  # warm-up, not counted
                 tree.run(1)
             rows: dict[str, list[dict[str, float]]] = {t.name: [] for t in trees}
