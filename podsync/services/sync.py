@@ -4,18 +4,15 @@
 Podcast API, OPML import and the gpodder layer all come here with typed commands
 (`podsync.rules`). In one write block it checks action ids (idempotency), loads the
 entities the commands can touch, runs the rules, saves what changed and records
-the action ids. The block (`write_batch`) takes a `PreparedBatch`, everything
-computed that needs no database, and may run in another worker (the one that writes
-for the others, `Engine.run_write`). A caller that builds its answer inside the same
-block (so that nothing that can fail happens after the COMMIT) wraps `write_batch`
-in a block of its own and hands that to `SyncService.run`.
+the action ids. With `render`, the caller's response is built inside the same
+block, so nothing that can fail happens after the COMMIT.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from podsync import feeds, rules, timestamps
 from podsync.config import SyncConfig
@@ -60,24 +57,8 @@ class BatchOutcome:
     user_seq_after: int
 
 
-@dataclass(frozen=True, slots=True)
-class PreparedBatch:
-    """A batch with everything computed that needs no database: what its write block
-    (`write_batch`) takes. Plain values only: the block may run in another worker
-    (`storage.sqlite_handoff`), so this crosses a process whole."""
-
-    user_id: int
-    client_id: str | None
-    checked: list[Command]  # the commands, each that fails its own checks as Invalid
-    keys: list[ActionKey | None]
-    now: int
-    strict: bool
-    config: SyncConfig  # the limits of the worker that took the request
-    retention: int  # action ids recorded before this are forgotten
-    ids: list[str]  # the batch's action ids
-    lookups: tuple[set[str], set[str], set[str]]  # sync ids, URL keys, guids it can touch
-    subscribes: int
-    new_ids: list[str]  # sync ids for the entities it may create
+def _identity(outcome: BatchOutcome) -> BatchOutcome:
+    return outcome
 
 
 class SyncService:
@@ -97,51 +78,134 @@ class SyncService:
         """Apply `commands` in one transaction; `keys[i]` is command i's action id.
         A subscribe past a limit is rejected on its own, or, with `strict`, the whole
         batch is refused with LimitExceeded and nothing is written."""
-        batch = self.prepare(user_id, client_id, commands, keys, now, strict)
-        return await self.db.run_write(write_batch, batch)
+        return await self.apply_rendered(user_id, client_id, commands, _identity, keys, now, strict)
 
-    async def run(self, block: Callable[..., Awaitable[T]], *args: Any) -> T:
-        """`block(conn, *args)` as one write (`Engine.run_write`): a block of the
-        caller's around `write_batch` (its answer built inside the transaction)."""
-        return await self.db.run_write(block, *args)
-
-    def prepare(
+    async def apply_rendered(
         self,
         user_id: int,
         client_id: str | None,
         commands: Sequence[Command],
+        render: Callable[[BatchOutcome], T],
         keys: Sequence[ActionKey | None] | None = None,
         now: int | None = None,
         strict: bool = False,
-    ) -> PreparedBatch:
-        """What the batch's write block needs, computed before taking the writer, so
-        that other batches' writes are not held up by this batch's CPU work: the
-        per-command checks, the keys of the entities any command can touch (those of
-        commands found replayed too: loading a few entities more changes no outcome)
-        and the sync ids of the entities the batch may create."""
+    ) -> T:
+        """`apply`, then `render(outcome)` inside the same transaction: if rendering
+        fails, nothing is saved, and what is returned was built before the COMMIT."""
         now = timestamps.now_us() if now is None else now
+        keys = keys if keys is not None else [None] * len(commands)
+        # The per-command checks need no database: run them before taking the writer,
+        # so that other batches' writes are not held up by this batch's CPU work.
         checked = [
             rules.Invalid(reason)
             if (reason := rules.check(c, now, self.config.max_clock_skew))
             else c
             for c in commands
         ]
-        keys = list(keys) if keys is not None else [None] * len(commands)
+        retention = now - self.config.action_id_retention_days * _US_PER_DAY
+        ids = [k.action_id for k in keys if k is not None]
+        # What the rules would compute inside the write turn, computed here: the keys
+        # of the entities any command can touch (those of commands found replayed
+        # below too: loading a few entities more changes no outcome) and the sync ids
+        # of the entities the batch may create.
+        sync_ids, url_keys, guids = rules.lookup_keys(checked)
         subscribes = sum(isinstance(c, rules.Subscribe) for c in checked)
-        return PreparedBatch(
-            user_id=user_id,
-            client_id=client_id,
-            checked=checked,
-            keys=keys,
-            now=now,
-            strict=strict,
-            config=self.config,
-            retention=now - self.config.action_id_retention_days * _US_PER_DAY,
-            ids=[k.action_id for k in keys if k is not None],
-            lookups=rules.lookup_keys(checked),
-            subscribes=subscribes,
-            new_ids=feeds.new_uuid7s(subscribes),
-        )
+        new_ids = feeds.new_uuid7s(subscribes)
+        async with self.db.write() as conn:
+            # Another process's batch for this user waits until this one commits.
+            await meta.lock_user(conn, user_id, keyed_plans=True)
+            loaded = await batch_store.load(
+                conn, user_id, ids, retention, (sync_ids, url_keys, guids), subscribes > 0
+            )
+            recorded, entities = loaded.recorded, loaded.entities
+            # Which commands run: each action id once (its first occurrence), and only
+            # when it was not recorded before.
+            first_of: dict[str, int] = {}
+            to_run: list[int] = []
+            for i, key in enumerate(keys):
+                if key is not None:
+                    if key.action_id in recorded or key.action_id in first_of:
+                        continue
+                    first_of[key.action_id] = i
+                to_run.append(i)
+            run = [checked[i] for i in to_run]
+            if strict:
+                # Run without limits, then refuse the whole batch if its result would
+                # pass one: the caller answers 400 and nothing is written.
+                plan = rules.Plan(user_id, client_id, entities, now, new_ids=new_ids)
+                ran = dict(zip(to_run, plan.apply_all(run), strict=True))
+                await self._check_limits(conn, user_id, plan, loaded.entity_count)
+            else:
+                subscribes = sum(isinstance(c, rules.Subscribe) for c in run)
+                room, entity_room = await self._rooms(
+                    conn, user_id, subscribes, loaded.entity_count
+                )
+                plan = rules.Plan(
+                    user_id, client_id, entities, now, room, entity_room, new_ids=new_ids
+                )
+                ran = dict(zip(to_run, plan.apply_all(run), strict=True))
+            records = [
+                RecordedAction(
+                    action_id,
+                    ran[i].status,
+                    ran[i].reason,
+                    ran[i].sync_id,
+                    now,
+                    keys[i].fingerprint,  # type: ignore[union-attr]
+                )
+                for action_id, i in first_of.items()
+            ]
+            saved = await batch_store.save(
+                conn, user_id, plan.changes(), now, records, loaded.expired
+            )
+            seq_before = loaded.seq
+            seq_after = max((s.change_seq for s in saved.values()), default=seq_before)
+            current = {**{s.sync_id: s for s in entities}, **saved}
+            results = [_result(i, keys, ran, first_of, recorded, current) for i in range(len(keys))]
+            return render(BatchOutcome(results, seq_before, seq_after))
+
+    async def _rooms(
+        self, conn: Connection, user_id: int, subscribes: int, entities: int | None
+    ) -> tuple[int | None, int | None]:
+        """How many more subscribed feeds and entities the user may have (None: more
+        than this batch's `subscribes` could use, so no need to count); `entities`:
+        the user's count of entities, when read already."""
+        if not subscribes:
+            return None, None
+        y = self.config
+        if entities is None:
+            entities = await store.count_entities(conn, user_id)
+        entity_room = y.max_entities_per_user - entities
+        # Subscribed feeds are a subset of the entities: their count is read only
+        # when the cheap bound does not settle it.
+        room = None
+        if entities + subscribes > y.max_subscriptions_per_user:
+            room = y.max_subscriptions_per_user - await store.count_subscribed(conn, user_id)
+        return room, (entity_room if entity_room < subscribes else None)
+
+    async def _check_limits(
+        self, conn: Connection, user_id: int, plan: rules.Plan, before: int | None
+    ) -> None:
+        """LimitExceeded when the plan's result passes a limit (`before`: the user's
+        count of entities before the batch, when read already)."""
+        y = self.config
+        if not plan.created and plan.subscribed_delta <= 0:
+            return
+        if before is None:  # the plan is not saved yet
+            before = await store.count_entities(conn, user_id)
+        entities = before + len(plan.created)
+        if entities > y.max_entities_per_user:
+            raise LimitExceeded(entity_limit_message(entities, y.max_entities_per_user))
+        # The feeds subscribed before are a subset of the entities before: their count,
+        # a scan of the user's subscribed rows, is read only when that bound does not
+        # settle it (a push to a user far from the limit reads one row).
+        delta = plan.subscribed_delta
+        if delta > 0 and before + delta > y.max_subscriptions_per_user:
+            subscribed = await store.count_subscribed(conn, user_id) + delta
+            if subscribed > y.max_subscriptions_per_user:
+                raise LimitExceeded(
+                    subscription_limit_message(subscribed, y.max_subscriptions_per_user)
+                )
 
     async def prune_action_log(self, now: int | None = None) -> int:
         """Forget action ids older than the retention; returns how many were removed."""
@@ -149,107 +213,6 @@ class SyncService:
         cutoff = now - self.config.action_id_retention_days * _US_PER_DAY
         async with self.db.write() as conn:
             return await action_log.prune(conn, cutoff)
-
-
-async def write_batch(conn: Connection, batch: PreparedBatch) -> BatchOutcome:
-    """A prepared batch's write block: checks action ids (idempotency), loads the
-    entities the commands can touch, runs the rules, saves what changed and records
-    the action ids. Run inside `db.write()`, by this worker or the one that writes for
-    the others (`Engine.run_write`)."""
-    user_id, keys, now = batch.user_id, batch.keys, batch.now
-    # Another process's batch for this user waits until this one commits.
-    await meta.lock_user(conn, user_id, keyed_plans=True)
-    loaded = await batch_store.load(
-        conn, user_id, batch.ids, batch.retention, batch.lookups, batch.subscribes > 0
-    )
-    recorded, entities = loaded.recorded, loaded.entities
-    # Which commands run: each action id once (its first occurrence), and only when
-    # it was not recorded before.
-    first_of: dict[str, int] = {}
-    to_run: list[int] = []
-    for i, key in enumerate(keys):
-        if key is not None:
-            if key.action_id in recorded or key.action_id in first_of:
-                continue
-            first_of[key.action_id] = i
-        to_run.append(i)
-    run = [batch.checked[i] for i in to_run]
-    new_ids = batch.new_ids
-    if batch.strict:
-        # Run without limits, then refuse the whole batch if its result would pass
-        # one: the caller answers 400 and nothing is written.
-        plan = rules.Plan(user_id, batch.client_id, entities, now, new_ids=new_ids)
-        ran = dict(zip(to_run, plan.apply_all(run), strict=True))
-        await _check_limits(conn, batch.config, user_id, plan, loaded.entity_count)
-    else:
-        subscribes = sum(isinstance(c, rules.Subscribe) for c in run)
-        room, entity_room = await _rooms(
-            conn, batch.config, user_id, subscribes, loaded.entity_count
-        )
-        plan = rules.Plan(
-            user_id, batch.client_id, entities, now, room, entity_room, new_ids=new_ids
-        )
-        ran = dict(zip(to_run, plan.apply_all(run), strict=True))
-    records = [
-        RecordedAction(
-            action_id,
-            ran[i].status,
-            ran[i].reason,
-            ran[i].sync_id,
-            now,
-            keys[i].fingerprint,  # type: ignore[union-attr]
-        )
-        for action_id, i in first_of.items()
-    ]
-    saved = await batch_store.save(conn, user_id, plan.changes(), now, records, loaded.expired)
-    seq_before = loaded.seq
-    seq_after = max((s.change_seq for s in saved.values()), default=seq_before)
-    current = {**{s.sync_id: s for s in entities}, **saved}
-    results = [_result(i, keys, ran, first_of, recorded, current) for i in range(len(keys))]
-    return BatchOutcome(results, seq_before, seq_after)
-
-
-async def _rooms(
-    conn: Connection, y: SyncConfig, user_id: int, subscribes: int, entities: int | None
-) -> tuple[int | None, int | None]:
-    """How many more subscribed feeds and entities the user may have (None: more
-    than this batch's `subscribes` could use, so no need to count); `entities`:
-    the user's count of entities, when read already."""
-    if not subscribes:
-        return None, None
-    if entities is None:
-        entities = await store.count_entities(conn, user_id)
-    entity_room = y.max_entities_per_user - entities
-    # Subscribed feeds are a subset of the entities: their count is read only
-    # when the cheap bound does not settle it.
-    room = None
-    if entities + subscribes > y.max_subscriptions_per_user:
-        room = y.max_subscriptions_per_user - await store.count_subscribed(conn, user_id)
-    return room, (entity_room if entity_room < subscribes else None)
-
-
-async def _check_limits(
-    conn: Connection, y: SyncConfig, user_id: int, plan: rules.Plan, before: int | None
-) -> None:
-    """LimitExceeded when the plan's result passes a limit (`before`: the user's
-    count of entities before the batch, when read already)."""
-    if not plan.created and plan.subscribed_delta <= 0:
-        return
-    if before is None:  # the plan is not saved yet
-        before = await store.count_entities(conn, user_id)
-    entities = before + len(plan.created)
-    if entities > y.max_entities_per_user:
-        raise LimitExceeded(entity_limit_message(entities, y.max_entities_per_user))
-    # The feeds subscribed before are a subset of the entities before: their count,
-    # a scan of the user's subscribed rows, is read only when that bound does not
-    # settle it (a push to a user far from the limit reads one row).
-    delta = plan.subscribed_delta
-    if delta > 0 and before + delta > y.max_subscriptions_per_user:
-        subscribed = await store.count_subscribed(conn, user_id) + delta
-        if subscribed > y.max_subscriptions_per_user:
-            raise LimitExceeded(
-                subscription_limit_message(subscribed, y.max_subscriptions_per_user)
-            )
 
 
 def subscription_limit_message(count: int, limit: int) -> str:

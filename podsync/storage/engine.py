@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 from podsync.config import DatabaseConfig
 from podsync.config.database_url import describe as describe_url
@@ -30,10 +30,6 @@ __all__ = [
     "open_when_up",
 ]
 
-if TYPE_CHECKING:
-    from podsync.storage.sqlite_handoff import HandOff
-
-T = TypeVar("T")
 log = logging.getLogger(__name__)
 START_RETRY_MAX_S = 10.0  # the longest pause between tries at start
 
@@ -74,22 +70,11 @@ class Engine(Protocol):
 
     def write(self) -> AbstractAsyncContextManager[Connection]: ...
 
-    # `block(conn, *args)` as one write, its result returned. On SQLite with several
-    # workers, a block of the handoff's list runs in the worker that writes for the
-    # others (`sqlite_handoff`): its arguments and result then cross processes.
-    async def run_write(self, block: Callable[..., Awaitable[T]], *args: Any) -> T: ...
 
-
-def create_engine(
-    config: DatabaseConfig,
-    checkpoints: str = "own",
-    write_turn: str = "",
-    handoff: HandOff | None = None,
-) -> Engine:
+def create_engine(config: DatabaseConfig, checkpoints: str = "own", write_turn: str = "") -> Engine:
     """The engine `config` names: PostgreSQL when `url` is set, else the SQLite file
     (`checkpoints`: who checkpoints its log, `sqlite_checkpoint.Checkpointer`;
-    `write_turn`: the lock file of the workers beside it, `sqlite_write_turn`;
-    `handoff`: where they hand their hot writes to one of them, `sqlite_handoff`)."""
+    `write_turn`: the lock file of the workers beside it, `sqlite_write_turn`)."""
     if config.url:
         try:
             from podsync.storage.postgres import PostgresDatabase
@@ -103,7 +88,7 @@ def create_engine(
         return PostgresDatabase(config.url)
     from podsync.storage.sqlite import Database
 
-    return Database(config.path, config.durability, checkpoints, write_turn, handoff)
+    return Database(config.path, config.durability, checkpoints, write_turn)
 
 
 def describe(config: DatabaseConfig) -> str:

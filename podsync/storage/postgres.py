@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from functools import lru_cache
-from typing import Any, TypeVar
+from typing import Any
 
 import asyncpg
 
@@ -43,7 +43,6 @@ register_engine_errors(
     (asyncpg.IntegrityConstraintViolationError,),
 )
 
-T = TypeVar("T")
 POOL_MIN = 1
 # Connections per process. Four processes of 10 stay well under PostgreSQL's default
 # max_connections (100); a block holds one only while its statements run.
@@ -225,12 +224,6 @@ class PostgresDatabase:
                 await raw.execute("COMMIT")
             self.commits += 1
         self.write_failure = None
-
-    async def run_write(self, block: Callable[..., Awaitable[T]], *args: Any) -> T:
-        """`block(conn, *args)` as one write (`write`), returning its result. Every
-        process writes on PostgreSQL itself: nothing is handed over."""
-        async with self.write() as conn:
-            return await block(conn, *args)
 
 
 async def _roll_back(raw: asyncpg.Connection) -> None:

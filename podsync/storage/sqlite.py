@@ -18,9 +18,6 @@ up behind one another share it. Each `write()` block runs inside its own SAVEPOI
 of one group transaction; the block that finds no other writer waiting commits the
 group, and every writer of the group returns only after that COMMIT. A block that
 fails is rolled back to its savepoint alone; the others of its group still commit.
-
-With several workers, `run_write` hands the hot write blocks of every worker to one
-of them, so that its groups hold all the workers' writes (`sqlite_handoff`).
 """
 
 from __future__ import annotations
@@ -29,11 +26,11 @@ import asyncio
 import contextlib
 import logging
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from podsync.errors import Unavailable
 from podsync.storage.errors import RETRY_AFTER_STORAGE, unavailable_error
@@ -47,7 +44,6 @@ from podsync.storage.sqlite_connection import (
     owner_only,
     through,
 )
-from podsync.storage.sqlite_handoff import Block, HandOff, WriteDesk, WriterLink, block_name
 from podsync.storage.sqlite_write_turn import WriteTurn
 
 T = TypeVar("T")
@@ -73,22 +69,15 @@ class Database:
         durability: str = "full",
         checkpoints: str = "own",
         write_turn: str = "",
-        handoff: HandOff | None = None,
     ) -> None:
         """`checkpoints`: who checkpoints the log (`sqlite_checkpoint.Checkpointer`'s
         modes): "own" for a process alone on the file, "watch" for the leader of
         several workers, "none" for the others. `write_turn`: the lock file the
-        workers of one server take turns on (`sqlite_write_turn`); "" alone.
-        `handoff`: where the workers hand their hot write blocks to the one that
-        writes for them (`sqlite_handoff`); None alone."""
+        workers of one server take turns on (`sqlite_write_turn`); "" alone."""
         self.path = path
         self.durability = durability
         self.checkpoints = checkpoints
         self._turn = WriteTurn(write_turn) if write_turn else None
-        self._handoff = handoff
-        self._handed = {b: block_name(b) for b in handoff.blocks} if handoff else {}
-        self._desk: WriteDesk | None = None  # this worker writes for the others
-        self._link: WriterLink | None = None  # another worker writes for this one
         self._writer: sqlite3.Connection | None = None
         self._idle_readers: list[sqlite3.Connection] = []
         self._all_readers: list[sqlite3.Connection] = []
@@ -119,21 +108,9 @@ class Database:
             self._writer = await self._in_commit_thread(self._open_writer)
             self._idle_readers.append(self._new_reader())
             self._checkpointer.watch()
-            await self._open_handoff()
         except BaseException:
             await self.close()
             raise
-
-    async def _open_handoff(self) -> None:
-        handoff = self._handoff
-        if handoff is None:
-            return
-        if handoff.writer:
-            blocks = {name: block for block, name in self._handed.items()}
-            self._desk = WriteDesk(handoff.path, blocks, self._run_here)
-            await self._desk.open()
-        else:
-            self._link = WriterLink(handoff.path)
 
     def _open_writer(self) -> sqlite3.Connection:
         # Migrations on a connection of their own: a connection keeps the statements
@@ -161,14 +138,7 @@ class Database:
 
     async def close(self) -> None:
         """Close every connection once nothing runs on it: readers in use are closed
-        when their block ends; the writer after the write under way and its group
-        (and after the writes it runs for other workers)."""
-        if self._desk is not None:
-            await self._desk.close()
-            self._desk = None
-        if self._link is not None:
-            await self._link.close()
-            self._link = None
+        when their block ends; the writer after the write under way and its group."""
         for raw in self._idle_readers:
             raw.close()
             self._all_readers.remove(raw)
@@ -221,28 +191,6 @@ class Database:
                 await conn.execute("COMMIT")
 
     # Writes --------------------------------------------------------------------
-
-    async def run_write(self, block: Callable[..., Awaitable[T]], *args: Any) -> T:
-        """`block(conn, *args)` as one atomic write (`write`), returning its result.
-        With several workers, a block of the handoff's list is run by the worker that
-        writes for the others, in its group (`sqlite_handoff`); with none to take
-        it, here."""
-        link, name = self._link, self._handed.get(block)
-        if link is not None and name is not None:
-            try:
-                taken, result = await link.hand(name, args)
-            except Unavailable as exc:
-                if exc.retry_after == RETRY_AFTER_STORAGE:  # the writer's disk is full
-                    self.write_failure = exc
-                raise
-            if taken:
-                self.write_failure = None
-                return result  # type: ignore[no-any-return]
-        return await self._run_here(block, args)  # type: ignore[no-any-return]
-
-    async def _run_here(self, block: Block, args: tuple[Any, ...]) -> Any:
-        async with self.write() as conn:
-            return await block(conn, *args)
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[Connection]:

@@ -19,9 +19,8 @@ from podsync.services.auth import load_secret_key
 from podsync.services.compose.core import Services
 from podsync.services.health import require_writable
 from podsync.services.retention import forget_past_retention
-from podsync.services.sync import SyncService, write_batch
+from podsync.services.sync import SyncService
 from podsync.storage.engine import Engine, create_engine, open_when_up
-from podsync.storage.sqlite_handoff import HandOff
 from podsync.web.cors import cors_middleware
 from podsync.web.keys import (
     APP_PASSWORDS,
@@ -39,7 +38,6 @@ from podsync.web.keys import (
 )
 from podsync.web.middleware import request_middleware, set_server_header
 from podsync.web.opa.guard import check_bearer
-from podsync.web.opa.sync import write_and_render
 from podsync.web.ops.metrics import METRICS, metrics_middleware
 from podsync.web.process import ALONE, Worker
 from podsync.web.routes import setup_routes
@@ -50,11 +48,6 @@ if TYPE_CHECKING:  # imported only when fetching is on (it brings feedparser and
 log = logging.getLogger("podsync")
 PRUNE_INTERVAL_S = 3600
 WRITE_TURN_FILE = "write.lock"  # in the workers' shared directory
-WRITER_SOCKET = "writer.sock"  # there too: where the workers hand their hot writes
-# The write blocks every worker hands to worker 0, so that one COMMIT acknowledges
-# the writes of all (`storage/sqlite_handoff.py`): the hot ones, a sync batch (the
-# Open Podcast API's, a gpodder subscription upload's).
-HANDED_WRITES = (write_batch, write_and_render)
 METRICS_PUBLISH_S = 1.0
 
 
@@ -100,19 +93,11 @@ def _checkpoints(worker: Worker) -> str:
     return "watch" if worker.leader else "none"
 
 
-def _handoff(worker: Worker) -> HandOff | None:
-    """Where the workers hand their hot writes to the leader (None: one process)."""
-    if not worker.shared_dir:
-        return None
-    path = os.path.join(worker.shared_dir, WRITER_SOCKET)
-    return HandOff(path, writer=worker.leader, blocks=HANDED_WRITES)
-
-
 async def _resources(app: web.Application) -> AsyncIterator[None]:
     config = app[CONFIG]
     worker = app[WORKER]
     turn = os.path.join(worker.shared_dir, WRITE_TURN_FILE) if worker.shared_dir else ""
-    db = create_engine(config.database, _checkpoints(worker), turn, _handoff(worker))
+    db = create_engine(config.database, _checkpoints(worker), turn)
     await open_when_up(db, config.database)
     services: Services | None = None
     pruner: asyncio.Task[None] | None = None

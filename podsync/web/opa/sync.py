@@ -6,38 +6,34 @@ from aiohttp import web
 
 from podsync import timestamps
 from podsync.errors import InvalidInput
-from podsync.services.sync import PreparedBatch, write_batch
-from podsync.store import Connection
+from podsync.services.sync import BatchOutcome
 from podsync.web import params
 from podsync.web.http import client_id, conditional_json, json_bytes, read_json
 from podsync.web.keys import LISTING, SYNC, USER
-from podsync.web.opa.sync_wire import WireAction, parse_envelope, render_results
+from podsync.web.opa.sync_wire import parse_envelope, render_results
 from podsync.web.ops.metrics import METRICS
 
 INCLUDE_VALUES = ("all", "subscriptions")
 
 
-async def write_and_render(
-    conn: Connection, batch: PreparedBatch, actions: list[WireAction]
-) -> tuple[bytes, list[str]]:
-    """The batch's write block with its answer: the body is rendered inside the
-    batch's transaction (if that failed, nothing would be saved; once the COMMIT is
-    through, nothing is left that can fail), and the statuses for the metrics. The
-    worker that writes for the others may run it (`Engine.run_write`)."""
-    outcome = await write_batch(conn, batch)
-    return render_results(actions, outcome), [r.status for r in outcome.results]
-
-
 async def post_batch(request: web.Request) -> web.Response:
+    writer = client_id(request)
     actions = parse_envelope(await read_json(request))
-    sync = request.app[SYNC]
-    batch = sync.prepare(
+    statuses: list[str] = []  # for the metrics, counted once the batch is saved
+
+    def render(outcome: BatchOutcome) -> bytes:
+        statuses[:] = [r.status for r in outcome.results]
+        return render_results(actions, outcome)
+
+    # The body is rendered inside the batch's transaction: if that failed, nothing
+    # would be saved; once the COMMIT is through, nothing is left that can fail.
+    body = await request.app[SYNC].apply_rendered(
         request[USER].id,
-        client_id(request),
+        writer,
         [a.command for a in actions],
+        render,
         keys=[a.key for a in actions],
     )
-    body, statuses = await sync.run(write_and_render, batch, actions)
     metrics = request.app.get(METRICS)
     if metrics is not None:
         metrics.count_actions(statuses)
