@@ -3,10 +3,16 @@ server CPU per acknowledged action and the write turn's hold time per request.
 
     python bench/opa_writes.py                         # 1 and 2 workers, this code
     python bench/opa_writes.py --workers 2 --rounds 6 --code before=DIR --code after=.
+    python bench/opa_writes.py --push sub --workers 2 --code before=DIR --code after=.
 
 The request is the peer bench's (`wrk/opa_writes.lua`): POST /api/v1/sync with 30
 subscribes to new feeds, random UUIDv4 action ids, one Client-ID, wrk -t2 -c8,
-durability "full", per-user limits out of the way. Each `--code NAME=DIR` runs a
+durability "full", per-user limits out of the way; `--push sub` sends the gpodder
+subscription push instead (30 new feeds in "add", `wrk/gpodder_subscriptions.lua`),
+`--push ep` the gpodder episode push (30 plays, `wrk/episodes.lua`), each with a
+gpodder session (CPU "per action" is then per feed or play); `--durability
+full,normal` runs a tree per durability (`normal`: no fsync at a COMMIT, the
+ceiling of what the COMMIT's fsync costs). Each `--code NAME=DIR` runs a
 `podsync serve` tree from the source folder DIR (its `podsync` package first on
 PYTHONPATH; "." is this checkout) with `--workers` workers on a fresh database; the
 trees are measured in alternating rounds (the order flipped every round), so an
@@ -38,10 +44,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from gpodder_sides import DEVICE, gpodder_login
 from harness import (
     Server,
     free_port,
     login,
+    nonce,
     quiet_env,
     run_wrk,
     seed,
@@ -67,8 +75,17 @@ def tree_rss_mib(pid: int) -> float:
 class Tree:
     """One `podsync serve` tree of the code in `source`, metered."""
 
-    def __init__(self, name: str, source: Path, workers: int, workdir: Path) -> None:
+    def __init__(
+        self,
+        name: str,
+        source: Path,
+        workers: int,
+        workdir: Path,
+        push: str,
+        durability: str = "full",
+    ) -> None:
         self.name = name
+        self.push = push
         self.source = source
         self.dir = workdir / name
         self.dir.mkdir()
@@ -77,6 +94,7 @@ class Tree:
         port = free_port()
         overrides: dict[str, dict[str, Any]] = {
             "server": {"workers": workers},
+            "database": {"durability": durability},
             "sync": {
                 "max_subscriptions_per_user": 100_000_000,
                 "max_entities_per_user": 100_000_000,
@@ -93,20 +111,29 @@ class Tree:
         finally:
             for key in env:
                 del os.environ[key]
-        self.token = login(self.server.base, "bench-writer")
+        if push == "opa":
+            self.token = login(self.server.base, "bench-writer")
+        else:
+            self.token = gpodder_login(self.server.base, "bench-writer")
         self.rounds = 0
+
+    def _request(self) -> tuple[str, str, list[str]]:
+        """wrk's URL, script and arguments for this round."""
+        base = self.server.base
+        if self.push == "sub":
+            url = f"{base}/api/2/subscriptions/bench-writer/{DEVICE}.json"
+            return url, "gpodder_subscriptions.lua", [self.token, nonce(), str(BATCH)]
+        if self.push == "ep":
+            url = f"{base}/api/2/episodes/bench-writer.json"
+            return url, "episodes.lua", [self.token, nonce(), str(BATCH)]
+        return base + "/api/v1/sync", "opa_writes.lua", [self.token, f"{self.name}{self.rounds}"]
 
     def run(self, seconds: float) -> dict[str, float]:
         self.rounds += 1
         load = os.getloadavg()[0]
         cpu0, turn0, t0 = tree_cpu_s(self.server.pid), read_all(self.turns), time.monotonic()
-        result = run_wrk(
-            self.server.base + "/api/v1/sync",
-            "opa_writes.lua",
-            [self.token, f"{self.name}{self.rounds}"],
-            self.dir,
-            seconds,
-        )
+        url, script, args = self._request()
+        result = run_wrk(url, script, args, self.dir, seconds)
         wall = time.monotonic() - t0
         cpu, turn = tree_cpu_s(self.server.pid) - cpu0, read_all(self.turns)
         held_ns, commits, blocks, block_ns, commit_ns, restart_ns, restarts = (
@@ -143,6 +170,10 @@ def main() -> None:
     parser.add_argument("--code", action="append", default=[], metavar="NAME=DIR")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--seconds", type=int, default=5)
+    parser.add_argument("--push", choices=("opa", "sub", "ep"), default="opa")
+    parser.add_argument(
+        "--durability", default="full", help="comma-separated (full, normal); a tree per value"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     codes = [c.split("=", 1) for c in args.code] or [["this", str(BENCH_DIR.parent)]]
@@ -151,12 +182,17 @@ def main() -> None:
         if not (Path(src) / "podsync" / "__init__.py").is_file():
             sys.exit(f"--code {name}={src}: no podsync package in {src}")
     workers = [int(w) for w in args.workers.split(",")]
+    durabilities = args.durability.split(",")
     with quiet_env(), tempfile.TemporaryDirectory(prefix="podsync-opa-writes-") as tmp:
         trees: list[Tree] = []
         try:
             for n in workers:
-                for name, src in codes:  # each stopped below, even if a later one fails
-                    trees.append(Tree(f"{name}-w{n}", Path(src).resolve(), n, Path(tmp)))
+                for durability in durabilities:
+                    suffix = "" if durability == "full" else f"-{durability}"
+                    for name, src in codes:  # each stopped below, even if a later one fails
+                        source = Path(src).resolve()
+                        name_n = f"{name}-w{n}{suffix}"
+                        trees.append(Tree(name_n, source, n, Path(tmp), args.push, durability))
             for tree in trees:  # warm-up, not counted
                 tree.run(1)
             rows: dict[str, list[dict[str, float]]] = {t.name: [] for t in trees}
