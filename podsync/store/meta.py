@@ -23,9 +23,16 @@ async def put_if_absent(conn: Connection, key: str, value: str) -> str:
     return stored
 
 
-_KEYED_PLANS = (
-    "SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL enable_seqscan = off; "
-    "SET LOCAL enable_bitmapscan = off; SET LOCAL jit = off; "
+# The plan settings of `keyed_plans` for the rest of the transaction, made by the
+# lock's own statement (four SET LOCAL were four more statements a batch).
+_KEYED_PLANS = "".join(
+    f", set_config('{name}', '{value}', true)"
+    for name, value in (
+        ("plan_cache_mode", "force_generic_plan"),
+        ("enable_seqscan", "off"),
+        ("enable_bitmapscan", "off"),
+        ("jit", "off"),
+    )
 )
 
 
@@ -65,12 +72,20 @@ async def lock_user(conn: Connection, user_id: int, *, keyed_plans: bool = False
     finds one, and the bitmap's set-up cost about a fifth more CPU than the read's
     plain index scans. That estimate also puts the read's cost past `jit_above_cost`
     once the user holds a few thousand subscriptions, and compiling it (on a server
-    built with JIT) took 8-19 ms of every batch's 0.2 ms read: no JIT either."""
+    built with JIT) took 8-19 ms of every batch's 0.2 ms read: no JIT either.
+
+    With `keyed_plans`, PostgreSQL's lock is one statement, the advisory lock and
+    the settings, and the user's row is left to the caller's next statement, which
+    must take it FOR KEY SHARE and raise Unauthorized when it is gone: the sync
+    batch's read does (`sync_batch.load`), a prepared statement. Taken here, as a
+    simple query, the row's SELECT was parsed and planned again on every batch."""
     if conn.dialect == "postgresql":
         uid = int(user_id)
-        keyed = _KEYED_PLANS if keyed_plans else ""
+        if keyed_plans:
+            await conn.execute(f"SELECT pg_advisory_xact_lock({uid}){_KEYED_PLANS}")
+            return
         found = await conn.execute(
-            f"{keyed}SELECT pg_advisory_xact_lock({uid}); "
+            f"SELECT pg_advisory_xact_lock({uid}); "
             f"SELECT 1 FROM users WHERE id = {uid} FOR KEY SHARE"
         )
     else:

@@ -88,7 +88,9 @@ _NAMED = (
 # apart in Python): under the user's lock, an id not found is not in the log, and
 # the write records it with a plain INSERT. The user's last change number by the
 # index of (user_id, change_seq) read backwards: max() let a plan made on an empty
-# table read all of the user's rows for it.
+# table read all of the user's rows for it. The user's row, taken FOR KEY SHARE
+# (`meta.lock_user` with keyed_plans leaves it to this statement): none, the
+# account was deleted.
 _LOAD = f"""
 WITH found AS (
     SELECT seen.* FROM unnest(?::text[]) AS wanted(action_id) CROSS JOIN LATERAL (
@@ -101,7 +103,7 @@ SELECT
     {_matching("url_key", "?::text[]")},
     {_matching("guid", "?::text[]")},
     (SELECT change_seq FROM subscriptions WHERE user_id = ? ORDER BY change_seq DESC LIMIT 1),
-    (SELECT entity_count FROM users WHERE id = ?)
+    (SELECT entity_count FROM users WHERE id = ? FOR KEY SHARE)
 """
 
 
@@ -132,11 +134,13 @@ async def _load_in_one(
             user_id,
         ),
     )
+    if row[5] is None:
+        raise Unauthorized(ACCOUNT_GONE)
     recorded = {r[0]: RecordedAction(*r) for r in row[0] if r[4] > newer_than}
     expired = frozenset(r[0] for r in row[0] if r[4] <= newer_than)
     found = {r[0]: r for column in row[1:4] for r in column}
     entities = [Subscription(*found[i]) for i in sorted(found)]
-    return Loaded(recorded, entities, int(row[4] or 0), int(row[5] or 0), expired)
+    return Loaded(recorded, entities, int(row[4] or 0), int(row[5]), expired)
 
 
 async def save(
