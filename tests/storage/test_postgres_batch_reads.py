@@ -13,25 +13,16 @@ from __future__ import annotations
 from podsync import rules, timestamps
 from podsync.config import SyncConfig
 from podsync.model import RecordedAction
-from podsync.services.sync import ActionKey, SyncService
+from podsync.services.sync import SyncService
 from podsync.storage.postgres import PgConnection, PostgresDatabase
 from podsync.store import actions as action_log
 from podsync.store import meta, users
 from podsync.store import sync_batch as batch_store
 from tests.support.pg_cluster import Cluster
+from tests.support.sync_helpers import new_subscribes
 
 BATCHES = 40
 BATCH = 30
-
-
-def _batch(n: int) -> tuple[list[rules.Command], list[ActionKey | None]]:
-    commands: list[rules.Command] = [
-        rules.Subscribe(f"https://feeds.example/{n}/{i}.xml") for i in range(BATCH)
-    ]
-    keys: list[ActionKey | None] = [
-        ActionKey(f"00000000-0000-4000-8000-{n:06d}{i:06d}", "f") for i in range(BATCH)
-    ]
-    return commands, keys
 
 
 async def _rows_read(conn: PgConnection, table: str) -> int:
@@ -51,12 +42,12 @@ async def test_a_batch_looks_up_its_action_ids_without_reading_the_users_rows(
             user = await users.create(conn, "alice", "x", timestamps.now_us())
         sync = SyncService(db, SyncConfig())
         for n in range(BATCHES):
-            commands, keys = _batch(n)
+            commands, keys = new_subscribes(n)
             await sync.apply(user.id, "phone", commands, keys)
         stored = BATCHES * BATCH
         # The next batch's keys: half already recorded, half new.
-        old_commands, old_keys = _batch(BATCHES - 1)
-        new_commands, new_keys = _batch(BATCHES)
+        old_commands, old_keys = new_subscribes(BATCHES - 1)
+        new_commands, new_keys = new_subscribes(BATCHES)
         wanted = [k.action_id for k in (*old_keys[:15], *new_keys[:15]) if k is not None]
         async with db.write() as conn:
             before = await _rows_read(conn, "actions")
@@ -94,7 +85,7 @@ async def test_a_batch_planned_while_its_tables_were_empty_still_looks_its_keys_
             await conn.execute("ANALYZE actions; ANALYZE subscriptions")
         async with db.write() as conn:
             await meta.lock_user(conn, user.id, keyed_plans=True)
-            commands, keys = _batch(0)
+            commands, keys = new_subscribes(0)
             wanted = [k.action_id for k in keys if k is not None]
             lookup = rules.lookup_keys(commands)
             # Planned on the empty tables (PostgreSQL's own choice made a plan for
@@ -137,7 +128,7 @@ async def test_a_batch_planned_on_a_new_database_reads_only_its_keys_as_the_user
         for n in range(GROWN_BATCHES):
             if n % 25 == 0:  # the first probe plans the read on the empty tables
                 most = max(most, await _subscriptions_read_by_a_batch(db, user.id, n))
-            await sync.apply(user.id, "phone", *_batch(n))
+            await sync.apply(user.id, "phone", *new_subscribes(n))
         last = await _subscriptions_read_by_a_batch(db, user.id, GROWN_BATCHES)
         # The 30 entities the probe's keys name (by url key and by guid: 60 rows)
         # and the user's last change number, whatever the user holds.
@@ -150,8 +141,8 @@ GROWN_BATCHES = 300
 async def _subscriptions_read_by_a_batch(db: PostgresDatabase, user_id: int, n: int) -> int:
     """Rows of `subscriptions` read by the read of a batch naming the 15 last
     entities of batch n - 1 (none for n = 0) and 15 new feeds."""
-    old_commands, old_keys = _batch(n - 1)
-    new_commands, new_keys = _batch(n)
+    old_commands, old_keys = new_subscribes(n - 1)
+    new_commands, new_keys = new_subscribes(n)
     commands = [*old_commands[15:], *new_commands[:15]]
     wanted = [k.action_id for k in (*old_keys[15:], *new_keys[:15]) if k is not None]
     async with db.write() as conn:

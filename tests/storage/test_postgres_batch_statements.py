@@ -18,24 +18,15 @@ import pytest
 from podsync import rules, timestamps
 from podsync.config import SyncConfig
 from podsync.errors import Unauthorized
-from podsync.services.sync import ActionKey, SyncService
+from podsync.services.sync import SyncService
 from podsync.storage.postgres import PostgresDatabase
 from podsync.store import meta, users
 from podsync.store import sync_batch as batch_store
 from podsync.store.meta import ACCOUNT_GONE
 from tests.support.pg_cluster import Cluster, find_bin, start_cluster
+from tests.support.sync_helpers import new_subscribes
 
 BATCH = 30
-
-
-def _batch(n: int) -> tuple[list[rules.Command], list[ActionKey | None]]:
-    commands: list[rules.Command] = [
-        rules.Subscribe(f"https://feeds.example/{n}/{i}.xml") for i in range(BATCH)
-    ]
-    keys: list[ActionKey | None] = [
-        ActionKey(f"00000000-0000-4000-8000-{n:06d}{i:06d}", "f") for i in range(BATCH)
-    ]
-    return commands, keys
 
 
 @pytest.fixture(scope="module")
@@ -55,10 +46,10 @@ async def test_a_batch_of_new_subscribes_is_five_statements(counted_cluster: Clu
             user = await users.create(conn, "alice", "x", timestamps.now_us())
             await conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements SCHEMA public")
         sync = SyncService(db, SyncConfig())
-        await sync.apply(user.id, "phone", *_batch(0))  # prepares the statements
+        await sync.apply(user.id, "phone", *new_subscribes(0))  # prepares the statements
         async with db.read() as conn:
             await conn.fetch_one("SELECT public.pg_stat_statements_reset()")
-        outcome = await sync.apply(user.id, "phone", *_batch(1))
+        outcome = await sync.apply(user.id, "phone", *new_subscribes(1))
         assert [r.status for r in outcome.results] == ["applied"] * BATCH
         async with db.read() as conn:
             rows = await conn.fetch_all(
@@ -79,7 +70,7 @@ async def test_a_batch_for_a_deleted_account_writes_nothing(pg_cluster: Cluster)
         async with db.write() as conn:
             await users.delete(conn, user.id)
         with pytest.raises(Unauthorized, match=ACCOUNT_GONE):
-            await SyncService(db, SyncConfig()).apply(user.id, "phone", *_batch(0))
+            await SyncService(db, SyncConfig()).apply(user.id, "phone", *new_subscribes(0))
         async with db.read() as conn:
             row = await conn.fetch_one(
                 "SELECT (SELECT count(*) FROM subscriptions), (SELECT count(*) FROM actions)"
@@ -94,7 +85,7 @@ async def test_the_batch_holds_its_users_row_until_it_commits(pg_cluster: Cluste
     async with PostgresDatabase(url) as db:
         async with db.write() as conn:
             user = await users.create(conn, "alice", "x", timestamps.now_us())
-        commands, keys = _batch(0)
+        commands, keys = new_subscribes(0)
         other = await asyncpg.connect(url)
         try:
             await other.execute("SET lock_timeout = '200ms'")

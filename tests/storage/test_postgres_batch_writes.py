@@ -18,17 +18,10 @@ from podsync.store import actions as action_log
 from podsync.store import meta, users
 from podsync.store import sync_batch as batch_store
 from tests.support.pg_cluster import Cluster
+from tests.support.sync_helpers import new_subscribes
 
 BATCH = 30
 DAY_US = 86_400_000_000
-
-
-def _batch(n: int) -> tuple[list[rules.Command], list[ActionKey]]:
-    commands: list[rules.Command] = [
-        rules.Subscribe(f"https://feeds.example/{n}/{i}.xml") for i in range(BATCH)
-    ]
-    keys = [ActionKey(f"00000000-0000-4000-8000-{n:06d}{i:06d}", "f") for i in range(BATCH)]
-    return commands, keys
 
 
 async def _lookups(conn: PgConnection) -> int:
@@ -41,8 +34,8 @@ async def test_new_action_ids_are_recorded_without_a_second_lookup(pg_cluster: C
         async with db.write() as conn:
             user = await users.create(conn, "alice", "x", timestamps.now_us())
         sync = SyncService(db, SyncConfig())
-        await sync.apply(user.id, "phone", *_batch(0))
-        commands, keys = _batch(1)
+        await sync.apply(user.id, "phone", *new_subscribes(0))
+        commands, keys = new_subscribes(1)
         ids = [k.action_id for k in keys]
         now = timestamps.now_us()
         async with db.write() as conn:

@@ -7,7 +7,21 @@ from typing import Any
 
 from aiohttp.test_utils import TestClient
 
+from podsync import rules
+from podsync.services.sync import ActionKey
 from tests.conftest import bearer
+
+
+def new_subscribes(n: int, size: int = 30) -> tuple[list[rules.Command], list[ActionKey | None]]:
+    """Batch `n` of `size` subscribes to feeds never seen before, with action ids of
+    their own (batch and position in it), for `SyncService.apply`."""
+    commands: list[rules.Command] = [
+        rules.Subscribe(f"https://feeds.example/{n}/{i}.xml") for i in range(size)
+    ]
+    keys: list[ActionKey | None] = [
+        ActionKey(f"00000000-0000-4000-8000-{n:06d}{i:06d}", "f") for i in range(size)
+    ]
+    return commands, keys
 
 
 def action(
