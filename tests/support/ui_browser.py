@@ -144,11 +144,33 @@ def check_accessibility(page: Any, source: str) -> list[dict[str, Any]]:
 
 
 def screenshot(page: Any, name: str) -> Path:
-    """A full-page PNG under build/screenshots/, kept as a test artifact."""
+    """A full-page PNG under build/screenshots/, kept as a test artifact.
+
+    Chromium sometimes answers a full-page capture with "Unable to capture
+    screenshot" when its compositor gives no frame in time (seen on a loaded 2-core
+    machine, the page fully loaded). The capture is tried again after the page has
+    drawn two more frames (or half a second), three tries in all; any other error,
+    or a third refusal, fails the test."""
+    from playwright.sync_api import Error as PlaywrightError
+
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"
+    for _ in range(2):
+        try:
+            page.screenshot(path=str(path), full_page=True)
+            return path
+        except PlaywrightError as error:
+            if "Unable to capture screenshot" not in str(error):
+                raise
+            page.evaluate(_NEXT_FRAMES)
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+_NEXT_FRAMES = """() => new Promise(done => {
+    setTimeout(done, 500);
+    requestAnimationFrame(() => requestAnimationFrame(() => done(null)));
+})"""
 
 
 def violations_text(found: list[dict[str, Any]]) -> str:
