@@ -200,6 +200,18 @@ def _hammer(base: str, routes: list[Route], stop: threading.Event, seen: list[An
                 assert "failed unexpectedly" not in answer.description
 
 
+def _flow_throttled(route: Route, answer: Answer) -> bool:
+    """A Login Flow start refused by its per-address bound: the bound is counted in
+    the database, so this answer, like a 200, came with a connection. The test
+    starts a flow from 127.0.0.1 with every pass over the routes (the hammering
+    above makes tens of passes on a fast machine), past the bound of 20 in 20 minutes."""
+    return (
+        route[:2] == ("POST", "/index.php/login/v2")
+        and answer.status == 429
+        and "too many sign-in requests from this address" in answer.description
+    )
+
+
 def _out_of_connections(base: str, routes: list[Route]) -> None:
     """Requests at once need more connections than podsync's pool holds (its floor
     connection may be back already): those it cannot open are 503s that say so."""
@@ -207,8 +219,9 @@ def _out_of_connections(base: str, routes: list[Route]) -> None:
     with ThreadPoolExecutor(16) as pool:
         answers = list(pool.map(lambda route: _send(base, route), needing))
     for route, answer in zip(needing, answers, strict=True):
-        if answer.status != 200 and route[1] != "/healthz":
-            _assert_unavailable(answer, route, "too many connections")
+        if answer.status == 200 or route[1] == "/healthz" or _flow_throttled(route, answer):
+            continue  # answered with one of the pool's connections
+        _assert_unavailable(answer, route, "too many connections")
     assert any("too many connections" in a.description for a in answers if a.status == 503)
 
 
