@@ -42,9 +42,9 @@ from podsync.storage.sqlite_connection import (
     Connection,
     connect,
     owner_only,
-    through,
 )
 from podsync.storage.sqlite_write_turn import WriteTurn
+from podsync.storage.through import through
 
 T = TypeVar("T")
 log = logging.getLogger("podsync.db")

@@ -16,11 +16,12 @@ import logging
 import os
 import re
 import sqlite3
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from podsync.sorting import SQL_FUNCTION, sort_key
+from podsync.storage.through import through
 
 T = TypeVar("T")
 # A list page sorts every row of a user's subscriptions by it: the keys of the titles
@@ -212,21 +213,3 @@ def connect(path: str, durability: str, *, create: bool = True) -> sqlite3.Conne
         raw.close()
         raise
     return raw
-
-
-async def through(step: Awaitable[T]) -> T:
-    """Await `step` to its end even when the caller is cancelled meanwhile, however many
-    times, then let the cancellation through. A step that runs a statement on another
-    thread must be over before its connection is used again: sqlite3 connections are
-    not safe for two threads at once (a second cancel that let go early crashed the
-    interpreter in a COMMIT racing the next writer)."""
-    task = asyncio.ensure_future(step)
-    cancelled = False
-    while not task.done():
-        try:
-            await asyncio.wait([task])  # waiting is cancelled; the task is not
-        except asyncio.CancelledError:
-            cancelled = True
-    if cancelled:
-        raise asyncio.CancelledError
-    return task.result()

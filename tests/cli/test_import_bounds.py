@@ -8,6 +8,7 @@ default limits."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -18,13 +19,14 @@ import pytest
 
 from podsync.config import Config
 from podsync.services.episodes.bounds import UploadBounds
-from podsync.services.episodes.writes import EpisodeWrites
+from podsync.services.episodes.writes import EpisodeWrites, Imported
 from podsync.services.opml_io import OpmlService
 from podsync.services.remote_import import RemoteAccount, RemoteImportService
 from podsync.services.remote_import.bounds import ImportBounds
 from podsync.services.remote_import.jobs import ImportJobs
 from podsync.services.sync import SyncService
 from podsync.storage.engine import create_engine
+from podsync.store.episodes import EpisodeAction
 from tests.conftest import PASSWORD, with_accounts
 from tests.support.cli_support import add_user, stored
 from tests.support.hostile_remotes import (
@@ -158,6 +160,51 @@ def test_sigterm_ends_an_import_promptly_and_its_report_says_so(config: Config) 
     assert "The import stopped: stopped by SIGTERM." in out
     added = len(stored_actions(config.database.path, "alice"))
     assert f"Episode actions: {added:,} added" in out  # what it wrote is kept and counted
+
+
+class _StoppedAfterCommit(EpisodeWrites):
+    """The import's episode writes, the real ones, with a stop (what SIGTERM and Cancel
+    do) coming right after the first write committed and before its caller resumed:
+    the moment a signal can land in."""
+
+    jobs: ImportJobs | None = None
+
+    async def store_imported(self, user_id: int, parsed: list[EpisodeAction]) -> Imported:
+        done = await super().store_imported(user_id, parsed)
+        if self.jobs is not None:
+            self.jobs.stop_all("stopped by SIGTERM")
+            self.jobs = None
+            await asyncio.sleep(0)  # where a cancelled caller would stop
+        return done
+
+
+async def test_a_stop_that_lands_after_a_commit_counts_what_it_committed(
+    config: Config,
+) -> None:
+    async def seed(accounts: Any) -> None:
+        await accounts.add_user("alice", PASSWORD)
+
+    await with_accounts(config, seed)
+    db = create_engine(config.database)
+    await db.open()
+    try:
+        opml = OpmlService(db, SyncService(db, config.sync))
+        episodes = _StoppedAfterCommit(db, UploadBounds(config.gpodder))
+        bounds = ImportBounds.for_config(config)
+        jobs = ImportJobs(db, RemoteImportService(opml, episodes, bounds), config.auth)
+        episodes.jobs = jobs
+        user = await opml.require_user("alice")
+        with Trickle(pause_s=0.002) as remote:
+            account = RemoteAccount(remote.base, "remote", REMOTE_PASSWORD)
+            job = await jobs.run_here(user, account, allow_private=True, say=print)
+    finally:
+        await db.close()
+    assert job.report is not None
+    text = "\n".join(job.report.lines())
+    added = len(stored_actions(config.database.path, "alice"))
+    assert added > 0
+    assert "The import stopped: stopped by SIGTERM." in text
+    assert f"Episode actions: {added:,} added" in text, text
 
 
 async def _service_import(config: Config, bounds: ImportBounds, base: str) -> str:

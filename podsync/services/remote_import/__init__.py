@@ -38,6 +38,7 @@ from podsync.services.remote_import.feed_lists import (
     read_simple_list,
 )
 from podsync.services.remote_import.report import RemoteImportReport
+from podsync.storage.through import through
 
 __all__ = [
     "ImportBoundReached",
@@ -134,6 +135,16 @@ class RemoteImportService:
         if stopped is not None:
             raise stopped
 
+    async def _subscribe_piece(
+        self, user: User, piece: ImportPlan, now: int, report: RemoteImportReport
+    ) -> None:
+        done = await self.opml.apply(user, piece, now)
+        report.feeds_added += done.added
+        report.feeds_resubscribed += done.resubscribed
+        report.feeds_already += done.already_subscribed
+        for skipped in done.skipped:
+            report.skip_feed(skipped.url, skipped.reason)
+
     async def _subscribe(
         self, user: User, lists: FeedLists, report: RemoteImportReport, say: Say
     ) -> None:
@@ -149,11 +160,7 @@ class RemoteImportService:
         planned = plan.subscribes
         for start in range(0, len(planned), FEED_CHUNK):
             piece = ImportPlan(subscribes=planned[start : start + FEED_CHUNK])
-            done = await self.opml.apply(user, piece, now)
-            report.feeds_added += done.added
-            report.feeds_resubscribed += done.resubscribed
-            report.feeds_already += done.already_subscribed
-            for skipped in done.skipped:
-                report.skip_feed(skipped.url, skipped.reason)
+            # A stop (SIGTERM, Cancel) waits for the piece: what it committed is counted.
+            await through(self._subscribe_piece(user, piece, now, report))
         if lists.past_bound:
             raise feeds_bound(self.bounds)

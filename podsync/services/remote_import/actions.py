@@ -27,6 +27,7 @@ from podsync.services.remote_import.bounds import ImportBoundReached, ImportBoun
 from podsync.services.remote_import.client import RemoteClient, RemoteError
 from podsync.services.remote_import.json_stream import Element, Member, Opened
 from podsync.services.remote_import.report import RemoteImportReport
+from podsync.storage.through import through
 from podsync.store.episodes import EpisodeAction
 
 # Actions parsed and written per transaction: a short hold of the write lock, never
@@ -199,12 +200,17 @@ class ActionReader:
         report.actions_read += fresh
         report.skip_actions(skipped)
         if parsed:
-            stored = await self.episodes.store_imported(self.user.id, parsed)
-            report.actions_added += stored.added
-            report.actions_already += stored.already
-            if stored.refused_device:
-                report.skip_actions(Counter({DEVICE_LIMIT: stored.refused_device}))
+            # A stop (SIGTERM, Cancel) waits for the write: what it committed is counted.
+            await through(self._write(parsed))
         return fresh
+
+    async def _write(self, parsed: list[EpisodeAction]) -> None:
+        stored = await self.episodes.store_imported(self.user.id, parsed)
+        report = self.report
+        report.actions_added += stored.added
+        report.actions_already += stored.already
+        if stored.refused_device:
+            report.skip_actions(Counter({DEVICE_LIMIT: stored.refused_device}))
 
     def devices_named(self) -> list[str]:
         return list(self.seen.devices)
