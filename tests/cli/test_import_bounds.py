@@ -162,6 +162,37 @@ def test_sigterm_ends_an_import_promptly_and_its_report_says_so(config: Config) 
     assert f"Episode actions: {added:,} added" in out  # what it wrote is kept and counted
 
 
+async def _with_alice(config: Config) -> None:
+    async def seed(accounts: Any) -> None:
+        await accounts.add_user("alice", PASSWORD)
+
+    await with_accounts(config, seed)
+
+
+async def _service_import(
+    config: Config,
+    bounds: ImportBounds,
+    base: str,
+    writes: type[EpisodeWrites] = EpisodeWrites,
+) -> str:
+    """An import through the services with `bounds` (the real database); its report."""
+    db = create_engine(config.database)
+    await db.open()
+    try:
+        opml = OpmlService(db, SyncService(db, config.sync))
+        episodes = writes(db, UploadBounds(config.gpodder))
+        jobs = ImportJobs(db, RemoteImportService(opml, episodes, bounds), config.auth)
+        if isinstance(episodes, _StoppedAfterCommit):
+            episodes.jobs = jobs
+        user = await opml.require_user("alice")
+        account = RemoteAccount(base, "remote", REMOTE_PASSWORD)
+        job = await jobs.run_here(user, account, allow_private=True, say=print)
+        assert job.report is not None
+        return "\n".join(job.report.lines())
+    finally:
+        await db.close()
+
+
 class _StoppedAfterCommit(EpisodeWrites):
     """The import's episode writes, the real ones, with a stop (what SIGTERM and Cancel
     do) coming right after the first write committed and before its caller resumed:
@@ -181,56 +212,20 @@ class _StoppedAfterCommit(EpisodeWrites):
 async def test_a_stop_that_lands_after_a_commit_counts_what_it_committed(
     config: Config,
 ) -> None:
-    async def seed(accounts: Any) -> None:
-        await accounts.add_user("alice", PASSWORD)
-
-    await with_accounts(config, seed)
-    db = create_engine(config.database)
-    await db.open()
-    try:
-        opml = OpmlService(db, SyncService(db, config.sync))
-        episodes = _StoppedAfterCommit(db, UploadBounds(config.gpodder))
-        bounds = ImportBounds.for_config(config)
-        jobs = ImportJobs(db, RemoteImportService(opml, episodes, bounds), config.auth)
-        episodes.jobs = jobs
-        user = await opml.require_user("alice")
-        with Trickle(pause_s=0.002) as remote:
-            account = RemoteAccount(remote.base, "remote", REMOTE_PASSWORD)
-            job = await jobs.run_here(user, account, allow_private=True, say=print)
-    finally:
-        await db.close()
-    assert job.report is not None
-    text = "\n".join(job.report.lines())
+    await _with_alice(config)
+    bounds = ImportBounds.for_config(config)
+    with Trickle(pause_s=0.002) as remote:
+        text = await _service_import(config, bounds, remote.base, _StoppedAfterCommit)
     added = len(stored_actions(config.database.path, "alice"))
     assert added > 0
     assert "The import stopped: stopped by SIGTERM." in text
     assert f"Episode actions: {added:,} added" in text, text
 
 
-async def _service_import(config: Config, bounds: ImportBounds, base: str) -> str:
-    """An import through the services with `bounds` (the real database); its report."""
-    db = create_engine(config.database)
-    await db.open()
-    try:
-        opml = OpmlService(db, SyncService(db, config.sync))
-        episodes = EpisodeWrites(db, UploadBounds(config.gpodder))
-        jobs = ImportJobs(db, RemoteImportService(opml, episodes, bounds), config.auth)
-        user = await opml.require_user("alice")
-        account = RemoteAccount(base, "remote", REMOTE_PASSWORD)
-        job = await jobs.run_here(user, account, allow_private=True, say=print)
-        assert job.report is not None
-        return "\n".join(job.report.lines())
-    finally:
-        await db.close()
-
-
 async def test_an_import_stops_at_its_deadline_and_at_its_bound_on_requests(
     config: Config,
 ) -> None:
-    async def seed(accounts: Any) -> None:
-        await accounts.add_user("alice", PASSWORD)
-
-    await with_accounts(config, seed)
+    await _with_alice(config)
     defaults = ImportBounds.for_config(config)
     with Trickle(pause_s=0.01) as remote:
         started = time.monotonic()
