@@ -16,6 +16,7 @@ import logging
 import os
 import re
 import sqlite3
+import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -25,17 +26,42 @@ from podsync.storage.through import through
 
 T = TypeVar("T")
 # A list page sorts every row of a user's subscriptions by it: the keys of the titles
-# seen last are kept (a third of the cost of computing them again), titles up to
+# sorted lately are kept (a third of the cost of computing them again), titles up to
 # SORT_KEY_CACHED_CHARS long only, so the memo stays within a few MiB whatever the
 # titles (16,384 keys of titles of thousands of characters were tens of MiB).
 SORT_KEY_CACHED_CHARS = 120
-_remembered_sort_key = functools.lru_cache(maxsize=1 << 14)(sort_key)
+SORT_KEYS_KEPT = 1 << 13  # keys in each of the memo's two generations, at most
+SORT_KEYS_TURN_S = 1800.0
 
 
-def _cached_sort_key(title: str | None) -> str | None:
-    if title is not None and len(title) > SORT_KEY_CACHED_CHARS:
-        return sort_key(title)
-    return _remembered_sort_key(title)
+class _SortKeys:
+    """The sort keys of the titles sorted lately, in two generations: the keys made or
+    used since the last turn, and those of the turn before. A turn (once the recent
+    one holds SORT_KEYS_KEPT keys, or SORT_KEYS_TURN_S after the last) drops the older,
+    so a worker keeps the titles of its recent pages, not of every page it served.
+    Called from every connection's thread: a race makes a key twice, no more."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.recent: dict[str, str | None] = {}
+        self.older: dict[str, str | None] = {}
+        self._clock = clock
+        self._turned = clock()
+
+    def __call__(self, title: str | None) -> str | None:
+        if title is None or len(title) > SORT_KEY_CACHED_CHARS:
+            return sort_key(title)
+        recent, older = self.recent, self.older  # a turn on another thread replaces them
+        if title in recent:
+            return recent[title]
+        key = older[title] if title in older else sort_key(title)
+        now = self._clock()
+        if len(self.recent) >= SORT_KEYS_KEPT or now - self._turned >= SORT_KEYS_TURN_S:
+            self.older, self.recent, self._turned = self.recent, {}, now
+        self.recent[title] = key
+        return key
+
+
+_cached_sort_key = _SortKeys()
 
 
 log = logging.getLogger("podsync.db")

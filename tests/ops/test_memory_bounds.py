@@ -17,13 +17,14 @@ from typing import Any
 import pytest
 
 from podsync.config import Config
-from podsync.services.episodes import writes as episode_writes
+from podsync.services.episodes import feed_memo
 from podsync.services.episodes.bounds import UploadBounds
 from podsync.services.episodes.writes import EpisodeWrites
 from podsync.storage import sqlite as sqlite_engine
 from podsync.storage import sqlite_connection
 from podsync.storage.engine import create_engine
 from podsync.store import users
+from podsync.store.episode_feeds import Feed
 from tests.support.http_calls import call
 from tests.support.workers_support import ServerTree
 
@@ -47,8 +48,8 @@ def _plays(user: str, first: int, count: int) -> list[dict[str, Any]]:
 async def test_the_episode_feed_memo_stays_within_its_bound_in_rows(
     config: Config, create_user: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(episode_writes, "FEEDS_PER_USER", 50)
-    monkeypatch.setattr(episode_writes, "FEEDS_REMEMBERED", 120)
+    monkeypatch.setattr(feed_memo, "PER_USER", 50)
+    monkeypatch.setattr(feed_memo, "IN_ALL", 120)
     names = [f"user{i}" for i in range(4)]
     for name in names:
         await create_user(name)
@@ -62,9 +63,9 @@ async def test_the_episode_feed_memo_stays_within_its_bound_in_rows(
             for first in range(0, 90, 30):  # 90 podcasts each, 30 an upload
                 upload = await service.upload(user_id, _plays(name, first, 30))
                 assert upload.stored == 30
-                assert service.feeds_remembered <= 120
-                assert all(len(known) <= 50 for known in service._feeds.values())
-        assert service.feeds_remembered == sum(len(k) for k in service._feeds.values())
+                assert service.feeds.rows <= 120
+                assert all(len(known) <= 50 for known in service.feeds.users())
+        assert service.feeds.rows == sum(len(k) for k in service.feeds.users())
         # Forgotten rows are looked up again: the same podcasts, no second row each.
         again = await service.upload(ids[0], _plays(names[0], 0, 30))
         assert again.stored == 30
@@ -75,6 +76,43 @@ async def test_the_episode_feed_memo_stays_within_its_bound_in_rows(
         assert row is not None and row[0] == 90
     finally:
         await db.close()
+
+
+def _row(n: int) -> Feed:
+    return Feed(n, f"https://p.example/{n}", f"https://p.example/{n}/", 0)
+
+
+def test_the_episode_feed_memo_forgets_rows_no_upload_named_for_a_while() -> None:
+    """Rows go between KEPT_S and twice that after the last upload that named them:
+    a worker keeps the podcasts of the recent uploads, not of everything it served."""
+    now = [0.0]
+    memo = feed_memo.FeedMemo(clock=lambda: now[0])
+    kept = feed_memo.KEPT_S
+    memo.remember(1, {"a": _row(1), "b": _row(2)})
+    memo.remember(2, {"c": _row(3)})
+    now[0] = kept * 0.9
+    assert set(memo.known(1)) == {"a", "b"} and memo.rows == 3
+    now[0] = kept * 1.1  # a turn: the rows named before it are still known
+    assert set(memo.known(1)) == {"a", "b"}
+    memo.remember(1, {"a": _row(1)})  # named again: kept for another period
+    now[0] = kept * 2.2  # the next turn: only what was named since the last stays
+    assert set(memo.known(1)) == {"a"}
+    assert dict(memo.known(2)) == {} and memo.rows == 1
+    now[0] = kept * 4.5  # nothing named for two periods: nothing left
+    assert dict(memo.known(1)) == {} and memo.rows == 0
+
+
+def test_the_episode_feed_memo_counts_a_row_once_across_its_generations(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(feed_memo, "PER_USER", 3)
+    now = [0.0]
+    memo = feed_memo.FeedMemo(clock=lambda: now[0])
+    memo.remember(1, {"a": _row(1), "b": _row(2), "c": _row(3)})
+    now[0] = feed_memo.KEPT_S * 1.5
+    memo.remember(1, {"b": _row(2), "d": _row(4)})  # b moves to the recent generation
+    assert memo.rows == sum(len(rows) for rows in memo.users()) == 3
+    assert set(memo.known(1)) == {"b", "c", "d"}  # a, the oldest named, went
 
 
 async def test_readers_opened_by_a_burst_of_reads_close_after_it(config: Config) -> None:
@@ -108,13 +146,33 @@ async def test_readers_opened_by_a_burst_of_reads_close_after_it(config: Config)
 
 
 def test_the_sort_key_memo_keeps_short_titles_only() -> None:
-    remembered = sqlite_connection._remembered_sort_key
-    remembered.cache_clear()
+    memo = sqlite_connection._SortKeys()
     long_title = "The " + "very long title " * 500
-    assert sqlite_connection._cached_sort_key(long_title) == "very long title " * 500
-    assert remembered.cache_info().currsize == 0
-    assert sqlite_connection._cached_sort_key("The Daily") == "daily"
-    assert remembered.cache_info().currsize == 1
+    assert memo(long_title) == "very long title " * 500
+    assert memo.recent == {}
+    assert memo("The Daily") == "daily"
+    assert memo.recent == {"The Daily": "daily"}
+    assert memo(None) is None
+
+
+def test_the_sort_key_memo_keeps_the_titles_sorted_lately(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two generations: a turn comes when the recent one is full or after a while,
+    and drops the older; a key used again moves to the recent one."""
+    monkeypatch.setattr(sqlite_connection, "SORT_KEYS_KEPT", 3)
+    now = [0.0]
+    memo = sqlite_connection._SortKeys(clock=lambda: now[0])
+    for title in ("A1", "A2", "A3"):
+        memo(title)
+    memo("A4")  # the recent one was full: a turn
+    assert set(memo.older) == {"A1", "A2", "A3"} and set(memo.recent) == {"A4"}
+    memo("A1")  # from the older generation, kept again
+    assert set(memo.recent) == {"A4", "A1"}
+    now[0] = sqlite_connection.SORT_KEYS_TURN_S  # a while later: the next miss turns
+    memo("B1")
+    assert set(memo.older) == {"A4", "A1"} and set(memo.recent) == {"B1"}
+    assert len(memo.recent) + len(memo.older) <= 2 * sqlite_connection.SORT_KEYS_KEPT
 
 
 def test_each_worker_writes_a_heap_report_on_sigusr2_when_asked_for(tmp_path: Path) -> None:

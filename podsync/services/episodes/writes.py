@@ -12,7 +12,6 @@ transaction (`then`): one write per save, whatever it touches.
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,22 +21,13 @@ from podsync.config import GpodderConfig
 from podsync.services.devices import check_new_device
 from podsync.services.episodes import sessions
 from podsync.services.episodes.bounds import UploadBounds
+from podsync.services.episodes.feed_memo import FeedMemo
 from podsync.services.episodes.items import SkipItem, parse_item
 from podsync.storage.engine import Connection, Engine
 from podsync.store import devices, episode_actions, episodes, listening_totals, meta
-from podsync.store.episode_feeds import Feed
 from podsync.store.episodes import Batch, EpisodeAction
 
 log = logging.getLogger("podsync.gpodder")
-
-# Podcasts' rows (episode_feeds) the writes remember, so the next upload need not
-# look them up (it names up to a thousand). A row never goes away but with its user.
-# The memo is bounded in rows, not only in users: a user's phones that moved through
-# thousands of podcasts kept every one of them, in each worker, for good. Past
-# FEEDS_PER_USER a user's oldest rows go; past FEEDS_REMEMBERED in all, the users
-# who wrote least recently (about 300 bytes a row).
-FEEDS_PER_USER = 2000
-FEEDS_REMEMBERED = 20_000
 
 # More work of the caller inside the write's transaction, after the actions.
 Then = Callable[[Connection], Awaitable[None]]
@@ -83,31 +73,7 @@ class EpisodeWrites:
     def __init__(self, db: Engine, bounds: UploadBounds | None = None) -> None:
         self.db = db
         self.bounds = bounds or UploadBounds(GpodderConfig())
-        self._feeds: OrderedDict[int, dict[str, Feed]] = OrderedDict()
-        self._feeds_total = 0  # rows in all of self._feeds
-
-    def _known_feeds(self, user_id: int) -> dict[str, Feed]:
-        known = self._feeds.pop(user_id, None) or {}
-        self._feeds[user_id] = known  # the most recent last
-        return known
-
-    def _remember(self, user_id: int, known: dict[str, Feed], feeds: dict[str, Feed]) -> None:
-        """Add a write's committed feed rows to the user's memo, within the bounds."""
-        if self._feeds.get(user_id) is not known:
-            return  # forgotten meanwhile (other users' writes): nothing to add to
-        before = len(known)
-        known.update(feeds)
-        while len(known) > FEEDS_PER_USER:
-            del known[next(iter(known))]  # the oldest remembered first
-        self._feeds_total += len(known) - before
-        while self._feeds_total > FEEDS_REMEMBERED and len(self._feeds) > 1:
-            _, gone = self._feeds.popitem(last=False)
-            self._feeds_total -= len(gone)
-
-    @property
-    def feeds_remembered(self) -> int:
-        """Podcast rows in the memo, all users together (for the tests of its bound)."""
-        return self._feeds_total
+        self.feeds = FeedMemo()  # the podcasts' rows of recent writes
 
     async def record(
         self,
@@ -137,7 +103,7 @@ class EpisodeWrites:
                 await self._make_device(conn, user_id, as_device, now)
             before = await episode_actions.max_seq(conn, user_id)
             kept, refused = await self.bounds.admit(conn, user_id, actions, now)
-            known = self._known_feeds(user_id)
+            known = self.feeds.known(user_id)
             batch = await episodes.resolve(conn, user_id, kept, known)
             if session is not None:
                 await sessions.replace_earlier_save(conn, user_id, batch, session)
@@ -155,7 +121,7 @@ class EpisodeWrites:
                 await sessions.remember(conn, user_id, batch, session, stored.last_seq)
             if then is not None:
                 await then(conn)
-        self._remember(user_id, known, batch.feeds)  # committed
+        self.feeds.remember(user_id, batch.feeds)  # committed
         return _recorded(kept, refused, batch, before, stored.last_seq or before)
 
     async def _make_device(
