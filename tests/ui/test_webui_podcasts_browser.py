@@ -460,6 +460,7 @@ def test_a_podcast_page_lists_the_whole_feed_newest_first_a_page_at_a_time(
     )  # fmt: skip
     first.goto(server + "/ui/subscriptions")
     first.get_by_role("link", name="A Long Show").click()
+    first.wait_for_load_state()  # the click waits for the page to start, not to end
     podcast_path = first.url.removeprefix(server)
     rows = first.locator("#h-episodes ~ ol li")
     assert rows.count() == 100
@@ -473,6 +474,7 @@ def test_a_podcast_page_lists_the_whole_feed_newest_first_a_page_at_a_time(
     assert first.locator("nav.pager").first.inner_text().count("Page 1 of 2") == 1
     screenshot(first, "r2-podcast-episodes-1280")
     first.get_by_role("link", name="Next →").first.click()
+    first.wait_for_load_state()
     texts = first.locator("#h-episodes ~ ol li").all_inner_texts()
     assert [t.split("\n")[0] for t in texts] == [
         *(f"Episode {n}: a conversation about things" for n in range(20, 0, -1)),
