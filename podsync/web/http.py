@@ -15,6 +15,7 @@ one, and asks again) and the failure is logged.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import hashlib
@@ -310,3 +311,21 @@ class StreamedJson(web.StreamResponse):
                     request.transport.close()
                 raise ConnectionResetError("answer cut off") from exc
         await super().write_eof(data)
+
+
+async def stream_chunks(
+    request: web.Request, response: web.StreamResponse, chunks: AsyncIterator[bytes]
+) -> web.StreamResponse:
+    """Send `chunks` as `response`'s body (an OPML export): the first is read before
+    the headers go, so a fault in the database's first read is still an error answer
+    (the API's 503, the web UI's page), not a 200 cut short. Reads run on the loop and
+    a write returns at once while the socket has room, so each piece yields to the
+    other requests before the next."""
+    first = await anext(chunks)
+    await response.prepare(request)
+    await response.write(first)
+    async for chunk in chunks:
+        await response.write(chunk)
+        await asyncio.sleep(0)
+    await response.write_eof()
+    return response

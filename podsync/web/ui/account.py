@@ -15,7 +15,7 @@ from podsync.services.browsing import plain_reason
 from podsync.services.opml_io import ImportReport
 from podsync.services.passwords import MIN_PASSWORD_LENGTH
 from podsync.timestamps import now_us
-from podsync.web.http import login_caller
+from podsync.web.http import login_caller, stream_chunks
 from podsync.web.keys import CONFIG
 from podsync.web.ui.app_passwords import account_page
 from podsync.web.ui.guard import (
@@ -311,11 +311,4 @@ async def export_opml(request: web.Request) -> web.StreamResponse:
     response.content_type = "text/x-opml"
     response.charset = "utf-8"
     chunks = request.app[OPML].export_chunks(user, include_unsubscribed)
-    first = await anext(chunks)  # reads the database: a fault is still the 503 page
-    await response.prepare(request)
-    await response.write(first)
-    async for chunk in chunks:
-        await response.write(chunk)
-        await asyncio.sleep(0)
-    await response.write_eof()
-    return response
+    return await stream_chunks(request, response, chunks)
