@@ -14,6 +14,7 @@ from itsdangerous import BadData, URLSafeSerializer
 from podsync import timestamps
 from podsync.errors import InvalidInput, NotFound
 from podsync.model import Subscription
+from podsync.recent import Recent
 from podsync.rules import canonical_uuid
 from podsync.storage.engine import Engine
 from podsync.store import subscriptions as store
@@ -37,8 +38,11 @@ class Changes(NamedTuple):
 
 # Signed and checked cursors are remembered (both are pure functions of the secret):
 # a client polling the head of its feed sends the same cursor and gets it back, and
-# list pages are re-read at the same positions; each HMAC saved is ~10 µs.
-REMEMBERED_CURSORS = 4096
+# list pages are re-read at the same positions; each HMAC saved is ~10 µs. Those of
+# the last half hour to hour are kept (`recent.Recent`), CURSORS_KEPT at most in
+# each of two generations.
+CURSORS_KEPT = 2048
+_UNCHECKED: tuple[str, int, int] = ("", 0, 0)  # a token not checked yet (by identity)
 
 
 class Cursors:
@@ -46,16 +50,16 @@ class Cursors:
 
     def __init__(self, secret_key: str) -> None:
         self._serializer = URLSafeSerializer(secret_key, salt=CURSOR_SALT)
-        self._made: dict[tuple[str, int, int], str] = {}
+        self._made: Recent[tuple[str, int, int], str] = Recent(CURSORS_KEPT)
         # token -> (kind, user id, position), or None for a signed value of another shape
-        self._read: dict[str, tuple[str, int, int] | None] = {}
+        self._read: Recent[str, tuple[str, int, int] | None] = Recent(CURSORS_KEPT)
 
     def make(self, kind: str, user_id: int, position: int) -> str:
         key = (kind, user_id, position)
-        token = self._made.get(key)
+        token = self._made.get(key, None)
         if token is None:
             token = str(self._serializer.dumps([kind, user_id, position]))
-            _remember(self._made, key, token)
+            self._made.put(key, token)
         return token
 
     def checked(self, token: str) -> bool:
@@ -64,9 +68,8 @@ class Cursors:
         return token in self._read
 
     def read(self, token: str, user_id: int, kinds: tuple[str, ...]) -> tuple[str, int]:
-        try:
-            cursor = self._read[token]
-        except KeyError:
+        cursor = self._read.get(token, _UNCHECKED)
+        if cursor is _UNCHECKED:
             cursor = self._check(token)
         if cursor is None or cursor[1] != user_id or cursor[0] not in kinds:
             raise InvalidInput("since is not a cursor for this user and this list")
@@ -86,14 +89,8 @@ class Cursors:
             and type(value[2]) is int
         ):
             cursor = (value[0], value[1], value[2])
-        _remember(self._read, token, cursor)
+        self._read.put(token, cursor)
         return cursor
-
-
-def _remember(memo: dict[Any, Any], key: Any, value: Any) -> None:
-    if len(memo) >= REMEMBERED_CURSORS:
-        del memo[next(iter(memo))]  # the oldest entry
-    memo[key] = value
 
 
 class ListingService:

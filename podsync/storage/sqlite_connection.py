@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from podsync.recent import Recent
 from podsync.sorting import SQL_FUNCTION, sort_key
 from podsync.storage.through import through
 
@@ -31,33 +32,28 @@ T = TypeVar("T")
 # titles (16,384 keys of titles of thousands of characters were tens of MiB).
 SORT_KEY_CACHED_CHARS = 120
 SORT_KEYS_KEPT = 1 << 13  # keys in each of the memo's two generations, at most
-SORT_KEYS_TURN_S = 1800.0
 
 
-class _SortKeys:
-    """The sort keys of the titles sorted lately, in two generations: the keys made or
-    used since the last turn, and those of the turn before. A turn (once the recent
-    one holds SORT_KEYS_KEPT keys, or SORT_KEYS_TURN_S after the last) drops the older,
-    so a worker keeps the titles of its recent pages, not of every page it served.
-    Called from every connection's thread: a race makes a key twice, no more."""
+class _SortKeys(Recent[str, str]):
+    """The sort keys of the titles sorted lately (two generations of SORT_KEYS_KEPT
+    keys at most, `recent.Recent`), so a worker keeps the titles of its recent pages,
+    not of every page it served. Titles longer than SORT_KEY_CACHED_CHARS are not
+    kept. Called from every connection's thread."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self.recent: dict[str, str | None] = {}
-        self.older: dict[str, str | None] = {}
-        self._clock = clock
-        self._turned = clock()
+        super().__init__(SORT_KEYS_KEPT, clock=clock)
 
     def __call__(self, title: str | None) -> str | None:
         if title is None or len(title) > SORT_KEY_CACHED_CHARS:
             return sort_key(title)
-        recent, older = self.recent, self.older  # a turn on another thread replaces them
+        recent = self.recent  # a page sorts thousands of rows: a hit stays inline
         if title in recent:
             return recent[title]
-        key = older[title] if title in older else sort_key(title)
-        now = self._clock()
-        if len(self.recent) >= SORT_KEYS_KEPT or now - self._turned >= SORT_KEYS_TURN_S:
-            self.older, self.recent, self._turned = self.recent, {}, now
-        self.recent[title] = key
+        key = self.get(title, None)
+        if key is None:
+            key = sort_key(title)
+            if key is not None:
+                self.put(title, key)
         return key
 
 

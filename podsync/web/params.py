@@ -9,6 +9,7 @@ from aiohttp import web
 
 from podsync.errors import InvalidInput
 from podsync.numbers import parse_int
+from podsync.recent import Recent
 from podsync.web.keys import CONFIG
 
 _BOOLEANS = {"true": True, "1": True, "false": False, "0": False}
@@ -56,12 +57,13 @@ def public_url(request: web.Request, path: str) -> str:
 # json_url's answers: a client polling the head of its change feed sends the same
 # URL each time and gets the same next_since back, and list pages are read at the
 # same cursors. Building one (urlencode, json.dumps) cost ~7 µs, a tenth of a
-# poll's own time; a URL of the same request gives the same answer, so answers are
-# remembered, oldest forgotten first, for query strings up to QUERY_REMEMBERED
-# characters (the memo stays under ~2 MB however odd the query).
-URLS_REMEMBERED = 2048
+# poll's own time; a URL of the same request gives the same answer, so the answers
+# of the last half hour to hour are kept (`recent.Recent`, URLS_KEPT in each of two
+# generations), for query strings up to QUERY_REMEMBERED characters (the memo stays
+# under ~2 MB however odd the query).
+URLS_KEPT = 1024
 QUERY_REMEMBERED = 400
-_urls: dict[tuple[str, str, str, str], str] = {}
+_urls: Recent[tuple[str, str, str, str], str] = Recent(URLS_KEPT)
 
 
 def json_url(request: web.Request, since_value: str) -> str:
@@ -70,10 +72,8 @@ def json_url(request: web.Request, since_value: str) -> str:
     if len(query) > QUERY_REMEMBERED:
         return json.dumps(relative_url(request, since_value))
     key = (request.app[CONFIG].server.public_url, request.path, query, since_value)
-    url = _urls.get(key)
+    url = _urls.get(key, None)
     if url is None:
         url = json.dumps(relative_url(request, since_value))
-        if len(_urls) >= URLS_REMEMBERED:
-            del _urls[next(iter(_urls))]  # the oldest entry
-        _urls[key] = url
+        _urls.put(key, url)
     return url

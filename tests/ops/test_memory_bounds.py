@@ -1,12 +1,15 @@
 """What a worker keeps between requests stays within a bound on its total size, however
 long it serves: the memo of podcasts' rows that episode uploads keep (in rows across
 all users, not only in users), the SQLite reader connections (each with its own page
-cache) a burst of concurrent reads opened, and the memo of title sort keys (long
-titles are not kept). A soak of two workers grew 22-25 MiB an hour without these."""
+cache) a burst of concurrent reads opened, the memo of title sort keys (long titles
+are not kept), and the memos of list cursors and reply URLs, which keep what was used
+in the last half hour to hour (`recent.Recent`). A soak of two workers grew 22-25 MiB
+an hour without these."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import signal
@@ -15,8 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
+from aiohttp.test_utils import make_mocked_request
 
+from podsync import recent
 from podsync.config import Config
+from podsync.errors import InvalidInput
+from podsync.services import listing
 from podsync.services.episodes import feed_memo
 from podsync.services.episodes.bounds import UploadBounds
 from podsync.services.episodes.writes import EpisodeWrites
@@ -25,6 +33,8 @@ from podsync.storage import sqlite_connection
 from podsync.storage.engine import create_engine
 from podsync.store import users
 from podsync.store.episode_feeds import Feed
+from podsync.web import params
+from podsync.web.keys import CONFIG
 from tests.support.http_calls import call
 from tests.support.workers_support import ServerTree
 
@@ -167,12 +177,75 @@ def test_the_sort_key_memo_keeps_the_titles_sorted_lately(
         memo(title)
     memo("A4")  # the recent one was full: a turn
     assert set(memo.older) == {"A1", "A2", "A3"} and set(memo.recent) == {"A4"}
-    memo("A1")  # from the older generation, kept again
+    assert memo("A1") == "a1"  # from the older generation, kept again
     assert set(memo.recent) == {"A4", "A1"}
-    now[0] = sqlite_connection.SORT_KEYS_TURN_S  # a while later: the next miss turns
+    now[0] = recent.TURN_S  # a while later: the next miss turns
     memo("B1")
     assert set(memo.older) == {"A4", "A1"} and set(memo.recent) == {"B1"}
-    assert len(memo.recent) + len(memo.older) <= 2 * sqlite_connection.SORT_KEYS_KEPT
+    assert len(memo) <= 2 * 3
+
+
+def test_a_recent_memo_forgets_what_was_not_used_for_a_while() -> None:
+    """A key stays between one and two turns after its last use; a quiet memo empties
+    (two turns with nothing new); at most twice `kept` keys, whatever comes."""
+    now = [0.0]
+    memo: recent.Recent[int, str] = recent.Recent(100, turn_s=60.0, clock=lambda: now[0])
+    memo.put(1, "one")
+    now[0] = 59.0
+    assert memo.get(1, None) == "one"
+    memo.put(2, "two")
+    now[0] = 61.0
+    memo.put(3, "three")  # a turn: 1 and 2 are older now
+    assert 1 in memo and 2 in memo and set(memo.recent) == {3}
+    assert memo.get(2, None) == "two"  # used: back in the recent generation
+    now[0] = 122.0
+    memo.put(4, "four")  # a turn: 1 (not used since 59 s) goes
+    assert memo.get(1, None) is None and memo.get(2, None) == "two"
+    now[0] = 1000.0
+    memo.put(5, "five")
+    now[0] = 2000.0
+    memo.put(6, "six")
+    assert set(memo.recent) == {6} and set(memo.older) == {5}
+    for n in range(10_000):
+        memo.put(n + 10, str(n))
+        assert len(memo) <= 200
+
+
+def test_list_cursors_are_remembered_for_a_while_and_read_right_after(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The cursors a worker signed or checked are kept within a bound; one it forgot
+    still reads (its signature is checked again), and a forged one never does."""
+    monkeypatch.setattr(listing, "CURSORS_KEPT", 8)
+    cursors = listing.Cursors("a secret of the tests")
+    first = cursors.make("page", 7, 1)
+    made = [cursors.make("page", 7, n) for n in range(2, 100)]
+    assert len(cursors._made) <= 16 and len(cursors._read) == 0
+    assert not cursors.checked(first)  # made, never read here
+    assert cursors.read(first, 7, ("page",)) == ("page", 1)
+    for token in made:
+        cursors.read(token, 7, ("page",))
+    assert len(cursors._read) <= 16 and not cursors.checked(first)  # forgotten
+    assert cursors.read(first, 7, ("page",)) == ("page", 1)  # and read again
+    assert cursors.make("page", 7, 1) == first
+    with pytest.raises(InvalidInput):
+        cursors.read(first, 8, ("page",))  # another user's
+    with pytest.raises(InvalidInput):
+        cursors.read(first[:-2] + "xx", 7, ("page",))
+
+
+def test_reply_urls_are_remembered_within_a_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The JSON of the next_since/next_cursor URLs a worker built: at most two
+    generations of URLS_KEPT, each answer the one built afresh."""
+    monkeypatch.setattr(params, "_urls", recent.Recent(4))
+    app = web.Application()
+    app[CONFIG] = Config()
+    for n in range(50):
+        request = make_mocked_request("GET", f"/api/v1/subscriptions?page={n}", app=app)
+        made = params.json_url(request, f"cursor{n}")
+        assert made == json.dumps(params.relative_url(request, f"cursor{n}"))
+        assert params.json_url(request, f"cursor{n}") == made
+        assert len(params._urls) <= 8
 
 
 def test_each_worker_writes_a_heap_report_on_sigusr2_when_asked_for(tmp_path: Path) -> None:
