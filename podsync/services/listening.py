@@ -21,7 +21,7 @@ from podsync.services.episode_state import (
     states,
 )
 from podsync.storage.engine import Engine
-from podsync.store import Connection, browse, devices, feed_info, listening, player
+from podsync.store import Connection, browse, devices, feed_info, listening, player, podcast_page
 from podsync.store.devices import Device
 from podsync.store.feed_info import FeedItem
 from podsync.store.listening import HistoryFilter, HistoryKey, HistoryRow
@@ -186,11 +186,11 @@ class ListeningService:
         async with self.db.read(threaded=True) as conn:
             rows = await listening.podcast_actions(conn, user.id, podcast_key, PODCAST_ACTIONS_MAX)
             device_ids = await listening.podcast_devices(conn, user.id, podcast_key)
-            in_feed = await feed_info.episode_count(conn, podcast_key)
+            in_feed = await podcast_page.episode_count(conn, podcast_key)
             acted = states(rows)
             matched, unlisted = await _match(conn, podcast_key, acted) if in_feed else ({}, acted)
             if only is not None:
-                every = await feed_info.newest_episodes(conn, podcast_key, 0, in_feed)
+                every = await podcast_page.newest_episodes(conn, podcast_key, 0, in_feed)
                 chosen = [
                     e
                     for e in [*_listed(every, matched), *_unlisted(unlisted)]
@@ -207,7 +207,7 @@ class ListeningService:
             page = min(max(page, 1), pages)
             offset = (page - 1) * per_page
             items = (
-                await feed_info.newest_episodes(conn, podcast_key, offset, per_page)
+                await podcast_page.newest_episodes(conn, podcast_key, offset, per_page)
                 if offset < in_feed
                 else []
             )
@@ -222,11 +222,11 @@ class ListeningService:
         counts on a podcast page's filters. Reads what a filtered page reads."""
         async with self.db.read(threaded=True) as conn:
             rows = await listening.podcast_actions(conn, user.id, podcast_key, PODCAST_ACTIONS_MAX)
-            in_feed = await feed_info.episode_count(conn, podcast_key)
+            in_feed = await podcast_page.episode_count(conn, podcast_key)
             acted = states(rows)
             matched, unlisted = await _match(conn, podcast_key, acted) if in_feed else ({}, acted)
             every = (
-                await feed_info.newest_episodes(conn, podcast_key, 0, in_feed) if in_feed else []
+                await podcast_page.newest_episodes(conn, podcast_key, 0, in_feed) if in_feed else []
             )
         counts = dict.fromkeys(FILTERS, 0)
         episodes = [*_listed(every, matched), *_unlisted(unlisted)]

@@ -14,12 +14,15 @@ from podsync.store.value_lists import in_list
 
 async def unreferenced(conn: Connection, before: int, limit: int) -> list[str]:
     """Up to `limit` feeds that nobody has subscribed to since `before` and that were
-    not fetched or checked since then (a Subscribe's check stores its feed a moment
-    before the subscription)."""
+    not fetched or checked since then (a Subscribe's check stores its feed, as checked,
+    a moment before the subscription). Call in a write: on PostgreSQL the rows are
+    locked until it ends, so a check that stores one of them waits for the delete and
+    writes it anew, and one that came first has them skipped."""
+    lock = " FOR UPDATE OF f" if conn.dialect == "postgresql" else ""
     rows = await conn.fetch_all(
         "SELECT url_key FROM feed_info f WHERE (f.checked_at IS NULL OR f.checked_at < ?) "
         "AND NOT EXISTS (SELECT 1 FROM subscriptions s WHERE s.url_key = f.url_key "
-        "AND (s.unsubscribed_at IS NULL OR s.unsubscribed_at >= ?)) LIMIT ?",
+        f"AND (s.unsubscribed_at IS NULL OR s.unsubscribed_at >= ?)) LIMIT ?{lock}",
         (before, before, limit),
     )
     return [str(r[0]) for r in rows]

@@ -113,26 +113,6 @@ async def episode_titles(
     return found
 
 
-# Newest first: by date, then by place in the feed; rows of neither (stored before
-# dates were kept) last. The index feed_episodes_newest reads it in this order.
-_NEWEST = "published_at DESC NULLS LAST, feed_rank DESC NULLS LAST, episode_url, guid"
-
-
-async def newest_episodes(
-    conn: Connection, url_key: str, offset: int, limit: int
-) -> list[FeedItem]:
-    """A page of the feed's episode rows, newest first."""
-    rows = await conn.fetch_all(
-        "SELECT episode_url, guid, title, published_at, duration FROM feed_episodes "
-        f"WHERE url_key = ? ORDER BY {_NEWEST} LIMIT ? OFFSET ?",
-        (url_key, limit, offset),
-    )
-    return [
-        FeedItem(str(u), str(g), str(t), _optional_int(p), _optional_int(d))
-        for u, g, t, p, d in rows
-    ]
-
-
 # --- The fetcher's side: discovering feeds, claiming them, recording outcomes.
 
 
@@ -273,12 +253,17 @@ async def claim_due(
     return claimed
 
 
-async def add_feed(conn: Connection, url_key: str, feed_url: str, now: int) -> None:
-    """Know of a feed (due at once) if it is not known yet. Call in a write."""
+async def add_feed(
+    conn: Connection, url_key: str, feed_url: str, now: int, *, checked: bool = False
+) -> None:
+    """Know of a feed (due at once) if it is not known yet; `checked`: as fetched `now`
+    (a Subscribe's check, stored a moment before its subscription, which the pruner's
+    collection of feeds nobody subscribes to then leaves). Call in a write."""
     await conn.execute(
-        "INSERT INTO feed_info (url_key, feed_url, next_try_at) VALUES (?, ?, ?) "
-        "ON CONFLICT (url_key) DO NOTHING",
-        (url_key, feed_url, now),
+        "INSERT INTO feed_info (url_key, feed_url, next_try_at, checked_at) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (url_key) DO "
+        + ("UPDATE SET checked_at = excluded.checked_at" if checked else "NOTHING"),
+        (url_key, feed_url, now, now if checked else None),
     )
 
 
@@ -311,7 +296,8 @@ async def due_state(conn: Connection, url_key: str) -> DueFeed | None:
 _ITEM = "episode_url, guid, title, published_at, duration, link, media_type, notes, chapters"
 
 
-def _optional_int(value: Any) -> int | None:
+def optional_int(value: Any) -> int | None:
+    """An integer column that may be NULL, as a Python int or None."""
     return None if value is None else int(value)
 
 
@@ -321,8 +307,8 @@ async def stored_episodes(conn: Connection, url_key: str) -> list[tuple[Any, ...
         f"SELECT {_ITEM}, feed_rank FROM feed_episodes WHERE url_key = ?", (url_key,)
     )
     return [
-        (str(u), str(g), str(t), _optional_int(p), _optional_int(d), link, kind, notes,
-         chapters, _optional_int(r))
+        (str(u), str(g), str(t), optional_int(p), optional_int(d), link, kind, notes,
+         chapters, optional_int(r))
         for u, g, t, p, d, link, kind, notes, chapters, r in rows
     ]  # fmt: skip
 
@@ -393,8 +379,3 @@ async def description(conn: Connection, url_key: str) -> str | None:
     """What the feed says of itself (plain text), as last fetched."""
     row = await conn.fetch_one("SELECT description FROM feed_info WHERE url_key = ?", (url_key,))
     return None if row is None or row[0] is None else str(row[0])
-
-
-async def episode_count(conn: Connection, url_key: str) -> int:
-    row = await conn.fetch_one("SELECT count(*) FROM feed_episodes WHERE url_key = ?", (url_key,))
-    return 0 if row is None else int(row[0])

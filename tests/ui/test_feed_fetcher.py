@@ -27,7 +27,7 @@ from podsync.services.feeds.fetcher import BATCH_MIN_S, HOUR_US, FeedFetcher
 from podsync.services.feeds.http import FeedClient, Limits
 from podsync.services.feeds.refusals import refused
 from podsync.storage.engine import Engine, create_engine
-from podsync.store import feed_info as feed_store
+from podsync.store import podcast_page
 from podsync.web.app import create_app
 from tests.conftest import login
 from tests.support.feed_site import FeedSite, rss
@@ -467,14 +467,14 @@ async def test_episodes_keep_their_dates_and_place_and_a_new_one_writes_one_row(
     assert [g for g, _, _ in second] == [f"show-{n}" for n in (6, 5, 4, 3, 2)]
     assert second[1:] == first[:4]
     async with db.read() as conn:
-        newest = await feed_store.newest_episodes(conn, url_key(show), 1, 2)
+        newest = await podcast_page.newest_episodes(conn, url_key(show), 1, 2)
     assert [e.guid for e in newest] == ["show-5", "show-4"]
     # A feed without dates is listed in its own order.
     site.feed, site.etag = rss(episodes=3, first=7, dated=False), '"v3"'
     clock.now += WINDOW
     await fetcher.run_once()
     async with db.read() as conn:
-        undated = await feed_store.newest_episodes(conn, url_key(show), 0, 10)
+        undated = await podcast_page.newest_episodes(conn, url_key(show), 0, 10)
     assert [(e.guid, e.published_at) for e in undated] == [
         ("show-9", None), ("show-8", None), ("show-7", None)
     ]  # fmt: skip

@@ -315,7 +315,7 @@ class FeedFetcher:
         fetch is a refresh window away."""
         now = self.clock()
         async with self.db.write() as conn:
-            await store.add_feed(conn, url_key, feed_url, now)
+            await store.add_feed(conn, url_key, feed_url, now, checked=True)
         await self._store_episodes(url_key, learned, self._asked)
         async with self.db.write() as conn:
             await store.record_fetched(
