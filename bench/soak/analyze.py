@@ -3,7 +3,7 @@
 the slope (least squares, MiB an hour) of each process's RSS, PSS and anonymous
 memory over the first and the last segment of the load, and over the whole of it.
 
-    python bench/soak/analyze.py RUN [--segment MINUTES]
+    python bench/soak/analyze.py RUN [--segment MINUTES] [--window A-B ...]
 
 The segment is an hour by default, or a third of the run when the run is shorter
 than three hours (so a 20-minute run compares its first and last 7 minutes). A
@@ -88,6 +88,14 @@ def main() -> None:
     ap.add_argument("run", type=Path)
     ap.add_argument("--segment", type=float, default=None, help="minutes")
     ap.add_argument("--every", type=float, default=5.0, help="minutes between table rows")
+    ap.add_argument(
+        "--window",
+        action="append",
+        default=[],
+        metavar="A-B",
+        help="also the slopes over minutes A to B of the load (to compare runs of"
+        " different lengths over the same minutes); may be given again",
+    )
     args = ap.parse_args()
     with open(args.run / "metrics.jsonl", encoding="utf-8") as f:
         records = [json.loads(line) for line in f]
@@ -103,6 +111,9 @@ def main() -> None:
     slopes(load, parent, first, first + segment, "first segment")
     slopes(load, parent, end - segment, end, "last segment")
     slopes(load, parent, first, end, "whole run")
+    for window in args.window:
+        start, _, stop = window.partition("-")
+        slopes(load, parent, first + float(start), first + float(stop), f"minutes {window}")
 
 
 if __name__ == "__main__":
