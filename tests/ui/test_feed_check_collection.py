@@ -8,7 +8,6 @@ the app's database; only the moment is chosen."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -23,16 +22,10 @@ from podsync.storage.engine import create_engine
 from podsync.store import feed_info
 from podsync.web.app import create_app
 from tests.support.feed_site import FeedSite
+from tests.ui.test_webui_podcast_episodes import site
 
 pytestmark = pytest.mark.both_engines
-
-
-@pytest.fixture
-async def site() -> AsyncIterator[FeedSite]:
-    server = FeedSite()
-    await server.start()
-    yield server
-    await server.close()
+__all__ = ["site"]  # the feed site fixture, shared
 
 
 @pytest.mark.parametrize("known_before", [False, True], ids=["new feed", "known, unsubscribed"])
