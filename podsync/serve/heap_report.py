@@ -15,6 +15,7 @@ memory of its own: never leave it on in production (docs/development.md).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import re
@@ -136,7 +137,6 @@ def _native() -> list[str]:
     lines: list[str] = []
     try:  # imported here: a process that is never asked for a report does not load it
         import ctypes
-        import ctypes.util
     except ImportError:
         return ["native memory not read: this build has no ctypes"]
     try:
@@ -149,8 +149,8 @@ def _native() -> list[str]:
             lines.append(
                 f"sqlite: {used / 2**20:.2f} MiB in use, {high / 2**20:.2f} MiB at the peak"
             )
-        libc = ctypes.CDLL(ctypes.util.find_library("c"))
-        libc.mallinfo2.restype = _mallinfo2(ctypes)
+        libc = _libc()
+        libc.mallinfo2.restype = _mallinfo2()
         info = libc.mallinfo2()
         lines.append(
             f"malloc: {info.arena / 2**20:.2f} MiB in its heap, {info.uordblks / 2**20:.2f} "
@@ -161,8 +161,11 @@ def _native() -> list[str]:
     return lines
 
 
-def _mallinfo2(ctypes: Any) -> Any:
+@functools.cache
+def _mallinfo2() -> Any:
     """glibc's `struct mallinfo2`: ten size_t counters."""
+    import ctypes
+
     names = "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost"
     return type(
         "MallInfo2",
@@ -185,7 +188,7 @@ def _malloc_free_sizes(path: Path) -> list[str]:
     except ImportError:
         return []
     try:
-        libc = ctypes.CDLL(None)
+        libc = _libc()
         libc.fopen.restype = ctypes.c_void_p
         libc.fopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
         libc.fclose.argtypes = [ctypes.c_void_p]
@@ -323,6 +326,18 @@ def prepared_statements(connection: Any) -> list[str]:
     return texts
 
 
+# The libraries and the structure's type are loaded once: each ctypes library made
+# anew is a few classes that only a full collection frees, and a soak asking for a
+# report every ten minutes counted them in its growth.
+@functools.cache
+def _libc() -> Any:
+    """The process's own symbols (libc among them), through ctypes."""
+    import ctypes
+
+    return ctypes.CDLL(None)
+
+
+@functools.cache
 def _sqlite_library() -> Any:
     """The SQLite library Python's sqlite3 module itself uses (the one-file binary
     carries its own), through ctypes; None without ctypes."""

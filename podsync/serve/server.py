@@ -235,7 +235,7 @@ async def serve(
         sockets = listen(config.server.host, config.server.port)
     try:
         runner, where = await start(config, sockets)
-        trim = asyncio.create_task(native_heap.keep_trimmed(), name="podsync-malloc-trim")
+        upkeep = _heap_upkeep()
         if new_database:
             log.info("created database at %s", describe_database(config))
         log.info(
@@ -254,7 +254,8 @@ async def serve(
                 hangup.clear()
                 runner, config = await reload(runner, config, sockets, reload_config)
         finally:
-            trim.cancel()
+            for task in upkeep:
+                task.cancel()
             await runner.cleanup()
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
@@ -263,6 +264,15 @@ async def serve(
         for sock in sockets:
             sock.close()
     log.info("stopped")
+
+
+def _heap_upkeep() -> list[asyncio.Task[None]]:
+    """What a serving process does for its memory for as long as it serves: malloc's
+    free pages given back, Python's cycles collected while they are few."""
+    return [
+        asyncio.create_task(native_heap.keep_trimmed(), name="podsync-malloc-trim"),
+        asyncio.create_task(python_heap.keep_collected(), name="podsync-collect"),
+    ]
 
 
 def _heap_reports(loop: asyncio.AbstractEventLoop, on: bool) -> None:
@@ -353,7 +363,7 @@ async def serve_worker(config: Config, sockets: list[socket.socket], worker: Wor
 
     loop.add_reader(worker.lifeline_fd, parent_gone)  # readable only at end-of-file
     runner, _ = await start(config, sockets, worker)
-    trim = asyncio.create_task(native_heap.keep_trimmed(), name="podsync-malloc-trim")
+    upkeep = _heap_upkeep()
     try:
         log.info(
             "worker %d of %d serving (pid %d)%s",
@@ -365,7 +375,8 @@ async def serve_worker(config: Config, sockets: list[socket.socket], worker: Wor
         os.write(worker.ready_fd, b"r")
         await stop.wait()
     finally:
-        trim.cancel()
+        for task in upkeep:
+            task.cancel()
         await runner.cleanup()
         loop.remove_signal_handler(signal.SIGTERM)
         _heap_reports(loop, on=False)

@@ -51,7 +51,7 @@ from podsync.serve.heap_report import _mallinfo2
 if sys.argv[1] == "tuned":
     assert native_heap.tune()
 libc = ctypes.CDLL(None)
-libc.mallinfo2.restype = _mallinfo2(ctypes)
+libc.mallinfo2.restype = _mallinfo2()
 big = bytearray(1 << 20)
 del big
 # A block above the threshold is still cut from the heap's top when the top has room
