@@ -66,6 +66,7 @@ def _report(folder: Path, number: int) -> None:
     # gc.get_objects() leaves out what serve/python_heap.py froze at the start (the
     # connections among it): thawed for good, so the report counts them and no
     # cycle is kept from the collector while the heap is being looked into.
+    lines.append(_collector())
     frozen = gc.get_freeze_count()
     gc.unfreeze()
     lines.append(f"objects frozen since the start, thawed by this report: {frozen}")
@@ -159,6 +160,18 @@ def _native() -> list[str]:
     except (OSError, AttributeError) as exc:
         lines.append(f"native memory not read: {exc}")
     return lines
+
+
+def _collector() -> str:
+    """Python's garbage collector: its collections so far by generation, and the
+    counts that start the next ones (how long cycles left behind have waited)."""
+    import gc
+
+    done = [stats["collections"] for stats in gc.get_stats()]
+    return (
+        f"collector: collections by generation {done}, counts now {list(gc.get_count())} "
+        f"of thresholds {list(gc.get_threshold())}"
+    )
 
 
 @functools.cache

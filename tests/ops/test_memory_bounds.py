@@ -267,6 +267,7 @@ def test_each_worker_writes_a_heap_report_on_sigusr2_when_asked_for(tmp_path: Pa
             text = report.read_text()
             assert f"pid {pid} report 1" in text
             assert "sqlite3 connections:" in text and "traced:" in text, text
+            assert re.search(r"collector: collections by generation \[\d+, \d+, \d+\]", text)
             assert (heap / f"heap-{pid}-1.tracemalloc").stat().st_size > 0
             # glibc's free blocks by size, with its XML kept beside the report
             assert re.search(r"malloc free blocks by size \(\d+ arenas\): [\d.]+ MiB", text), text
