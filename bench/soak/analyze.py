@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Summarise a soak run's metrics.jsonl: RSS/PSS per process every few minutes, then
 the slope (least squares, MiB an hour) of each process's RSS, PSS and anonymous
-memory over the first and the last segment of the load, and over the whole of it.
+memory over the first and the last segment of the load, and over the whole of it;
+for RSS also the median slope (Theil-Sen), which a few transient samples hardly move.
 
     python bench/soak/analyze.py RUN [--segment MINUTES] [--window A-B ...]
 
@@ -30,6 +31,22 @@ def slope(points: list[tuple[float, float]]) -> float | None:
     sxx = sum((x - mx) ** 2 for x, _ in points)
     sxy = sum((x - mx) * (y - my) for x, y in points)
     return sxy / sxx if sxx else None
+
+
+def median_slope(points: list[tuple[float, float]]) -> float | None:
+    """Theil-Sen: the median of the slopes between every two samples. A sample taken
+    while a password was being checked (argon2id's 64 MiB, gone a moment later) moves
+    the least-squares slope of a short window; it hardly moves this one."""
+    pairs = sorted(
+        (y2 - y1) / (x2 - x1)
+        for i, (x1, y1) in enumerate(points)
+        for x2, y2 in points[i + 1 :]
+        if x2 != x1
+    )
+    if len(pairs) < 3:
+        return None
+    middle = len(pairs) // 2
+    return pairs[middle] if len(pairs) % 2 else (pairs[middle - 1] + pairs[middle]) / 2
 
 
 def table(records: list[Record], every: float) -> None:
@@ -69,6 +86,9 @@ def slopes(load: list[Record], parent: int, start: float, end: float, name: str)
             s = slope([(x, p.get(key, 0) / 1024) for x, p in points])
             values = [p.get(key, 0) / 1024 for _, p in points]
             shown = "n/a" if s is None else f"{s:+.2f}"
+            if key == "rss":
+                m = median_slope([(x, p.get(key, 0) / 1024) for x, p in points])
+                shown += "" if m is None else f" (median slope {m:+.2f})"
             cells.append(f"{key} {shown} ({values[0]:.1f} -> {values[-1]:.1f})")
         fds = sorted({p.get("fds") for _, p in points if p.get("fds") is not None})
         print(f"  {role} {pid} (n={len(points)}): {'; '.join(cells)}; fds {fds}")
