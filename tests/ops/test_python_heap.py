@@ -19,8 +19,9 @@ import pytest
 from tests.support.http_calls import call
 from tests.support.workers_support import ServerTree
 
-SETTLED = """
-import gc, json, weakref
+# Two objects that refer to each other: only the collector frees them.
+CYCLE = """
+import asyncio, gc, json, sys, weakref
 from podsync.serve import python_heap
 
 class Node:
@@ -30,7 +31,11 @@ def cycle():
     a, b = Node(), Node()
     a.other, b.other = b, a
     return weakref.ref(a)
+"""
 
+SETTLED = (
+    CYCLE
+    + """
 old_app = cycle()  # garbage of a start before, not collected yet
 gc.disable()  # nothing collects behind the test's back
 gc.freeze()  # as a first settle() left it
@@ -46,6 +51,7 @@ print(json.dumps({
     "later_freed": later() is None and collected > 0,
 }))
 """
+)
 
 
 def test_settle_freezes_the_start_and_raises_the_young_threshold() -> None:
@@ -62,18 +68,9 @@ def test_settle_freezes_the_start_and_raises_the_young_threshold() -> None:
 
 # A cycle made after the start, with the automatic collections off (as the young
 # threshold leaves them for hours under a steady load): freed by the timer alone.
-TIMED = """
-import asyncio, gc, json, sys, weakref
-from podsync.serve import python_heap
-
-class Node:
-    pass
-
-def cycle():
-    a, b = Node(), Node()
-    a.other, b.other = b, a
-    return weakref.ref(a)
-
+TIMED = (
+    CYCLE
+    + """
 async def main(timed):
     python_heap.settle()
     gc.disable()
@@ -86,6 +83,7 @@ async def main(timed):
 
 asyncio.run(main(sys.argv[1] == "timed"))
 """
+)
 
 
 def _freed(mode: str) -> bool:
