@@ -83,11 +83,12 @@ def slopes(load: list[Record], parent: int, start: float, end: float, name: str)
         role = "parent" if pid == parent else "worker"
         cells = []
         for key in ("rss", "pss", "anonymous"):
-            s = slope([(x, p.get(key, 0) / 1024) for x, p in points])
-            values = [p.get(key, 0) / 1024 for _, p in points]
+            series = [(x, p.get(key, 0) / 1024) for x, p in points]
+            s = slope(series)
+            values = [y for _, y in series]
             shown = "n/a" if s is None else f"{s:+.2f}"
             if key == "rss":
-                m = median_slope([(x, p.get(key, 0) / 1024) for x, p in points])
+                m = median_slope(series)
                 shown += "" if m is None else f" (median slope {m:+.2f})"
             cells.append(f"{key} {shown} ({values[0]:.1f} -> {values[-1]:.1f})")
         fds = sorted({p.get("fds") for _, p in points if p.get("fds") is not None})

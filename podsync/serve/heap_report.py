@@ -63,10 +63,10 @@ def _report(folder: Path, number: int) -> None:
     lines += _python_allocator(folder / f"heap-{pid}-{number}.pymalloc.txt")
     lines += _native()
     lines += _malloc_free_sizes(folder / f"heap-{pid}-{number}.malloc.xml")
+    lines.append(_collector())
     # gc.get_objects() leaves out what serve/python_heap.py froze at the start (the
     # connections among it): thawed for good, so the report counts them and no
     # cycle is kept from the collector while the heap is being looked into.
-    lines.append(_collector())
     frozen = gc.get_freeze_count()
     gc.unfreeze()
     lines.append(f"objects frozen since the start, thawed by this report: {frozen}")
