@@ -40,6 +40,7 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+import time
 import tomllib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -54,6 +55,7 @@ CGROUPS_V1_CONF = ROOT / "packaging" / "podman-cgroups-v1.conf"
 VOLUME = "podsync-data"  # docs/install.md's names
 LATEST = "localhost/podsync:latest"
 DECOY_LABEL = "podsync.test-decoy"
+RESETS = 3  # attempts at `podman system reset` when the sandbox closes (Sandbox.close)
 
 
 def cgroups_v1() -> bool:
@@ -138,11 +140,47 @@ class Sandbox:
         return done
 
     def close(self) -> None:
-        """Remove everything podman made here (it unmounts the layers), then the rest."""
+        """Remove everything podman made here (it unmounts the layers), then the rest.
+
+        A container the reset stops has its conmon start `podman container cleanup`,
+        which may write an event into tmp_dir while the reset removes that directory:
+        the reset then fails with "unlinkat DIR/tmp/events: directory not empty" (a
+        known podman race, podman issue 17957) after it has removed the store. So a
+        failed reset runs again once no process names this directory any more; the
+        last failure is raised."""
         try:
+            for _ in range(RESETS - 1):
+                done = self.podman(
+                    "system", "reset", "--force", plain=True, timeout=600, check=False
+                )
+                if done.returncode == 0:
+                    return
+                self._wait_for_stragglers()
             self.podman("system", "reset", "--force", plain=True, timeout=600)
         finally:
             shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _wait_for_stragglers(self, timeout: float = 60.0) -> None:
+        """Until no process but this one has the sandbox's directory in its command
+        line (conmon, `podman container cleanup`), or `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and _processes_naming(str(self.dir)):
+            time.sleep(0.2)
+
+
+def _processes_naming(text: str) -> list[int]:
+    """The processes (not this one) whose command line holds `text`."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue  # gone meanwhile, or not ours to read
+        if text in cmdline:
+            found.append(int(proc.name))
+    return found
 
 
 def machine_podman(*args: str, check: bool = True) -> str:
