@@ -15,8 +15,10 @@ large responses, the feed parser's buffers on its thread). Two settings bound it
   its own, up to eight a core, so that threads never wait on each other's malloc;
   a busy worker's reader and commit threads had nine, each with free space that
   only the threads on it reuse. Python's threads take turns on the GIL anyway:
-  two arenas (the main heap and one the other threads share) cost no measurable
-  wait and keep the free space in fewer heaps;
+  one arena (the main heap, shared by every thread) costs no measurable wait
+  (two arenas measured the same CPU) and keeps all the free space in one heap,
+  where any thread reuses it; soaks of two and a half hours grew less with one
+  (docs/performance.md, "Two soaks of the timed collection");
 - `malloc_trim(0)` every `TRIM_EVERY` seconds on a worker thread: it gives back
   (madvise) every whole page that is free inside the heaps of every arena, not
   only at a heap's top as free() itself does.
@@ -37,7 +39,7 @@ log = logging.getLogger("podsync")
 
 MMAP_THRESHOLD = 128 * 1024  # bytes: glibc's starting value, kept fixed
 TRIM_EVERY = 60.0  # seconds between trims of a serving process
-ARENAS = 2  # malloc arenas at most, the main heap among them
+ARENAS = 1  # malloc arenas at most: the main heap alone
 _M_MMAP_THRESHOLD = -3  # mallopt's parameter numbers (<malloc.h>)
 _M_ARENA_MAX = -8
 
