@@ -164,23 +164,21 @@ class Sandbox:
         """Until no process but this one has the sandbox's directory in its command
         line (conmon, `podman container cleanup`), or `timeout` seconds."""
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and _processes_naming(str(self.dir)):
+        while time.monotonic() < deadline and _a_process_names(str(self.dir)):
             time.sleep(0.2)
 
 
-def _processes_naming(text: str) -> list[int]:
-    """The processes (not this one) whose command line holds `text`."""
-    found = []
+def _a_process_names(text: str) -> bool:
+    """Whether a process (not this one) has `text` in its command line."""
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit() or int(proc.name) == os.getpid():
             continue
         try:
-            cmdline = (proc / "cmdline").read_bytes().decode(errors="replace")
+            if text in (proc / "cmdline").read_bytes().decode(errors="replace"):
+                return True
         except OSError:
             continue  # gone meanwhile, or not ours to read
-        if text in cmdline:
-            found.append(int(proc.name))
-    return found
+    return False
 
 
 def machine_podman(*args: str, check: bool = True) -> str:
