@@ -233,6 +233,9 @@ def main() -> None:
                     None,
                 )
             )
+    postgres = read(directory, "postgres")
+    if postgres:
+        rows += postgres_lines(postgres)
     startup = directory / "startup.txt"
     if startup.exists():
         rows.append(
@@ -248,6 +251,23 @@ def main() -> None:
     if averages:
         print("\nLoad average around each bench:\n")
         print("\n".join(averages))
+
+
+def postgres_lines(result: Any) -> list[str]:
+    """bench/pg_sync.py's runs: PostgreSQL's throughput over SQLite's, and its CPU a batch."""
+    runs = result["runs"]
+    ratio, cpu = result["pg_over_sqlite_median"], result["pg_cpu_ms_median"]
+    ratios = ", ".join(str(r["pg_over_sqlite"]) for r in runs)
+    cpus = ", ".join(str(r["pg_cpu_ms"]) for r in runs)
+    return [
+        line(
+            "PostgreSQL, 1 process: sync batch throughput over SQLite's",
+            f"{ratios} (median {ratio})",
+            ">= 0.6",
+            ratio >= 0.6,
+        ),
+        line("PostgreSQL: its CPU a batch, ms", f"{cpus} (median {cpu})", "<= 1.5", cpu <= 1.5),
+    ]
 
 
 def floor_ratios(load: Any) -> dict[str, tuple[float, float, float]]:

@@ -23,6 +23,8 @@
 #   rss              idle RSS against bare aiohttp on the defaults, feed fetcher on
 #   heavy_user       one account of 200,000 episode actions beside oPodSync
 #   workers          one process against two: throughput, CPU and memory
+#   postgres         the sync batch on PostgreSQL against SQLite, on a durable cluster of
+#                    its own (bench/pg_sync.py); left out without PostgreSQL's server
 #   startup          the binary's size, start-up and idle memory (builds it first)
 #
 # Environment (all optional):
@@ -33,7 +35,8 @@
 #   OPODSYNC_SRC  oPodSync's source (default: tests/fixtures/opodsync, vendored)
 #   PODSYNC       the podsync command (default: `command -v podsync`)
 #   OUT           where the results go (default: a new directory under /tmp)
-# Needs: wrk, php-cli + php-sqlite3, and the bench extra (pip install -e '.[bench]').
+# Needs: wrk, php-cli + php-sqlite3, and the bench extra (pip install -e '.[bench]'); the
+# postgres bench also PostgreSQL's server and the test extra (its cluster is the tests').
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -44,11 +47,12 @@ PEER_DIR=${PEER_DIR:-${SHARED_BENCH:-$root/../shared/bench}}
 # Rounds and seconds of the side-by-side benches (--smoke: one short round each).
 ROUNDS=3
 SECONDS_EACH=4
+PG_RUNS=3
 HEAVY_ACTIONS=200000
 while [ $# -gt 0 ]; do
     case "$1" in
     --shared) [ $# -ge 2 ] || fail "--shared needs a folder"; PEER_DIR=$2; shift 2 ;;
-    --smoke) ROUNDS=1; SECONDS_EACH=1; HEAVY_ACTIONS=2000; shift ;;
+    --smoke) ROUNDS=1; SECONDS_EACH=1; HEAVY_ACTIONS=2000; PG_RUNS=1; shift ;;
     --*) fail "unknown option '$1'" ;;
     *) break ;;
     esac
@@ -87,7 +91,7 @@ step() {
 }
 
 [ $# -gt 0 ] || set -- peer_gpodder peer_gpodder_2 peer_opodsync_2 compare load rss heavy_user \
-    workers startup
+    workers postgres startup
 for bench in "$@"; do
     case "$bench" in
     peer_gpodder)
@@ -116,6 +120,14 @@ for bench in "$@"; do
             "$PODSYNC" "$OPODSYNC_SRC" --actions "$HEAVY_ACTIONS" --json ;;
     workers)
         step workers "$PYTHON" "$here/workers.py" --json ;;
+    postgres)
+        if ! "$PYTHON" "$here/pg_sync.py" --check 2>/dev/null; then
+            echo "== postgres left out: PostgreSQL's server is not installed (Debian: postgresql)" >&2
+            echo "postgres|-|-|left out|" >>"$OUT/load.txt"
+            continue
+        fi
+        step postgres "$PYTHON" "$here/pg_sync.py" --json --runs "$PG_RUNS" \
+            --rounds "$ROUNDS" --seconds "$SECONDS_EACH" ;;
     startup)
         "$root/packaging/build.sh" >"$OUT/build.err" 2>&1 || fail "packaging/build.sh failed: $OUT/build.err"
         binary="$root/dist/podsync-linux-$(uname -m)"

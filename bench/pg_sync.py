@@ -1,0 +1,130 @@
+"""PostgreSQL's sync batch beside SQLite's, on a cluster of its own: the PostgreSQL rows
+of docs/performance.md in one command.
+
+    python bench/pg_sync.py                      # 3 runs of 3 rounds of 4 s
+    python bench/pg_sync.py --runs 1 --json      # one run, the figures as JSON
+    python bench/pg_sync.py --check              # exit 0 only if PostgreSQL is here
+
+It starts a throwaway PostgreSQL cluster with the tests' helper
+(tests/support/pg_cluster.py), made durable as a server would be (fsync,
+synchronous_commit and full_page_writes on, shared_buffers 256MB), then runs
+`bench/load.py --database-url URL --only sync` RUNS times, each on an empty schema
+of its own, and prints for each run the batches of 30 new subscribes a second on
+SQLite and on PostgreSQL (one process and two), PostgreSQL's throughput over
+SQLite's, and PostgreSQL's CPU a batch (its backends', from /proc). The cluster is
+removed at the end. Needs PostgreSQL's server (Debian: postgresql), wrk, and the
+test extra (the cluster helper imports asyncpg and pytest).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from tests.support.pg_cluster import Cluster, find_bin  # noqa: E402
+
+SQLITE, ONE, TWO = "sqlite, 1 process", "postgresql, 1 process", "postgresql, 2 processes"
+# A server's settings, not the tests' (which skip fsync): later -c options win.
+DURABLE = {
+    "fsync": "on",
+    "synchronous_commit": "on",
+    "full_page_writes": "on",
+    "shared_buffers": "256MB",
+}
+
+
+def settings_of(url: str) -> dict[str, str]:
+    async def read() -> dict[str, str]:
+        conn = await asyncpg.connect(url)
+        try:
+            return {name: await conn.fetchval(f"SHOW {name}") for name in DURABLE}
+        finally:
+            await conn.close()
+
+    return asyncio.run(read())
+
+
+def one_run(url: str, rounds: int, seconds: int) -> dict[str, Any]:
+    command = [sys.executable, str(HERE / "load.py"), "--database-url", url, "--only", "sync"]
+    out = subprocess.run(
+        [*command, "--json", "--rounds", str(rounds), "--seconds", str(seconds)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    result: dict[str, Any] = json.loads(out)
+    sync = result["medians"]["sync"]
+    return {
+        "load_average": [result["load_average_before"][0], result["load_average_after"][0]],
+        "sqlite_per_s": sync[SQLITE]["per_second"],
+        "pg_per_s": sync[ONE]["per_second"],
+        "pg_two_per_s": sync[TWO]["per_second"],
+        "pg_over_sqlite": round(sync[ONE]["per_second"] / sync[SQLITE]["per_second"], 2),
+        "pg_cpu_ms": sync[ONE]["postgres_cpu_ms"],
+        "podsync_cpu_ms": sync[ONE]["podsync_cpu_ms"],
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seconds", type=int, default=4)
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--check", action="store_true", help="is PostgreSQL's server here?")
+    args = parser.parse_args()
+    bin_dir = find_bin()
+    if args.check or bin_dir is None:
+        if bin_dir is None:
+            print("PostgreSQL's server is not installed (Debian: postgresql)", file=sys.stderr)
+        return 0 if bin_dir is not None else 2
+    cluster = Cluster(bin_dir)
+    try:
+        cluster.start(**DURABLE)
+        shown = settings_of(cluster.url())
+        if shown != DURABLE:
+            raise SystemExit(f"the cluster did not take the durable settings: {shown}")
+        runs = [
+            one_run(cluster.new_database(), args.rounds, args.seconds) for _ in range(args.runs)
+        ]
+    finally:
+        cluster.stop()
+    result = {
+        "postgres": str(bin_dir),
+        "settings": DURABLE,
+        "rounds": args.rounds,
+        "seconds": args.seconds,
+        "runs": runs,
+        "pg_over_sqlite_median": statistics.median(r["pg_over_sqlite"] for r in runs),
+        "pg_cpu_ms_median": statistics.median(r["pg_cpu_ms"] for r in runs),
+    }
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(f"PostgreSQL of {bin_dir}, {DURABLE}; {args.rounds} rounds of {args.seconds} s a run")
+    print("| run | load | SQLite /s | PostgreSQL /s (two processes) | over SQLite | PG CPU ms |")
+    print("|---|---|---:|---:|---:|---:|")
+    for n, r in enumerate(runs, 1):
+        print(
+            f"| {n} | {r['load_average'][0]:.1f}-{r['load_average'][1]:.1f} | "
+            f"{r['sqlite_per_s']:.0f} | {r['pg_per_s']:.0f} ({r['pg_two_per_s']:.0f}) | "
+            f"{r['pg_over_sqlite']} | {r['pg_cpu_ms']} |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(main())
