@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +53,7 @@ def median_slope(points: list[tuple[float, float]]) -> float | None:
 def table(records: list[Record], every: float) -> None:
     print(
         "t_min  load1 | per process pid:rss/pss MiB | WAL KiB | DB MiB | requests"
-        " | non2xx 5xx exc | cpu ms/req"
+        " | non2xx 5xx exc | cpu ms/req | core probe ms"
     )
     shown = -every
     for r in records:
@@ -66,7 +67,8 @@ def table(records: list[Record], every: float) -> None:
         print(
             f"{r['t_min']:6.1f} {r['load'][0]:>5} | {cells} | {r['wal_bytes'] // 1024} | "
             f"{r['db_bytes'] / 2**20:.1f} | {r['client_requests']} | {r['client_non2xx']} "
-            f"{r['client_5xx']} {r['client_exc']} | {r['cpu_ms_per_req']} [{r['tag']}]"
+            f"{r['client_5xx']} {r['client_exc']} | {r['cpu_ms_per_req']} | "
+            f"{r.get('probe_cpu_ms', '-')} [{r['tag']}]"
         )
 
 
@@ -102,6 +104,19 @@ def slopes(load: list[Record], parent: int, start: float, end: float, name: str)
         f"{cpu[0] if cpu else '-'} -> {cpu[-1] if cpu else '-'}; requests per sample "
         f"{sum(rate) / len(rate):.0f}; load1 {min(loads):.1f}-{max(loads):.1f}"
     )
+    probe = [r["probe_cpu_ms"] for r in window if r.get("probe_cpu_ms")]
+    if len(cpu) >= 2 and len(probe) >= 2:
+        # Medians of the window's first and last fifth: one sample moves either a lot.
+        n, m = max(1, len(cpu) // 5), max(1, len(probe) // 5)
+        cpu_from, cpu_to = statistics.median(cpu[:n]), statistics.median(cpu[-n:])
+        probe_from, probe_to = statistics.median(probe[:m]), statistics.median(probe[-m:])
+        steal = [r["steal"] for r in window if r.get("steal") is not None]
+        print(
+            f"  cpu ms/req {cpu_from:.2f} -> {cpu_to:.2f} (x{cpu_to / cpu_from:.2f}); the core"
+            f" probe {probe_from:.1f} -> {probe_to:.1f} ms (x{probe_to / probe_from:.2f}):"
+            f" the server's own share x{(cpu_to / cpu_from) / (probe_to / probe_from):.2f}"
+            + (f"; steal up to {max(steal):.1%}" if steal else "")
+        )
 
 
 def main() -> None:

@@ -940,7 +940,32 @@ def scan_log() -> None:
             LOGPOS["errors"] += 1
 
 
-PREV = {"t": None, "total": 0, "cpu": {}, "served2": 0}
+PREV = {"t": None, "total": 0, "cpu": {}, "served2": 0, "stat": None}
+# The core probe: a fixed piece of pure-Python work, timed in this thread's CPU time
+# at every sample. If the server's CPU a request rises while the probe's does not,
+# the server does more work a request; if both rise together, the cores got slower
+# (a shared host), which the load average does not show.
+PROBE_BODY = json.dumps([{"id": i, "url": f"https://probe.example/{i}"} for i in range(400)])
+
+
+def core_probe_ms() -> float:
+    start = time.thread_time()
+    for _ in range(20):
+        json.loads(PROBE_BODY)
+        sum(i * i for i in range(5_000))
+    return round(1000 * (time.thread_time() - start), 2)
+
+
+def steal_share() -> float | None:
+    """The share of the machine's CPU time stolen by the host since the last sample."""
+    with open("/proc/stat") as f:
+        fields = [int(v) for v in f.readline().split()[1:]]
+    before, PREV["stat"] = PREV["stat"], fields
+    if before is None:
+        return None
+    delta = [a - b for a, b in zip(fields, before, strict=True)]
+    total = sum(delta[:8])  # user .. steal; guest time is counted in user already
+    return round(delta[7] / total, 4) if total > 0 and len(delta) > 7 else None
 
 
 def sample(tag: str = "") -> dict:
@@ -973,6 +998,8 @@ def sample(tag: str = "") -> dict:
         "server_requests_interval": dreq,
         "cpu_ms_per_req": round(1000 * dcpu / dreq, 3) if dreq else None,
         "feed_fetches": dict(FEED_FETCHES),
+        "probe_cpu_ms": core_probe_ms(),
+        "steal": steal_share(),
     }
     PREV["cpu"] = cpu_now
     PREV["served2"] = served
@@ -985,7 +1012,8 @@ def sample(tag: str = "") -> dict:
     event(
         f"SAMPLE {tag} {rss} wal={wal // 1024}K req={STATS.total} srv={served} "
         f"non2xx={STATS.non2xx} 5xx={STATS.s5xx} exc={STATS.exc} tb={LOGPOS['tracebacks']} "
-        f"cpu/req={rec['cpu_ms_per_req']}ms load={rec['load']}"
+        f"cpu/req={rec['cpu_ms_per_req']}ms probe={rec['probe_cpu_ms']}ms "
+        f"steal={rec['steal']} load={rec['load']}"
     )
     return rec
 
