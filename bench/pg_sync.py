@@ -4,6 +4,7 @@ of docs/performance.md in one command.
     python bench/pg_sync.py                      # 3 runs of 3 rounds of 4 s
     python bench/pg_sync.py --runs 1 --json      # one run, the figures as JSON
     python bench/pg_sync.py --check              # exit 0 only if PostgreSQL is here
+    python bench/pg_sync.py --set shared_preload_libraries=pg_stat_statements
 
 It starts a throwaway PostgreSQL cluster with the tests' helper
 (tests/support/pg_cluster.py), made durable as a server would be (fsync,
@@ -84,15 +85,25 @@ def main() -> int:
     parser.add_argument("--seconds", type=int, default=4)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--check", action="store_true", help="is PostgreSQL's server here?")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a server setting on top of the durable ones, which stay (repeatable)",
+    )
     args = parser.parse_args()
     bin_dir = find_bin()
     if args.check or bin_dir is None:
         if bin_dir is None:
             print("PostgreSQL's server is not installed (Debian: postgresql)", file=sys.stderr)
         return 0 if bin_dir is not None else 2
+    extra = dict(item.split("=", 1) for item in args.set if "=" in item)
+    if len(extra) != len(args.set):
+        parser.error("--set takes NAME=VALUE")
     cluster = Cluster(bin_dir)
     try:
-        cluster.start(**DURABLE)
+        cluster.start(**DURABLE, **extra)
         shown = settings_of(cluster.url())
         if shown != DURABLE:
             raise SystemExit(f"the cluster did not take the durable settings: {shown}")
@@ -103,7 +114,7 @@ def main() -> int:
         cluster.stop()
     result = {
         "postgres": str(bin_dir),
-        "settings": DURABLE,
+        "settings": {**DURABLE, **extra},
         "rounds": args.rounds,
         "seconds": args.seconds,
         "runs": runs,
@@ -113,7 +124,8 @@ def main() -> int:
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
-    print(f"PostgreSQL of {bin_dir}, {DURABLE}; {args.rounds} rounds of {args.seconds} s a run")
+    settings = result["settings"]
+    print(f"PostgreSQL of {bin_dir}, {settings}; {args.rounds} rounds of {args.seconds} s")
     print("| run | load | SQLite /s | PostgreSQL /s (two processes) | over SQLite | PG CPU ms |")
     print("|---|---|---:|---:|---:|---:|")
     for n, r in enumerate(runs, 1):
