@@ -29,12 +29,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import asyncpg
-
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-
-from tests.support.pg_cluster import Cluster, find_bin  # noqa: E402
 
 SQLITE, ONE, TWO = "sqlite, 1 process", "postgresql, 1 process", "postgresql, 2 processes"
 # A server's settings, not the tests' (which skip fsync): later -c options win.
@@ -47,6 +43,8 @@ DURABLE = {
 
 
 def settings_of(url: str) -> dict[str, str]:
+    import asyncpg
+
     async def read() -> dict[str, str]:
         conn = await asyncpg.connect(url)
         try:
@@ -93,11 +91,17 @@ def main() -> int:
         help="a server setting on top of the durable ones, which stay (repeatable)",
     )
     args = parser.parse_args()
+    try:
+        from tests.support.pg_cluster import Cluster, find_bin
+    except ImportError as exc:  # asyncpg or pytest
+        print(f"pg_sync.py needs the test extra (pip install '.[test]'): {exc}", file=sys.stderr)
+        return 2
     bin_dir = find_bin()
-    if args.check or bin_dir is None:
-        if bin_dir is None:
-            print("PostgreSQL's server is not installed (Debian: postgresql)", file=sys.stderr)
-        return 0 if bin_dir is not None else 2
+    if bin_dir is None:
+        print("PostgreSQL's server is not installed (Debian: postgresql)", file=sys.stderr)
+        return 2
+    if args.check:
+        return 0
     extra = dict(item.split("=", 1) for item in args.set if "=" in item)
     if len(extra) != len(args.set):
         parser.error("--set takes NAME=VALUE")

@@ -121,8 +121,8 @@ for bench in "$@"; do
     workers)
         step workers "$PYTHON" "$here/workers.py" --json ;;
     postgres)
-        if ! "$PYTHON" "$here/pg_sync.py" --check 2>/dev/null; then
-            echo "== postgres left out: PostgreSQL's server is not installed (Debian: postgresql)" >&2
+        if ! why=$("$PYTHON" "$here/pg_sync.py" --check 2>&1); then
+            echo "== postgres left out: $why" >&2
             echo "postgres|-|-|left out|" >>"$OUT/load.txt"
             continue
         fi
