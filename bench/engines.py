@@ -62,11 +62,7 @@ def _backend_pids(url: str) -> list[int]:
 
 
 def _cpu(pids: list[int]) -> float:
-    total = 0.0
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            total += cpu_seconds(pid)[0]
-    return total
+    return sum(_cpu_each(pids).values())
 
 
 def _cpu_each(pids: list[int]) -> dict[int, float]:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -102,9 +101,9 @@ def main() -> int:
         return 2
     if args.check:
         return 0
-    extra = dict(item.split("=", 1) for item in args.set if "=" in item)
-    if len(extra) != len(args.set):
-        parser.error("--set takes NAME=VALUE")
+    if bad := [item for item in args.set if "=" not in item]:
+        parser.error(f"--set takes NAME=VALUE, not {bad[0]!r}")
+    extra = dict(item.split("=", 1) for item in args.set)
     cluster = Cluster(bin_dir)
     try:
         cluster.start(**DURABLE, **extra)
@@ -142,5 +141,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("PYTHONUNBUFFERED", "1")
     sys.exit(main())
