@@ -9,6 +9,7 @@ server.
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 from pathlib import Path
 from typing import Any
@@ -104,26 +105,52 @@ def non2xx_lines(directory: Path) -> list[str]:
     if storm:
         podsync = sum(v["non2xx"] for v in storm.values() if isinstance(v, dict) and "non2xx" in v)
         out.append(f"| compare | {podsync} | - |")
-    heavy = read(directory, "heavy_user")
-    if heavy:
+    runs = heavy_runs(directory)
+    if runs:
         codes = [
             c
+            for heavy in runs
             for side in heavy.values()
             if isinstance(side, dict)
             for key in ("concurrent_codes", "nc_concurrent_codes")
             for c in side.get(key, [])
         ]
-        out.append(f"| heavy_user (concurrent pulls) | {sum(c != 200 for c in codes)} | - |")
+        failed = sum(c != 200 for c in codes)
+        out.append(f"| heavy_user (concurrent pulls, {plural(len(runs))}) | {failed} | - |")
     if read(directory, "load"):
         out.append("| load | 0 (it stops at the first) | - |")
     return out
 
 
+def plural(runs: int) -> str:
+    return f"{runs} run" if runs == 1 else f"{runs} runs"
+
+
+def heavy_runs(directory: Path) -> list[Any]:
+    """heavy_user.json, then heavy_user-2.json, ... as targets.sh wrote them (runs
+    without both servers' results left out)."""
+    names = ["heavy_user"]
+    while (directory / f"heavy_user-{len(names) + 1}.json").exists():
+        names.append(f"heavy_user-{len(names) + 1}")
+    runs = [read(directory, name) for name in names]
+    return [r for r in runs if r and "podsync" in r and "opodsync" in r]
+
+
 def heavy_lines(directory: Path) -> list[str]:
-    heavy = read(directory, "heavy_user")
-    if not heavy or "podsync" not in heavy or "opodsync" not in heavy:
+    runs = heavy_runs(directory)
+    if not runs:
         return []
-    p, o = heavy["podsync"], heavy["opodsync"]
+    # The fill's ratio moves from run to run on a shared machine (1.3-1.7x between
+    # two runs of one build): the verdict is the median run's, each run listed.
+    ratios = [round(r["opodsync"]["fill_s"] / r["podsync"]["fill_s"], 2) for r in runs]
+    fills = "; ".join(
+        f"{r['podsync']['fill_s']} against {r['opodsync']['fill_s']} ({ratio}x)"
+        for r, ratio in zip(runs, ratios, strict=True)
+    )
+    median = statistics.median(ratios)
+    p, o = runs[0]["podsync"], runs[0]["opodsync"]
+    pulls = ", ".join(str(r["podsync"].get("nc_full_s")) for r in runs)
+    theirs = ", ".join(str(r["opodsync"].get("ep_full_s")) for r in runs)
     return [
         line(
             "heavy user: database on disk, MB",
@@ -132,14 +159,14 @@ def heavy_lines(directory: Path) -> list[str]:
             p["db_mb"] <= o["db_mb"],
         ),
         line(
-            "heavy user: the fill, s",
-            f"{p['fill_s']} against {o['fill_s']}",
+            f"heavy user: the fill, s ({plural(len(runs))}; median of the ratios)",
+            f"{fills}; median {median}x",
             ">= 1.5x faster",
-            o["fill_s"] >= 1.5 * p["fill_s"],
+            median >= 1.5,
         ),
         line(
             "heavy user: full Nextcloud pull, s",
-            f"{p.get('nc_full_s')} against oPodSync's full pull {o.get('ep_full_s')}",
+            f"{pulls} against oPodSync's full pull {theirs}",
             "<= oPodSync's",
             None,
         ),

@@ -21,7 +21,8 @@
 #   compare          the login storm (list p99 storm / quiet), one process
 #   load             list, poll and floor, the storm, sync batch (bench/load.py)
 #   rss              idle RSS against bare aiohttp on the defaults, feed fetcher on
-#   heavy_user       one account of 200,000 episode actions beside oPodSync
+#   heavy_user       one account of 200,000 episode actions beside oPodSync, HEAVY_RUNS
+#                    times (the fill's ratio moves run to run: targets.py takes the median)
 #   workers          one process against two: throughput, CPU and memory
 #   postgres         the sync batch on PostgreSQL against SQLite, on a durable cluster of
 #                    its own (bench/pg_sync.py); left out without PostgreSQL's server
@@ -35,6 +36,7 @@
 #   OPODSYNC_SRC  oPodSync's source (default: tests/fixtures/opodsync, vendored)
 #   PODSYNC       the podsync command (default: `command -v podsync`)
 #   OUT           where the results go (default: a new directory under /tmp)
+#   HEAVY_RUNS    how many times heavy_user runs (default 3; --smoke: 1)
 # Needs: wrk, php-cli + php-sqlite3, and the bench extra (pip install -e '.[bench]'); the
 # postgres bench also PostgreSQL's server and the test extra (its cluster is the tests').
 set -eu
@@ -49,10 +51,11 @@ ROUNDS=3
 SECONDS_EACH=4
 PG_RUNS=3
 HEAVY_ACTIONS=200000
+HEAVY_RUNS=${HEAVY_RUNS:-3}
 while [ $# -gt 0 ]; do
     case "$1" in
     --shared) [ $# -ge 2 ] || fail "--shared needs a folder"; PEER_DIR=$2; shift 2 ;;
-    --smoke) ROUNDS=1; SECONDS_EACH=1; HEAVY_ACTIONS=2000; PG_RUNS=1; shift ;;
+    --smoke) ROUNDS=1; SECONDS_EACH=1; HEAVY_ACTIONS=2000; HEAVY_RUNS=1; PG_RUNS=1; shift ;;
     --*) fail "unknown option '$1'" ;;
     *) break ;;
     esac
@@ -116,8 +119,15 @@ for bench in "$@"; do
         step rss "$PYTHON" "$here/load.py" --only rss --set feeds.fetch_metadata=true --json ;;
     heavy_user)
         shared heavy_user.py "$bench" || continue
-        step heavy_user env PODSYNC_SERVER_WORKERS=1 "$PYTHON" "$PEER_DIR/heavy_user.py" \
-            "$PODSYNC" "$OPODSYNC_SRC" --actions "$HEAVY_ACTIONS" --json ;;
+        # heavy_user.json, then heavy_user-2.json, ... (each run both servers anew)
+        run=1
+        while [ "$run" -le "$HEAVY_RUNS" ]; do
+            name=heavy_user
+            [ "$run" -eq 1 ] || name=heavy_user-$run
+            step "$name" env PODSYNC_SERVER_WORKERS=1 "$PYTHON" "$PEER_DIR/heavy_user.py" \
+                "$PODSYNC" "$OPODSYNC_SRC" --actions "$HEAVY_ACTIONS" --json
+            run=$((run + 1))
+        done ;;
     workers)
         step workers "$PYTHON" "$here/workers.py" --json ;;
     postgres)
