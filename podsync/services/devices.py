@@ -78,7 +78,7 @@ class DeviceService:
 
     async def update(self, user_id: int, device_id: str, body: Any) -> None:
         caption, kind = parse_settings(body)
-        async with self.db.write() as conn:
+        async with self.db.write(user=user_id) as conn:
             await meta.lock_user(conn, user_id)
             await check_new_device(conn, user_id, check_device_id(device_id), self.max_devices)
             await devices.upsert(
@@ -96,7 +96,7 @@ class DeviceService:
         async with self.db.read() as conn:
             if await devices.exists(conn, user_id, device_id):
                 return
-        async with self.db.write() as conn:
+        async with self.db.write(user=user_id) as conn:
             await meta.lock_user(conn, user_id)
             await check_new_device(conn, user_id, device_id, self.max_devices)
             if caption is None:

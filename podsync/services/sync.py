@@ -111,7 +111,7 @@ class SyncService:
         sync_ids, url_keys, guids = rules.lookup_keys(checked)
         subscribes = sum(isinstance(c, rules.Subscribe) for c in checked)
         new_ids = feeds.new_uuid7s(subscribes)
-        async with self.db.write() as conn:
+        async with self.db.write(user=user_id) as conn:
             # Another process's batch for this user waits until this one commits.
             await meta.lock_user(conn, user_id, keyed_plans=True)
             loaded = await batch_store.load(

@@ -68,7 +68,9 @@ class Engine(Protocol):
 
     def snapshot(self, *, threaded: bool = False) -> AbstractAsyncContextManager[Connection]: ...
 
-    def write(self) -> AbstractAsyncContextManager[Connection]: ...
+    # `user`: the user whose lock (`store.meta.lock_user`) the block takes first; the
+    # engine may queue that user's writes before they take a connection.
+    def write(self, *, user: int | None = None) -> AbstractAsyncContextManager[Connection]: ...
 
 
 def create_engine(config: DatabaseConfig, checkpoints: str = "own", write_turn: str = "") -> Engine:

@@ -18,8 +18,10 @@ The ordering of the change feed across processes is the store's business
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import re
+import weakref
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from functools import lru_cache
@@ -47,6 +49,12 @@ POOL_MIN = 1
 # Connections per process. Four processes of 10 stay well under PostgreSQL's default
 # max_connections (100); a block holds one only while its statements run.
 POOL_MAX = 10
+# A user's writes (`write(user=...)`) that hold a pooled connection at once, per
+# process: one writing and one waiting for the user's lock inside PostgreSQL, so it
+# starts the moment the first commits. The rest wait here without a connection: a
+# burst of one user's batches (each waits for the one before, `store.meta.lock_user`)
+# took every connection of the pool and stalled everyone else's requests behind it.
+USER_WRITERS = 2
 _COUNT = re.compile(r"(\d+)$")
 
 
@@ -146,6 +154,10 @@ class PostgresDatabase:
         self.commits = 0
         self.write_failure: Unavailable | None = None  # SQLite's disk-full memory; none here
         self._pool: asyncpg.Pool | None = None
+        # user id -> the gate of its writes in this process (gone when none waits)
+        self._user_gates: weakref.WeakValueDictionary[int, asyncio.Semaphore] = (
+            weakref.WeakValueDictionary()
+        )
 
     async def open(self) -> None:
         """Connect and migrate (one process at a time, under an advisory lock)."""
@@ -208,11 +220,21 @@ class PostgresDatabase:
         ):
             yield PgConnection(raw)
 
+    def _user_gate(self, user: int | None) -> contextlib.AbstractAsyncContextManager[Any]:
+        if user is None:
+            return contextlib.nullcontext()
+        gate = self._user_gates.get(user)
+        if gate is None:
+            gate = self._user_gates[user] = asyncio.Semaphore(USER_WRITERS)
+        return gate
+
     @asynccontextmanager
-    async def write(self) -> AsyncIterator[PgConnection]:
+    async def write(self, *, user: int | None = None) -> AsyncIterator[PgConnection]:
         """One atomic write (READ COMMITTED): all of the block's changes commit, or none.
-        Returns once PostgreSQL has committed (durably, with synchronous_commit on)."""
-        async with _Faults(self, writing=True), self._connection() as raw:
+        Returns once PostgreSQL has committed (durably, with synchronous_commit on).
+        `user`: the user whose lock the block takes first; at most USER_WRITERS such
+        blocks of one user hold a connection at once in this process."""
+        async with self._user_gate(user), _Faults(self, writing=True), self._connection() as raw:
             conn = PgConnection(raw, begin=True)
             try:
                 yield conn

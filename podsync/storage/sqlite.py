@@ -193,8 +193,9 @@ class Database:
     # Writes --------------------------------------------------------------------
 
     @asynccontextmanager
-    async def write(self) -> AsyncIterator[Connection]:
-        """One atomic write (see `_write`). SQLite's "not now" errors (locked, full,
+    async def write(self, *, user: int | None = None) -> AsyncIterator[Connection]:
+        """One atomic write (see `_write`; `user` is PostgreSQL's: one writer here
+        serialises every write already). SQLite's "not now" errors (locked, full,
         read-only) leave as `Unavailable`; a full or read-only database is remembered
         in `write_failure` until a write commits again."""
         try:

@@ -94,7 +94,7 @@ class EpisodeWrites:
         of `actions` saves. The session's play stored before is replaced, not kept
         beside it: the new one takes the user's next seq, so every puller whose
         cursor passed the old one gets it at its next pull."""
-        async with self.db.write() as conn:
+        async with self.db.write(user=user_id) as conn:
             # One writer per user at a time (on PostgreSQL too): a user's seqs are
             # taken and committed in order, so a puller's cursor never steps past a
             # row still to commit.

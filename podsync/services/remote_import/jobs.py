@@ -215,7 +215,7 @@ class ImportJobs:
 
     async def _claim(self, user_id: int, origin: str, server: str, remote_user: str) -> int:
         now = timestamps.now_us()
-        async with self.db.write() as conn:
+        async with self.db.write(user=user_id) as conn:
             await meta.lock_user(conn, user_id)  # PostgreSQL: one claim per user at once
             found = await remote_imports.running(conn, user_id)
             if found is not None and found.heartbeat_at >= now - int(DROPPED_AFTER_S * _US):
