@@ -29,6 +29,10 @@ SKIP_REASON = (
     "PostgreSQL not installed: apt-get install postgresql (or set POSTGRES_TEST_BIN "
     "to its bin dir) to run the PostgreSQL tests; .ci/run always runs them"
 )
+RUNUSER_MISSING = (
+    "runuser not found on PATH: as root the PostgreSQL tests run their server as the "
+    "postgres user with it (Debian: /usr/sbin/runuser); add /usr/sbin to PATH to run them"
+)
 
 
 def free_port() -> int:
@@ -187,10 +191,16 @@ class Cluster:
 def start_cluster(**settings: str | int) -> Cluster:
     """Start a cluster, or skip (fail under REQUIRE_POSTGRES_TESTS=1) when missing."""
     bin_dir = find_bin()
-    if bin_dir is None or (os.geteuid() == 0 and shutil.which("runuser") is None):
+    reason = None
+    if bin_dir is None:
+        reason = SKIP_REASON
+    elif os.geteuid() == 0 and shutil.which("runuser") is None:
+        # As root the server runs as the postgres user, through runuser (/usr/sbin).
+        reason = RUNUSER_MISSING
+    if reason is not None:
         if os.environ.get("REQUIRE_POSTGRES_TESTS") == "1":
-            pytest.fail("REQUIRE_POSTGRES_TESTS=1 but " + SKIP_REASON)
-        pytest.skip(SKIP_REASON)
+            pytest.fail("REQUIRE_POSTGRES_TESTS=1 but " + reason)
+        pytest.skip(reason)
     cluster = Cluster(bin_dir)
     try:
         cluster.start(**settings)
