@@ -127,7 +127,7 @@ class AppPasswordService:
             raise InvalidInput(f"user {user.name} is disabled; enable them first")
         secret = new_secret()
         now = timestamps.now_us()
-        async with self.db.write() as conn:
+        async with self.db.write(user=user.id) as conn:
             await require_unchanged(conn, user)
             if await app_passwords.count_for_user(conn, user.id) >= MAX_PER_USER:
                 raise LimitExceeded(

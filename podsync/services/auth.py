@@ -136,7 +136,7 @@ class AuthService:
             if self.passwords.needs_rehash(user.password_hash)
             else None
         )
-        async with self.db.write() as conn:
+        async with self.db.write(user=user.id) as conn:
             await require_unchanged(conn, user)
             await tokens.add(conn, hash_refresh_token(refresh), user.id, expires, now)
             await tokens.delete_expired(conn, now)

@@ -51,7 +51,7 @@ class WebSessionService:
         user = await self.auth.verify_credentials(username, password, caller)
         token = secrets.token_urlsafe(32)
         now = timestamps.now_us()
-        async with self.db.write() as conn:
+        async with self.db.write(user=user.id) as conn:
             await require_unchanged(conn, user)  # a revocation since the check wins
             await web_sessions.delete_expired(conn, now)
             await web_sessions.add(

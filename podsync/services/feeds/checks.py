@@ -78,7 +78,7 @@ class FeedChecks:
         TooManyRequests past a bound (its words for an `admin` or anyone else:
         `refusals.shown_to`)."""
         now = self.clock()
-        async with self.db.write() as conn:
+        async with self.db.write(user=user_id) as conn:
             known = await self._known(conn, user_id, url_key, now, admin)
         if known is not None:
             return known
@@ -123,7 +123,7 @@ class FeedChecks:
         being fetched (no fetch, nothing counted); TooManyRequests past the user's
         bound."""
         now = self.clock()
-        async with self.db.write() as conn:
+        async with self.db.write(user=user_id) as conn:
             await take_turn(conn, user_id, now, self.per_user)
             due = await self.fetcher.claim_refresh(conn, url_key, feed_url, now)
             if due is None:

@@ -107,7 +107,7 @@ class LoginFlows:
         if not _FLOW_ID.fullmatch(flow_id):
             return False
         try:
-            async with self.db.write() as conn:
+            async with self.db.write(user=user.id) as conn:
                 await require_unchanged(conn, user)
                 return await login_flows.decide(
                     conn, flow_id, GRANTED if grant else CANCELLED, user.id, timestamps.now_us()

@@ -192,7 +192,7 @@ class ImportJobs:
     async def _take_turn(self, user_id: int) -> None:
         """TooManyRequests when the person had their fetches of the minute (the
         Subscribe form's, Refresh's and refused import addresses together)."""
-        async with self.db.write() as conn:
+        async with self.db.write(user=user_id) as conn:
             await person_fetches.take_turn(conn, user_id, timestamps.now_us())
 
     async def _count_refusal(self, user_id: int) -> None:
