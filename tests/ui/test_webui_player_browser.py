@@ -295,7 +295,10 @@ def test_continue_listening_plays_and_removes(
     assert row.locator(".art").count() == 1
     row.get_by_role("link", name=re.compile("^Play")).click()
     bar = page.locator("#player-bar")
-    wait_for(lambda: bar.is_visible() and playing(page))
+    # play() unpauses at once; the saved position is sought when the metadata is in
+    # (player.js, loadedmetadata): wait for that jump, then check where it landed. Had
+    # it played from the start, it would be at about 1 s here.
+    wait_for(lambda: bar.is_visible() and playing(page) and current_time(page) >= 1)
     assert 39.5 <= current_time(page) <= 43
     assert page.url.rstrip("/").endswith("/ui")  # it played here, no page was opened
     bar.get_by_role("button", name=re.compile("^Pause")).click()
