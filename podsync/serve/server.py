@@ -182,6 +182,23 @@ def urls(config: Config, sockets: list[socket.socket]) -> list[str]:
     return found
 
 
+class _Listening(socket.socket):
+    """A duplicate of a listening socket whose `listen()` leaves its queue alone.
+
+    asyncio's server calls `listen(backlog)` and then accepts up to `backlog`
+    connections each time the socket wakes it: with several workers on one socket,
+    the first to wake takes a whole burst (a proxy's or an app's eight connections)
+    and keeps it. A worker's site takes one a wake-up (`backlog=1`, as nginx's
+    `multi_accept off`), and the queue stays the parent's `BACKLOG` (a `listen(1)`
+    on the shared socket would shorten it for every worker)."""
+
+    def __init__(self, listening: socket.socket) -> None:
+        super().__init__(fileno=os.dup(listening.fileno()))
+
+    def listen(self, backlog: int | None = None) -> None:
+        """It listens already."""
+
+
 async def start(
     config: Config, sockets: list[socket.socket] | None = None, worker: Worker = ALONE
 ) -> tuple[PodsyncRunner, list[str]]:
@@ -195,8 +212,9 @@ async def start(
     try:
         await runner.setup()
         ssl_context = _ssl_context(config)
+        accepts = BACKLOG if worker.count == 1 else 1
         for sock in sockets:
-            site = web.SockSite(runner, sock.dup(), ssl_context=ssl_context, backlog=BACKLOG)
+            site = web.SockSite(runner, _Listening(sock), ssl_context=ssl_context, backlog=accepts)
             await site.start()
         python_heap.settle()  # the app is built: out of the collector's way
         return runner, urls(config, sockets)

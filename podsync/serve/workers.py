@@ -3,9 +3,10 @@
 The parent binds the address once (`server.listen`), then forks the workers: each
 inherits the listening sockets and is a whole podsync with its own event loop,
 database connections and memory (`server.serve_worker`); the kernel hands each new
-connection to whichever worker accepts it first. Worker 0 is the leader: it alone
-runs the background tasks (`web/process.py`). The parent serves nothing and opens
-no database; it only watches:
+connection to whichever worker accepts it first, one at a time (`server._Listening`),
+so a burst of connections is shared. Worker 0 is the leader: it alone runs the
+background tasks (`web/process.py`). The parent serves nothing and opens no
+database; it only watches:
 
 - SIGTERM or SIGINT: every worker gets SIGTERM, finishes its requests
   (`server.shutdown_timeout`) and exits; the parent then exits 0. A worker still
