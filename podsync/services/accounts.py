@@ -4,7 +4,8 @@ revoke tokens, delete. Used by the CLI (and by tests to set up users)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 from podsync import timestamps, zones
@@ -52,11 +53,26 @@ class AccountService:
             user = await users.require_by_name(conn, name)
             await users.set_admin(conn, user.id, admin)
 
+    @asynccontextmanager
+    async def _write_of(self, name: str) -> AsyncIterator[tuple[Connection, User]]:
+        """A write of the user called `name` (NotFound when there is none), opened
+        for that user (`Engine.write(user=)`), as every write that takes a user's
+        lock is: the user is found first, and again inside the write, where a
+        user deleted and made anew under the same name meanwhile is found again."""
+        async with self.db.read() as conn:
+            user_id = (await users.require_by_name(conn, name)).id
+        while True:
+            async with self.db.write(user=user_id) as conn:
+                user = await users.require_by_name(conn, name)
+                if user.id == user_id:
+                    yield conn, user
+                    return
+            user_id = user.id
+
     async def set_password(self, name: str, password: str) -> None:
         check_password_rules(password)
         password_hash = await self.passwords.hash(password)
-        async with self.db.write() as conn:
-            user = await users.require_by_name(conn, name)
+        async with self._write_of(name) as (conn, user):
             await users.set_password_hash(conn, user.id, password_hash)
             await end_every_login(conn, user.id)
             await login_failures.clear_name(conn, user.name)
@@ -68,15 +84,13 @@ class AccountService:
             await login_failures.clear_name(conn, user.name)
 
     async def set_enabled(self, name: str, enabled: bool) -> None:
-        async with self.db.write() as conn:
-            user = await users.require_by_name(conn, name)
+        async with self._write_of(name) as (conn, user):
             await users.set_enabled(conn, user.id, enabled)
             if not enabled:
                 await end_every_login(conn, user.id)
 
     async def logout(self, name: str) -> None:
-        async with self.db.write() as conn:
-            user = await users.require_by_name(conn, name)
+        async with self._write_of(name) as (conn, user):
             await end_every_login(conn, user.id)
 
     async def delete_user(self, name: str) -> None:

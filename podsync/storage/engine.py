@@ -48,6 +48,11 @@ class Connection(Protocol):
 
     async def execute_many(self, sql: str, rows: Iterable[Sequence[Any]]) -> int: ...
 
+    # The user a write block was opened for (`Engine.write(user=)`) where the engine
+    # queues writes by user (PostgreSQL); None elsewhere.
+    @property
+    def gated_user(self) -> int | None: ...
+
 
 class Engine(Protocol):
     """A database: open/close and the three units of work."""

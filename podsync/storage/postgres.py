@@ -99,11 +99,14 @@ class PgConnection:
     it goes just before. A block that sends nothing sends no BEGIN and no COMMIT."""
 
     dialect = "postgresql"
-    __slots__ = ("_begin_pending", "raw")
+    __slots__ = ("_begin_pending", "gated_user", "raw")
 
-    def __init__(self, raw: asyncpg.Connection, *, begin: bool = False) -> None:
+    def __init__(
+        self, raw: asyncpg.Connection, *, begin: bool = False, gated_user: int | None = None
+    ) -> None:
         self.raw = raw
         self._begin_pending = begin
+        self.gated_user = gated_user
 
     @property
     def began(self) -> bool:
@@ -235,7 +238,7 @@ class PostgresDatabase:
         `user`: the user whose lock the block takes first; at most USER_WRITERS such
         blocks of one user hold a connection at once in this process."""
         async with self._user_gate(user), _Faults(self, writing=True), self._connection() as raw:
-            conn = PgConnection(raw, begin=True)
+            conn = PgConnection(raw, begin=True, gated_user=user)
             try:
                 yield conn
             except BaseException:

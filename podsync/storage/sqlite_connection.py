@@ -148,6 +148,7 @@ class Connection:
     feeds), on a worker thread (`threaded=True`)."""
 
     dialect = "sqlite"
+    gated_user = None  # one writer serialises every write already: no gate
     __slots__ = ("raw", "threaded")
 
     def __init__(self, raw: sqlite3.Connection, threaded: bool = False) -> None:

@@ -8,6 +8,13 @@ from podsync.store import Connection
 ACCOUNT_GONE = "this account was deleted"
 
 
+class UngatedWrite(RuntimeError):
+    """A write took a user's lock without naming the user when it opened
+    (`Engine.write(user=)`): on PostgreSQL it would wait for the lock holding a
+    pooled connection, and a burst of one account's writes would hold them all.
+    A mistake in podsync's code, not in a request."""
+
+
 async def get(conn: Connection, key: str) -> str | None:
     row = await conn.fetch_one("SELECT value FROM meta WHERE key = ?", (key,))
     return None if row is None else str(row[0])
@@ -39,7 +46,8 @@ _KEYED_PLANS = "".join(
 async def lock_user(conn: Connection, user_id: int, *, keyed_plans: bool = False) -> None:
     """Serialise the user's writers, across processes, to the end of the transaction,
     and make sure the user still exists: Unauthorized when it was deleted since the
-    request authenticated. Call first in every write that adds rows of the user.
+    request authenticated. Call first in every write that adds rows of the user,
+    opened as `write(user=user_id)` (on PostgreSQL, UngatedWrite otherwise).
 
     SQLite has one writer, so the write transaction already holds everything still:
     the user read here stays until COMMIT. On PostgreSQL two processes could
@@ -81,6 +89,11 @@ async def lock_user(conn: Connection, user_id: int, *, keyed_plans: bool = False
     simple query, the row's SELECT was parsed and planned again on every batch."""
     if conn.dialect == "postgresql":
         uid = int(user_id)
+        if conn.gated_user != uid:
+            raise UngatedWrite(
+                f"a write that takes user {uid}'s lock opens as write(user={uid}), "
+                f"not write(user={conn.gated_user})"
+            )
         if keyed_plans:
             await conn.execute(f"SELECT pg_advisory_xact_lock({uid}){_KEYED_PLANS}")
             return

@@ -42,7 +42,7 @@ async def guid_index(db: Engine, engine: str) -> str:
 
 async def found_by_guid(db: Engine, user_id: int, guids: set[str]) -> list[Any]:
     """The ids and guids of the entities a batch naming `guids` reads."""
-    async with db.write() as conn:
+    async with db.write(user=user_id) as conn:
         await meta.lock_user(conn, user_id, keyed_plans=True)
         loaded = await batch_store.load(conn, user_id, [], 0, (set(), set(), guids), False)
     return sorted((s.id, s.guid) for s in loaded.entities)

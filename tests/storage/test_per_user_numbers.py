@@ -126,7 +126,7 @@ async def test_writers_of_different_users_never_wait_for_each_other(
         url = "https://alice.example/held.xml"
         entity = Subscription(None, alice, new_uuid7(), derive_guid(url), url, url_key(url),
                               None, now, None, now, None, 0, now)  # fmt: skip
-        async with db.write() as conn:
+        async with db.write(user=alice) as conn:
             await meta.lock_user(conn, alice)
             await subscriptions.save(conn, [entity], [], [], now)
             held.set()

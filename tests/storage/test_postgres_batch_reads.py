@@ -83,7 +83,7 @@ async def test_a_batch_planned_while_its_tables_were_empty_still_looks_its_keys_
         async with db.write() as conn:
             user = await users.create(conn, "alice", "x", timestamps.now_us())
             await conn.execute("ANALYZE actions; ANALYZE subscriptions")
-        async with db.write() as conn:
+        async with db.write(user=user.id) as conn:
             await meta.lock_user(conn, user.id, keyed_plans=True)
             commands, keys = new_subscribes(0)
             wanted = [k.action_id for k in keys if k is not None]
@@ -145,7 +145,7 @@ async def _subscriptions_read_by_a_batch(db: PostgresDatabase, user_id: int, n: 
     new_commands, new_keys = new_subscribes(n)
     commands = [*old_commands[15:], *new_commands[:15]]
     wanted = [k.action_id for k in (*old_keys[15:], *new_keys[:15]) if k is not None]
-    async with db.write() as conn:
+    async with db.write(user=user_id) as conn:
         await meta.lock_user(conn, user_id, keyed_plans=True)
         before = await _rows_read(conn, "subscriptions")
         loaded = await batch_store.load(
@@ -164,7 +164,7 @@ async def test_the_batch_read_is_never_compiled(pg_cluster: Cluster) -> None:
     async with PostgresDatabase(pg_cluster.new_database()) as db:
         async with db.write() as conn:
             user = await users.create(conn, "alice", "x", timestamps.now_us())
-        async with db.write() as conn:
+        async with db.write(user=user.id) as conn:
             await meta.lock_user(conn, user.id, keyed_plans=True)
             row = await conn.fetch_one("SELECT current_setting('jit')")
         assert row[0] == "off"

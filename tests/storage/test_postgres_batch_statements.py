@@ -89,7 +89,7 @@ async def test_the_batch_holds_its_users_row_until_it_commits(pg_cluster: Cluste
         other = await asyncpg.connect(url)
         try:
             await other.execute("SET lock_timeout = '200ms'")
-            async with db.write() as conn:
+            async with db.write(user=user.id) as conn:
                 await meta.lock_user(conn, user.id, keyed_plans=True)
                 ids = [k.action_id for k in keys if k is not None]
                 await batch_store.load(conn, user.id, ids, 0, rules.lookup_keys(commands), True)

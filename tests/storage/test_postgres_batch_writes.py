@@ -38,7 +38,7 @@ async def test_new_action_ids_are_recorded_without_a_second_lookup(pg_cluster: C
         commands, keys = new_subscribes(1)
         ids = [k.action_id for k in keys]
         now = timestamps.now_us()
-        async with db.write() as conn:
+        async with db.write(user=user.id) as conn:
             await meta.lock_user(conn, user.id, keyed_plans=True)
             loaded = await batch_store.load(
                 conn, user.id, ids, 0, rules.lookup_keys(commands), count=True

@@ -10,12 +10,16 @@ from __future__ import annotations
 import asyncio
 
 import asyncpg
+import pytest
 
 from podsync import timestamps
 from podsync.config import SyncConfig
+from podsync.errors import NotFound
+from podsync.services.accounts import AccountService
+from podsync.services.passwords import PasswordService
 from podsync.services.sync import SyncService
 from podsync.storage.postgres import POOL_MAX, USER_WRITERS, PostgresDatabase
-from podsync.store import subscriptions, users
+from podsync.store import meta, subscriptions, users
 from tests.support.pg_cluster import Cluster
 from tests.support.sync_helpers import new_subscribes
 
@@ -105,3 +109,43 @@ async def test_writes_of_other_users_are_not_queued_behind_each_other(
             await holder.execute("SELECT pg_advisory_unlock($1)", names[0].id)
             await holder.close()
         assert all(r.status == "applied" for r in (await stuck).results)
+
+
+async def test_a_write_that_takes_a_users_lock_names_the_user(pg_cluster: Cluster) -> None:
+    """A write that takes a user's lock without opening as `write(user=)` that user
+    fails at the lock (a mistake in podsync's code, which every PostgreSQL test of
+    that write would show), and changes nothing."""
+    url = pg_cluster.new_database()
+    async with PostgresDatabase(url) as db:
+        async with db.write() as conn:
+            alice = await users.create(conn, "alice", "x", timestamps.now_us())
+            bob = await users.create(conn, "bob", "x", timestamps.now_us())
+        for opened_for in (None, bob.id):
+            with pytest.raises(meta.UngatedWrite, match=f"write\\(user={alice.id}\\)"):
+                async with db.write(user=opened_for) as conn:
+                    await users.set_admin(conn, alice.id, True)
+                    await meta.lock_user(conn, alice.id)
+        async with db.write(user=alice.id) as conn:
+            await meta.lock_user(conn, alice.id)
+        async with db.read() as conn:
+            found = await users.get_by_id(conn, alice.id)
+        assert found is not None and not found.admin  # the failed writes rolled back
+        assert not db._user_gates
+
+
+async def test_an_admins_account_changes_open_for_the_user(pg_cluster: Cluster) -> None:
+    """`user passwd`, `user disable` and `user logout` find the user by name, and
+    write as that user's (the gate, the lock); a name that is gone is NotFound."""
+    url = pg_cluster.new_database()
+    async with PostgresDatabase(url) as db:
+        accounts = AccountService(db, PasswordService(memory_kib=8192, time_cost=1))
+        alice = await accounts.add_user("alice", "correct horse battery")
+        before = alice.token_generation
+        await accounts.set_password("alice", "another long password")
+        await accounts.logout("alice")
+        await accounts.set_enabled("alice", False)
+        changed = await accounts.get_user("alice")
+        assert not changed.enabled and changed.token_generation > before
+        assert changed.password_hash != alice.password_hash
+        with pytest.raises(NotFound):
+            await accounts.logout("nobody")
