@@ -3,6 +3,7 @@
     python bench/push_instructions.py                       # this tree
     python bench/push_instructions.py --source DIR          # the podsync/ of another tree
     python bench/push_instructions.py --settle              # with the server's collector set-up
+    python bench/push_instructions.py --episodes            # a gpodder episode upload instead
 
 On a machine busy with other work the CPU time of a request moves by 10% and more from
 run to run; the number of instructions it takes does not. This drives the service
@@ -12,6 +13,10 @@ SQLite database at durability "full", under valgrind's callgrind, twice: with a 
 pushes and with more; the difference over the extra pushes is the instructions a push
 takes, every thread of the process counted (the commit and checkpoint threads' SQLite
 work included, the kernel's not). Needs valgrind.
+
+`--episodes` counts a gpodder episode upload of 1,000 plays over 200 podcasts instead,
+one at a time, as the shared heavy-user bench fills its account (`--few` and `--many`
+are then uploads: 2 and 8 unless given).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 CONCURRENCY = 8
@@ -61,10 +67,47 @@ async def _pushes(count: int, settle: bool) -> None:
         await db.close()
 
 
-def _instructions(source: Path, pushes: int, settle: bool) -> int:
+async def _episode_uploads(count: int) -> None:
+    from podsync.config import GpodderConfig
+    from podsync.services.episodes.bounds import UploadBounds
+    from podsync.services.episodes.writes import EpisodeWrites
+    from podsync.storage.sqlite import Database
+    from podsync.store import users
+
+    with tempfile.TemporaryDirectory(prefix="push-instructions-") as tmp:
+        db = Database(os.path.join(tmp, "podsync.db"), "full")
+        await db.open()
+        async with db.write() as conn:
+            user = await users.create(conn, "push", "-", 1)
+        writes = EpisodeWrites(db, UploadBounds(GpodderConfig(max_episode_actions_per_user=10**8)))
+        for upload in range(count):
+            plays = []
+            for n in range(upload * 1000, upload * 1000 + 1000):
+                feed, episode = n % 200, n // 200
+                plays.append(
+                    {
+                        "podcast": f"https://feeds.example.org/show{feed}/rss.xml",
+                        "episode": f"https://media.example.org/show{feed}/ep{episode}.mp3",
+                        "guid": f"show{feed}-ep{episode}",
+                        "action": "play",
+                        "timestamp": time.strftime(
+                            "%Y-%m-%dT%H:%M:%S", time.gmtime(1.6e9 + n * 60)
+                        ),
+                        "started": 0,
+                        "position": 60 + n % 3000,
+                        "total": 3600,
+                        "device": f"device-{n % 5}",
+                    }
+                )
+            await writes.upload(user.id, plays)
+        await db.close()
+
+
+def _instructions(source: Path, pushes: int, settle: bool, episodes: bool = False) -> int:
     env = {**os.environ, "PYTHONPATH": str(source)}
     argv = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
     argv += [sys.executable, __file__, "--run", str(pushes)] + (["--settle"] if settle else [])
+    argv += ["--episodes"] if episodes else []
     done = subprocess.run(argv, env=env, cwd=source, capture_output=True, text=True, check=True)
     found = re.search(r"Collected : ([\d,]+)", done.stderr)
     if found is None:
@@ -75,19 +118,26 @@ def _instructions(source: Path, pushes: int, settle: bool) -> int:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--source", type=Path, default=Path(__file__).resolve().parents[1])
-    ap.add_argument("--few", type=int, default=16)
-    ap.add_argument("--many", type=int, default=96)
+    ap.add_argument("--few", type=int)
+    ap.add_argument("--many", type=int)
     ap.add_argument("--settle", action="store_true", help="python_heap.settle() first")
+    ap.add_argument("--episodes", action="store_true", help="episode uploads of 1,000 plays")
     ap.add_argument("--run", type=int, help=argparse.SUPPRESS)  # the counted process
     args = ap.parse_args()
     if args.run is not None:
-        asyncio.run(_pushes(args.run, args.settle))
+        if args.episodes:
+            asyncio.run(_episode_uploads(args.run))
+        else:
+            asyncio.run(_pushes(args.run, args.settle))
         return 0
     source = args.source.resolve()
-    few = _instructions(source, args.few, args.settle)
-    many = _instructions(source, args.many, args.settle)
-    per_push = (many - few) / (args.many - args.few)
-    print(f"{source}: {per_push / 1e6:.2f} million instructions a push ({few:,} / {many:,})")
+    low = args.few or (2 if args.episodes else 16)
+    high = args.many or (8 if args.episodes else 96)
+    few = _instructions(source, low, args.settle, args.episodes)
+    many = _instructions(source, high, args.settle, args.episodes)
+    what = "an upload of 1,000 plays" if args.episodes else "a push"
+    per = (many - few) / (high - low)
+    print(f"{source}: {per / 1e6:.2f} million instructions {what} ({few:,} / {many:,})")
     return 0
 
 
