@@ -62,7 +62,6 @@ async def test_a_worker_takes_one_waiting_connection_a_wakeup(
             for _ in range(2):  # two passes of the event loop
                 await asyncio.sleep(0)
             taken = 8 - waiting(sock)
-            print("TAKEN", workers, taken)
             assert 1 <= taken <= taken_at_most
             if workers == 1:
                 assert taken == 8  # alone, every connection waiting at the first wake-up
