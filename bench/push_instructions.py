@@ -124,6 +124,8 @@ def main() -> int:
     ap.add_argument("--episodes", action="store_true", help="episode uploads of 1,000 plays")
     ap.add_argument("--run", type=int, help=argparse.SUPPRESS)  # the counted process
     args = ap.parse_args()
+    if args.settle and args.episodes:
+        ap.error("--settle counts subscription pushes only, not --episodes")
     if args.run is not None:
         if args.episodes:
             asyncio.run(_episode_uploads(args.run))
