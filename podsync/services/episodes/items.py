@@ -12,10 +12,12 @@ from __future__ import annotations
 import math
 import re
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 from podsync import timestamps
 from podsync.feeds import (
+    MAX_FEED_URL,
     MAX_GUID,
     InvalidFeedUrl,
     check_feed_url,
@@ -85,6 +87,8 @@ def _play_field(item: dict[str, Any], name: str) -> int | None:
     a number from 0 to 2^31 - 1: a string, a boolean, NaN, an infinity, another
     negative. A play stored without its number would hide the real position."""
     value = item.get(name)
+    if type(value) is int and 0 <= value <= INT32_MAX:  # nearly every one
+        return value
     if value is None:
         return None  # gPodder uploads a bare play
     kind = type(value)
@@ -113,7 +117,22 @@ def _device(item: dict[str, Any]) -> str | None:
     without a device."""
     value = item.get("device")
     # DEVICE_ID admits 1 to 64 characters of [A-Za-z0-9_.-]: _optional_text's checks.
-    return value if isinstance(value, str) and DEVICE_ID.fullmatch(value) else None
+    return value if isinstance(value, str) and len(value) <= 64 and _is_device_id(value) else None
+
+
+@lru_cache(maxsize=256)
+def _is_device_id(value: str) -> bool:
+    """An upload names a few devices a thousand times: each is checked once."""
+    return DEVICE_ID.fullmatch(value) is not None
+
+
+@lru_cache(maxsize=1024)
+def _podcast(raw: str) -> tuple[str, str] | None:
+    """(the podcast URL as stored, its url key), or None when it is not an http(s)
+    URL. An app's uploads name the same podcasts again and again: each is worked out
+    once."""
+    url = normalise_url(raw)
+    return None if url is None else (url, url_key(url))
 
 
 def _item_url(item: dict[str, Any], field: str, rewrites: dict[str, str]) -> str:
@@ -133,8 +152,17 @@ def parse_item(item: Any, received_at: int, rewrites: dict[str, str]) -> Episode
     not be used) are added to `rewrites`, the response's update_urls."""
     if not isinstance(item, dict):
         raise SkipItem("not an object")
-    podcast = _item_url(item, "podcast", rewrites)
-    episode = _item_url(item, "episode", rewrites)
+    raw = item.get("podcast")
+    # Only what could be a URL is kept in the cache: a long string is refused anyway.
+    known = _podcast(raw) if type(raw) is str and len(raw) <= MAX_FEED_URL else None
+    if known is None or known[0] != raw:  # rewritten, refused or not a string
+        podcast = _item_url(item, "podcast", rewrites)
+        podcast_key = url_key(podcast)
+    else:
+        podcast, podcast_key = known
+    episode = item.get("episode")
+    if type(episode) is not str or not is_plain_url(episode):  # else stored as sent
+        episode = _item_url(item, "episode", rewrites)
     action = item.get("action")
     if not isinstance(action, str) or (action := action.lower()) not in ACTIONS:
         raise SkipItem("unknown action")
@@ -151,7 +179,7 @@ def parse_item(item: Any, received_at: int, rewrites: dict[str, str]) -> Episode
     return EpisodeAction(
         0,  # seq
         podcast,
-        url_key(podcast),
+        podcast_key,
         episode,
         action,
         parse_client_time(item.get("timestamp"), received_at),
