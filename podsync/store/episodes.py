@@ -86,27 +86,32 @@ async def resolve(
     stored = await _stored(conn, user_id, episodes, actions, feeds) if episodes else set()
     new: list[EpisodeAction] = []
     places: list[int] = []
-    moments: set[tuple[str, str, int]] = set()
+    # The first action at each moment; the whole of each action at a moment met twice
+    # (made only then: nearly every upload has none).
+    moments: dict[tuple[str, str, int], EpisodeAction] = {}
     seen: set[tuple[Any, ...]] = set()
     for place, a in enumerate(actions):
         key = (a.podcast_key, a.episode_url)
         moment = (*key, a.occurred_at)
-        if moment in moments:  # the same episode and time twice: the same action?
-            whole = (*moment, a.action, a.device_id, a.started, a.position, a.total, a.guid,
-                     a.podcast_url)  # fmt: skip
+        first = moments.setdefault(moment, a)
+        if first is not a:  # the same episode and time twice: the same action?
+            seen.add(_whole(first))
+            whole = _whole(a)
             if whole in seen:
                 continue
             seen.add(whole)
-        else:
-            moments.add(moment)
-            seen.add((*moment, a.action, a.device_id, a.started, a.position, a.total, a.guid,
-                      a.podcast_url))  # fmt: skip
         found = episodes.get(key)
         if found is not None and _content(found[0], a) in stored:
             continue
         new.append(a)
         places.append(place)
     return Batch(user_id, feeds, episodes, hashes, new, places, len(actions))
+
+
+def _whole(a: EpisodeAction) -> tuple[Any, ...]:
+    """Everything an uploaded action says: two alike are one action sent twice."""
+    return (a.podcast_key, a.episode_url, a.occurred_at, a.action, a.device_id, a.started,
+            a.position, a.total, a.guid, a.podcast_url)  # fmt: skip
 
 
 def _content(episode_id: int, a: EpisodeAction) -> _Content:
@@ -221,13 +226,24 @@ async def store(conn: Connection, batch: Batch, received_at: int) -> Stored:
     for key, at in latest.items():
         feed = feeds[key]
         if at > feed.last_at:
-            later.append((at, feed.id, at))
-            feeds[key] = feed._replace(last_at=at)
-    if later:
-        await conn.execute_many(
-            "UPDATE episode_feeds SET last_at = ? WHERE id = ? AND last_at < ?", later
-        )
+            later.append((feed.id, at))
+            feeds[key] = Feed(feed.id, feed.url, feed.prefix, at)  # _replace: twice the time
+    await _move_last_at(conn, later)
     return Stored(rows[0][1], rows[-1][1])
+
+
+async def _move_last_at(conn: Connection, later: list[tuple[int, int]]) -> None:
+    """Each (feed id, time) a feed's new latest action: one statement a chunk of them,
+    where one UPDATE a feed took twice the time (an upload of a long history names a
+    thousand podcasts). Padded, a pair repeated sets the same value again."""
+    for start in range(0, len(later), KEYS):
+        chunk = padded(later[start : start + KEYS], KEYS)
+        await conn.execute(
+            f"WITH v (id, at) AS (VALUES {pairs(len(chunk))}) "
+            "UPDATE episode_feeds SET last_at = v.at FROM v "
+            "WHERE episode_feeds.id = v.id AND episode_feeds.last_at < v.at",
+            [value for pair in chunk for value in pair],
+        )
 
 
 async def _add_feeds(conn: Connection, batch: Batch, latest: dict[str, int]) -> None:
