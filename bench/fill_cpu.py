@@ -1,0 +1,148 @@
+"""The server's CPU for the heavy user's fill: 200 gpodder episode uploads of 1,000 plays.
+
+    python bench/fill_cpu.py                             # this tree, 3 runs
+    python bench/fill_cpu.py --source A --source B       # two trees taken in turn
+    python bench/fill_cpu.py --uploads 50 --runs 1       # a quick look
+
+The shared heavy-user bench times the fill's wall clock beside oPodSync's; on a shared
+machine that moves by a third from run to run, with the client's own work in it. This
+sends the same requests (2,000 subscriptions, then 1,000 plays an upload over 1,000
+podcasts, each play of an episode of its own: what `heavy_user.py` sends, its
+bodies made before the clock starts) to one `podsync serve` (the load bench's settings:
+durability full, no fetcher) and reads the server's CPU (/proc/PID/stat, every thread)
+over the uploads. With several `--source` trees the runs go A B, B A, A B, ...
+so that a drift of the machine falls on both. Every answer must be 200.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from gpodder_sides import gpodder_login
+from harness import Server, free_port, podsync_argv, quiet_env, seed, write_podsync_config
+from rounds import cpu_seconds
+
+USER = "heavy"
+SUBSCRIPTIONS = 2_000
+PODCASTS = 1_000  # podcasts played: the heavy-user bench's 200,000 actions / 200 an episode
+DEVICES = [f"phone{i}" for i in range(5)]
+
+
+def bodies(uploads: int) -> list[bytes]:
+    """The fill's episode uploads, as heavy_user.py builds them."""
+    feeds = [f"https://feeds.example.org/show{i}/rss.xml" for i in range(SUBSCRIPTIONS)]
+    made = []
+    for start in range(0, uploads * 1000, 1000):
+        plays = []
+        for j in range(start, start + 1000):
+            podcast = j % PODCASTS
+            plays.append(
+                {
+                    "podcast": feeds[podcast % SUBSCRIPTIONS],
+                    "episode": f"https://media.example.org/show{podcast}/ep{j // PODCASTS}.mp3",
+                    "guid": f"show{podcast}-ep{j // PODCASTS}",
+                    "action": "play",
+                    "timestamp": time.strftime(
+                        "%Y-%m-%dT%H:%M:%S", time.gmtime(1_600_000_000 + j * 60)
+                    ),
+                    "started": 0,
+                    "position": 60 + j % 3000,
+                    "total": 3600,
+                    "device": DEVICES[j % 5],
+                }
+            )
+        made.append(json.dumps(plays).encode())
+    return made
+
+
+def post(base: str, session: str, path: str, body: bytes) -> None:
+    request = urllib.request.Request(  # noqa: S310 - http://127.0.0.1:<port>
+        base + path,
+        data=body,
+        headers={"Content-Type": "application/json", "Cookie": f"sessionid={session}"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=120) as response:  # noqa: S310
+        if response.status != 200:
+            raise RuntimeError(f"{path}: {response.status}")
+        response.read()
+
+
+def one_run(source: Path | None, uploads: list[bytes]) -> dict[str, Any]:
+    """A fresh server and database; the fill's subscriptions, then the timed uploads."""
+    here = Path.cwd()
+    with quiet_env(), tempfile.TemporaryDirectory(prefix="fill-cpu-") as tmp:
+        if source is not None:
+            # `python -m podsync` looks in its working directory first, then PYTHONPATH.
+            os.environ["PYTHONPATH"] = str(source.resolve())
+            os.chdir(source)
+        try:
+            workdir = Path(tmp)
+            port = free_port()
+            config = write_podsync_config(workdir, port)
+            seed(config, workdir, {USER: 0})
+            with Server(podsync_argv(config), port, "/healthz", workdir / "podsync.log") as server:
+                session = gpodder_login(server.base, USER)  # a cookie: no password check a POST
+                empty = b'{"add": [], "remove": []}'
+                for device in DEVICES:
+                    post(server.base, session, f"/api/2/subscriptions/{USER}/{device}.json", empty)
+                feeds = [f"https://feeds.example.org/show{i}/rss.xml" for i in range(SUBSCRIPTIONS)]
+                for start in range(0, SUBSCRIPTIONS, 500):
+                    body = json.dumps({"add": feeds[start : start + 500], "remove": []}).encode()
+                    post(
+                        server.base, session, f"/api/2/subscriptions/{USER}/{DEVICES[0]}.json", body
+                    )
+                cpu_before, wall_before = cpu_seconds(server.pid)[0], time.perf_counter()
+                for body in uploads:
+                    post(server.base, session, f"/api/2/episodes/{USER}.json", body)
+                cpu = cpu_seconds(server.pid)[0] - cpu_before
+                wall = time.perf_counter() - wall_before
+        finally:
+            os.chdir(here)
+            os.environ.pop("PYTHONPATH", None)
+    return {
+        "source": str(source or "."),
+        "load": round(os.getloadavg()[0], 2),
+        "server_cpu_s": round(cpu, 2),
+        "wall_s": round(wall, 2),
+        "cpu_ms_an_upload": round(cpu * 1000 / len(uploads), 2),
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--source", type=Path, action="append", help="a tree whose podsync/ runs")
+    ap.add_argument("--runs", type=int, default=3, help="runs of each tree")
+    ap.add_argument("--uploads", type=int, default=200)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    sources: list[Path | None] = list(args.source) if args.source else [None]
+    uploads = bodies(args.uploads)
+    runs = []
+    for n in range(args.runs):
+        for source in sources if n % 2 == 0 else sources[::-1]:
+            run = one_run(source, uploads)
+            runs.append(run)
+            if not args.json:
+                print(json.dumps(run), flush=True)
+    if args.json:
+        print(json.dumps({"uploads": args.uploads, "runs": runs}))
+        return 0
+    print(f"\nserver CPU of {args.uploads} uploads of 1,000 plays (median of {args.runs} runs):")
+    for source in sources:
+        mine = [r["server_cpu_s"] for r in runs if r["source"] == str(source or ".")]
+        print(f"  {source or '.'}: {statistics.median(mine):.2f} s ({min(mine)}-{max(mine)})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
