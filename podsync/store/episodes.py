@@ -233,9 +233,20 @@ async def store(conn: Connection, batch: Batch, received_at: int) -> Stored:
 
 
 async def _move_last_at(conn: Connection, later: list[tuple[int, int]]) -> None:
-    """Each (feed id, time) a feed's new latest action: one statement a chunk of them,
-    where one UPDATE a feed took twice the time (an upload of a long history names a
-    thousand podcasts). Padded, a pair repeated sets the same value again."""
+    """Each (feed id, time) a feed's new latest action. SQLite: one statement a chunk
+    of them, where one UPDATE a feed took twice the time (an upload of a long history
+    names a thousand podcasts); it looks each id up by its key whatever it knows of
+    the table. Padded, a pair repeated sets the same value again. PostgreSQL keeps
+    one UPDATE a feed (pipelined): on the statistics of a table analysed while small
+    it joined such a list by reading the whole table (32 ms at 100,000 feeds, against
+    1.8 ms through the key)."""
+    if conn.dialect != "sqlite":
+        if later:
+            await conn.execute_many(
+                "UPDATE episode_feeds SET last_at = ? WHERE id = ? AND last_at < ?",
+                [(at, feed_id, at) for feed_id, at in later],
+            )
+        return
     for start in range(0, len(later), KEYS):
         chunk = padded(later[start : start + KEYS], KEYS)
         await conn.execute(
