@@ -79,7 +79,7 @@ def post(base: str, session: str, path: str, body: bytes) -> None:
 
 def one_run(source: Path | None, uploads: list[bytes]) -> dict[str, Any]:
     """A fresh server and database; the fill's subscriptions, then the timed uploads."""
-    here = Path.cwd()
+    here, path_before = Path.cwd(), os.environ.get("PYTHONPATH")
     with quiet_env(), tempfile.TemporaryDirectory(prefix="fill-cpu-") as tmp:
         if source is not None:
             # `python -m podsync` looks in its working directory first, then PYTHONPATH.
@@ -108,7 +108,10 @@ def one_run(source: Path | None, uploads: list[bytes]) -> dict[str, Any]:
                 wall = time.perf_counter() - wall_before
         finally:
             os.chdir(here)
-            os.environ.pop("PYTHONPATH", None)
+            if path_before is None:
+                os.environ.pop("PYTHONPATH", None)
+            else:
+                os.environ["PYTHONPATH"] = path_before
     return {
         "source": str(source or "."),
         "load": round(os.getloadavg()[0], 2),
