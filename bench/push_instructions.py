@@ -14,21 +14,22 @@ pushes and with more; the difference over the extra pushes is the instructions a
 takes, every thread of the process counted (the commit and checkpoint threads' SQLite
 work included, the kernel's not). Needs valgrind.
 
-`--episodes` counts a gpodder episode upload of 1,000 plays over 200 podcasts instead,
-one at a time, as the shared heavy-user bench fills its account (`--few` and `--many`
-are then uploads: 2 and 8 unless given).
+`--episodes` counts a gpodder episode upload of 1,000 plays instead, its JSON parsed,
+one at a time: the shared heavy-user bench's fill (bench/fill_cpu.py's bodies, 1,000
+podcasts an upload), each run making the same bodies (`--few` and `--many` are then
+uploads: 2 and 8 unless given).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import re
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 CONCURRENCY = 8
@@ -67,47 +68,35 @@ async def _pushes(count: int, settle: bool) -> None:
         await db.close()
 
 
-async def _episode_uploads(count: int) -> None:
+async def _episode_uploads(count: int, made: int) -> None:
+    from fill_cpu import bodies  # the heavy-user fill's uploads, as bench/fill_cpu.py sends them
+
     from podsync.config import GpodderConfig
     from podsync.services.episodes.bounds import UploadBounds
     from podsync.services.episodes.writes import EpisodeWrites
     from podsync.storage.sqlite import Database
     from podsync.store import users
 
+    # `made` bodies in both counted runs, whatever `count`: making them cancels out.
+    uploads = bodies(made)
     with tempfile.TemporaryDirectory(prefix="push-instructions-") as tmp:
         db = Database(os.path.join(tmp, "podsync.db"), "full")
         await db.open()
         async with db.write() as conn:
             user = await users.create(conn, "push", "-", 1)
         writes = EpisodeWrites(db, UploadBounds(GpodderConfig(max_episode_actions_per_user=10**8)))
-        for upload in range(count):
-            plays = []
-            for n in range(upload * 1000, upload * 1000 + 1000):
-                feed, episode = n % 200, n // 200
-                plays.append(
-                    {
-                        "podcast": f"https://feeds.example.org/show{feed}/rss.xml",
-                        "episode": f"https://media.example.org/show{feed}/ep{episode}.mp3",
-                        "guid": f"show{feed}-ep{episode}",
-                        "action": "play",
-                        "timestamp": time.strftime(
-                            "%Y-%m-%dT%H:%M:%S", time.gmtime(1.6e9 + n * 60)
-                        ),
-                        "started": 0,
-                        "position": 60 + n % 3000,
-                        "total": 3600,
-                        "device": f"device-{n % 5}",
-                    }
-                )
-            await writes.upload(user.id, plays)
+        for body in uploads[:count]:
+            await writes.upload(user.id, json.loads(body))  # the JSON parsed, as a server does
         await db.close()
 
 
-def _instructions(source: Path, pushes: int, settle: bool, episodes: bool = False) -> int:
+def _instructions(source: Path, pushes: int, settle: bool, episodes: int = 0) -> int:
+    """Instructions of a process making `pushes` pushes (or, with `episodes`, uploads
+    out of `episodes` made)."""
     env = {**os.environ, "PYTHONPATH": str(source)}
     argv = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
     argv += [sys.executable, __file__, "--run", str(pushes)] + (["--settle"] if settle else [])
-    argv += ["--episodes"] if episodes else []
+    argv += ["--episodes", "--made", str(episodes)] if episodes else []
     done = subprocess.run(argv, env=env, cwd=source, capture_output=True, text=True, check=True)
     found = re.search(r"Collected : ([\d,]+)", done.stderr)
     if found is None:
@@ -123,20 +112,22 @@ def main() -> int:
     ap.add_argument("--settle", action="store_true", help="python_heap.settle() first")
     ap.add_argument("--episodes", action="store_true", help="episode uploads of 1,000 plays")
     ap.add_argument("--run", type=int, help=argparse.SUPPRESS)  # the counted process
+    ap.add_argument("--made", type=int, default=0, help=argparse.SUPPRESS)  # its uploads made
     args = ap.parse_args()
     if args.settle and args.episodes:
         ap.error("--settle counts subscription pushes only, not --episodes")
     if args.run is not None:
         if args.episodes:
-            asyncio.run(_episode_uploads(args.run))
+            asyncio.run(_episode_uploads(args.run, max(args.made, args.run)))
         else:
             asyncio.run(_pushes(args.run, args.settle))
         return 0
     source = args.source.resolve()
     low = args.few or (2 if args.episodes else 16)
     high = args.many or (8 if args.episodes else 96)
-    few = _instructions(source, low, args.settle, args.episodes)
-    many = _instructions(source, high, args.settle, args.episodes)
+    made = high if args.episodes else 0
+    few = _instructions(source, low, args.settle, made)
+    many = _instructions(source, high, args.settle, made)
     what = "an upload of 1,000 plays" if args.episodes else "a push"
     per = (many - few) / (high - low)
     print(f"{source}: {per / 1e6:.2f} million instructions {what} ({few:,} / {many:,})")

@@ -14,7 +14,8 @@ from podsync.storage.engine import Connection, Engine
 from podsync.store import devices, meta, subscriptions
 from podsync.store.devices import Device
 
-DEVICE_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}", re.ASCII)
+MAX_DEVICE_ID = 64
+DEVICE_ID = re.compile(rf"[A-Za-z0-9_.-]{{1,{MAX_DEVICE_ID}}}", re.ASCII)
 TYPES = frozenset({"desktop", "laptop", "mobile", "server", "other"})
 MAX_CAPTION = 256
 

@@ -25,7 +25,7 @@ from podsync.feeds import (
     is_plain_url,
     url_key,
 )
-from podsync.services.devices import DEVICE_ID
+from podsync.services.devices import DEVICE_ID, MAX_DEVICE_ID
 from podsync.store.episodes import EpisodeAction
 
 ACTIONS = frozenset({"new", "download", "play", "delete", "flattr"})
@@ -117,7 +117,9 @@ def _device(item: dict[str, Any]) -> str | None:
     without a device."""
     value = item.get("device")
     # DEVICE_ID admits 1 to 64 characters of [A-Za-z0-9_.-]: _optional_text's checks.
-    return value if isinstance(value, str) and len(value) <= 64 and _is_device_id(value) else None
+    if not isinstance(value, str) or len(value) > MAX_DEVICE_ID:  # not kept in the cache
+        return None
+    return value if _is_device_id(value) else None
 
 
 @lru_cache(maxsize=256)
