@@ -3,6 +3,7 @@
     python bench/fill_cpu.py                             # this tree, 3 runs
     python bench/fill_cpu.py --source A --source B       # two trees taken in turn
     python bench/fill_cpu.py --uploads 50 --runs 1       # a quick look
+    python bench/fill_cpu.py --postgres                  # on PostgreSQL, its CPU too
 
 The shared heavy-user bench times the fill's wall clock beside oPodSync's; on a shared
 machine that moves by a third from run to run, with the client's own work in it. This
@@ -12,11 +13,18 @@ bodies made before the clock starts) to one `podsync serve` (the load bench's se
 durability full, no fetcher) and reads the server's CPU (/proc/PID/stat, every thread)
 over the uploads. With several `--source` trees the runs go A B, B A, A B, ...
 so that a drift of the machine falls on both. Every answer must be 200.
+
+With `--postgres` each run gets a new database of its own on a throwaway cluster
+(made durable as `pg_sync.py` makes it; needs PostgreSQL's server and the test
+extra), as a new instance has: its tables analysed while empty, autovacuum left to
+its defaults. PostgreSQL's CPU over the uploads (its backends', from /proc) is
+printed beside the server's.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -24,9 +32,11 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from engines import _backend_pids, _backends_cpu, _cpu_each
 from gpodder_sides import gpodder_login
 from harness import Server, free_port, podsync_argv, quiet_env, seed, write_podsync_config
 from rounds import cpu_seconds
@@ -77,7 +87,9 @@ def post(base: str, session: str, path: str, body: bytes) -> None:
         response.read()
 
 
-def one_run(source: Path | None, uploads: list[bytes]) -> dict[str, Any]:
+def one_run(
+    source: Path | None, uploads: list[bytes], database_url: str | None = None
+) -> dict[str, Any]:
     """A fresh server and database; the fill's subscriptions, then the timed uploads."""
     here, path_before = Path.cwd(), os.environ.get("PYTHONPATH")
     with quiet_env(), tempfile.TemporaryDirectory(prefix="fill-cpu-") as tmp:
@@ -88,7 +100,8 @@ def one_run(source: Path | None, uploads: list[bytes]) -> dict[str, Any]:
         try:
             workdir = Path(tmp)
             port = free_port()
-            config = write_podsync_config(workdir, port)
+            overrides = {"database": {"url": database_url}} if database_url else None
+            config = write_podsync_config(workdir, port, overrides)
             seed(config, workdir, {USER: 0})
             with Server(podsync_argv(config), port, "/healthz", workdir / "podsync.log") as server:
                 session = gpodder_login(server.base, USER)  # a cookie: no password check a POST
@@ -101,11 +114,13 @@ def one_run(source: Path | None, uploads: list[bytes]) -> dict[str, Any]:
                     post(
                         server.base, session, f"/api/2/subscriptions/{USER}/{DEVICES[0]}.json", body
                     )
+                pg_before = _cpu_each(_backend_pids(database_url)) if database_url else {}
                 cpu_before, wall_before = cpu_seconds(server.pid)[0], time.perf_counter()
                 for body in uploads:
                     post(server.base, session, f"/api/2/episodes/{USER}.json", body)
                 cpu = cpu_seconds(server.pid)[0] - cpu_before
                 wall = time.perf_counter() - wall_before
+                pg_cpu = _backends_cpu(database_url, pg_before) if database_url else None
         finally:
             os.chdir(here)
             if path_before is None:
@@ -118,6 +133,7 @@ def one_run(source: Path | None, uploads: list[bytes]) -> dict[str, Any]:
         "server_cpu_s": round(cpu, 2),
         "wall_s": round(wall, 2),
         "cpu_ms_an_upload": round(cpu * 1000 / len(uploads), 2),
+        **({} if pg_cpu is None else {"postgres_cpu_s": round(pg_cpu, 2)}),
     }
 
 
@@ -127,16 +143,18 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3, help="runs of each tree")
     ap.add_argument("--uploads", type=int, default=200)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--postgres", action="store_true", help="a new PostgreSQL database a run")
     args = ap.parse_args()
     sources: list[Path | None] = list(args.source) if args.source else [None]
     uploads = bodies(args.uploads)
     runs = []
-    for n in range(args.runs):
-        for source in sources if n % 2 == 0 else sources[::-1]:
-            run = one_run(source, uploads)
-            runs.append(run)
-            if not args.json:
-                print(json.dumps(run), flush=True)
+    with _databases(args.postgres) as new_database:
+        for n in range(args.runs):
+            for source in sources if n % 2 == 0 else sources[::-1]:
+                run = one_run(source, uploads, new_database())
+                runs.append(run)
+                if not args.json:
+                    print(json.dumps(run), flush=True)
     if args.json:
         print(json.dumps({"uploads": args.uploads, "runs": runs}))
         return 0
@@ -144,7 +162,37 @@ def main() -> int:
     for source in sources:
         mine = [r["server_cpu_s"] for r in runs if r["source"] == str(source or ".")]
         print(f"  {source or '.'}: {statistics.median(mine):.2f} s ({min(mine)}-{max(mine)})")
+        pg = [
+            r["postgres_cpu_s"]
+            for r in runs
+            if r["source"] == str(source or ".") and "postgres_cpu_s" in r
+        ]
+        if pg:
+            print(f"    PostgreSQL's: {statistics.median(pg):.2f} s ({min(pg)}-{max(pg)})")
     return 0
+
+
+@contextlib.contextmanager
+def _databases(postgres: bool) -> Iterator[Callable[[], str | None]]:
+    """A maker of each run's database URL: None (SQLite) or a new PostgreSQL database
+    on a durable throwaway cluster, removed at the end."""
+    if not postgres:
+        yield lambda: None
+        return
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from pg_sync import DURABLE
+
+    from tests.support.pg_cluster import Cluster, find_bin
+
+    bin_dir = find_bin()
+    if bin_dir is None:
+        raise SystemExit("PostgreSQL's server is not installed (Debian: postgresql)")
+    cluster = Cluster(bin_dir)
+    try:
+        cluster.start(**DURABLE)
+        yield cluster.new_database
+    finally:
+        cluster.stop()
 
 
 if __name__ == "__main__":

@@ -113,7 +113,7 @@ class SyncService:
         new_ids = feeds.new_uuid7s(subscribes)
         async with self.db.write(user=user_id) as conn:
             # Another process's batch for this user waits until this one commits.
-            await meta.lock_user(conn, user_id, keyed_plans=True)
+            await meta.lock_user(conn, user_id, keyed_plans=True, row_taken_next=True)
             loaded = await batch_store.load(
                 conn, user_id, ids, retention, (sync_ids, url_keys, guids), subscribes > 0
             )

@@ -151,9 +151,10 @@ async def received_page(
 async def max_seq(conn: Connection, user_id: int) -> int:
     """The user's highest stored seq (0 when none): the episode stream's head."""
     row = await conn.fetch_one(
-        "SELECT coalesce(max(seq), 0) FROM episode_actions WHERE user_id = ?", (user_id,)
+        "SELECT seq FROM episode_actions WHERE user_id = ? ORDER BY user_id DESC, seq DESC LIMIT 1",
+        (user_id,),
     )
-    return int(row[0])
+    return 0 if row is None else int(row[0])
 
 
 async def count_for_user(conn: Connection, user_id: int) -> int:

@@ -7,7 +7,7 @@ added by `store.episodes.store`, in the write of the actions that name them.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from podsync.episode_keys import full_url
 from podsync.store import Connection
@@ -76,19 +76,48 @@ async def episodes_by_url(
     by_id = {feed.id: (key, feed.prefix) for key, feed in feeds.items()}
     keys = sorted({(feeds[k].id, h) for (k, _), h in hashes.items() if k in feeds})
     found: dict[tuple[str, str], tuple[int, str | None]] = {}
+    rows = await by_pairs(
+        conn, keys, "episodes", ("feed_id", "url_hash"), "id, feed_id, url, prefixed, guid"
+    )
+    for episode_id, feed_id, url, prefixed, guid in rows:
+        key, prefix = by_id[int(feed_id)]
+        full = (key, full_url(str(url), prefixed, prefix))
+        if full in hashes:  # not another URL of the same hash
+            found[full] = (int(episode_id), None if guid is None else str(guid))
+    return found
+
+
+async def by_pairs(
+    conn: Connection, keys: list[tuple[int, int]], table: str, key: tuple[str, str], columns: str
+) -> list[Any]:
+    """The `columns` of the rows of `table` whose two integer `key` columns hold one of
+    these pairs (repeats harmless: callers collect the rows into a mapping or a set).
+
+    PostgreSQL gets the pairs as two arrays and looks each up on its own: OFFSET 0
+    keeps the planner from making the lookups one join, as `store.actions` does for
+    action ids. Left to choose, on a new instance's statistics (the tables analysed
+    while empty, until autovacuum's next ANALYZE) it joined 300 pairs to the
+    episodes by reading the whole table (42.7 ms at 200,000 episodes, against 1.24 ms
+    through the index), and to the actions by reading all of the user's."""
+    if not keys:
+        return []
+    first, second = key
+    if conn.dialect == "postgresql":
+        return await conn.fetch_all(
+            f"SELECT t.* FROM unnest(?::bigint[], ?::bigint[]) AS k (a, b) CROSS JOIN "
+            f"LATERAL (SELECT {columns} FROM {table} WHERE {first} = k.a AND {second} = k.b "
+            "OFFSET 0) AS t",
+            [list(column) for column in zip(*keys, strict=True)],
+        )
+    found: list[Any] = []
+    listed = ", ".join(f"t.{name.strip()}" for name in columns.split(","))
     for start in range(0, len(keys), KEYS):
-        chunk = padded(keys[start : start + KEYS], KEYS)  # into a mapping: repeats are harmless
-        rows = await conn.fetch_all(
-            f"WITH k (feed_id, url_hash) AS (VALUES {pairs(len(chunk))}) "
-            "SELECT e.id, e.feed_id, e.url, e.prefixed, e.guid FROM k "
-            "JOIN episodes e ON e.feed_id = k.feed_id AND e.url_hash = k.url_hash",
+        chunk = padded(keys[start : start + KEYS], KEYS)
+        found += await conn.fetch_all(
+            f"WITH k (a, b) AS (VALUES {pairs(len(chunk))}) SELECT {listed} "
+            f"FROM k JOIN {table} t ON t.{first} = k.a AND t.{second} = k.b",
             [value for pair in chunk for value in pair],
         )
-        for episode_id, feed_id, url, prefixed, guid in rows:
-            key, prefix = by_id[int(feed_id)]
-            full = (key, full_url(str(url), prefixed, prefix))
-            if full in hashes:  # not another URL of the same hash
-                found[full] = (int(episode_id), None if guid is None else str(guid))
     return found
 
 

@@ -83,7 +83,7 @@ async def resolve(
     for key in hashes:
         hashes[key] = url_hash(key[1])
     episodes = await episode_feeds.episodes_by_url(conn, feeds, hashes)
-    stored = await _stored(conn, user_id, episodes, actions, feeds) if episodes else set()
+    stored = await _stored(conn, episodes, actions, feeds) if episodes else set()
     new: list[EpisodeAction] = []
     places: list[int] = []
     # The first action at each moment; the whole of each action at a moment met twice
@@ -130,12 +130,12 @@ def _content(episode_id: int, a: EpisodeAction) -> _Content:
 
 async def _stored(
     conn: Connection,
-    user_id: int,
     episodes: dict[tuple[str, str], tuple[int, str | None]],
     actions: Sequence[EpisodeAction],
     feeds: dict[str, Feed],
 ) -> set[_Content]:
-    """The contents of the stored actions of these episodes at these times."""
+    """The contents of the stored actions of these episodes at these times. An
+    episode id is one user's (its podcast's), so its actions are found by it alone."""
     guids = {episode_id: guid for episode_id, guid in episodes.values()}
     spelling = {feed.id: feed.url for feed in feeds.values()}
     feed_of = {ids[0]: feeds[key].id for (key, _), ids in episodes.items()}
@@ -147,31 +147,28 @@ async def _stored(
         }
     )
     stored: set[_Content] = set()
-    for start in range(0, len(keys), KEYS):
-        chunk = padded(keys[start : start + KEYS], KEYS)  # into a set: repeats are harmless
-        rows = await conn.fetch_all(
-            f"WITH k (episode_id, occurred_at) AS (VALUES {pairs(len(chunk))}) "
-            "SELECT a.episode_id, a.occurred_at, a.action, a.device_id, a.started, a.position, "
-            "a.total, a.guid, a.podcast_url FROM k JOIN episode_actions a "
-            "ON a.episode_id = k.episode_id AND a.occurred_at = k.occurred_at "
-            "WHERE a.user_id = ?",
-            [*(value for pair in chunk for value in pair), user_id],
-        )
-        for episode_id, at, code, device, started, position, total, guid, podcast in rows:
-            eid = int(episode_id)
-            stored.add(
-                (
-                    eid,
-                    int(at),
-                    int(code),
-                    device,
-                    started,
-                    position,
-                    total,
-                    guids[eid] if guid is None else (str(guid) or None),
-                    spelling[feed_of[eid]] if podcast is None else str(podcast),
-                )
+    rows = await episode_feeds.by_pairs(
+        conn,
+        keys,
+        "episode_actions",
+        ("episode_id", "occurred_at"),
+        "episode_id, occurred_at, action, device_id, started, position, total, guid, podcast_url",
+    )
+    for episode_id, at, code, device, started, position, total, guid, podcast in rows:
+        eid = int(episode_id)
+        stored.add(
+            (
+                eid,
+                int(at),
+                int(code),
+                device,
+                started,
+                position,
+                total,
+                guids[eid] if guid is None else (str(guid) or None),
+                spelling[feed_of[eid]] if podcast is None else str(podcast),
             )
+        )
     return stored
 
 

@@ -61,7 +61,7 @@ async def count_plays(
     listened = await _listened(conn, user_id, sorted(played.keys() - created))
     had_row = set(listened)
     without = sorted(played.keys() - created - had_row)
-    for episode_id, before in (await _earlier_plays(conn, user_id, without, stored_from)).items():
+    for episode_id, before in (await _earlier_plays(conn, without, stored_from)).items():
         listened[episode_id] = _listened_from(before)
         played[episode_id] += len(before)
     totals = Totals()
@@ -128,13 +128,7 @@ async def _listened(
     conn: Connection, user_id: int, episode_ids: list[int]
 ) -> dict[int, EpisodeListened]:
     found: dict[int, EpisodeListened] = {}
-    for start in range(0, len(episode_ids), _KEYS):
-        marks, bound = in_list(episode_ids[start : start + _KEYS], _KEYS, dialect=conn.dialect)
-        rows = await conn.fetch_all(
-            "SELECT episode_id, spans, finished_at FROM listened_episodes "
-            f"WHERE user_id = ? AND episode_id IN ({marks})",
-            [user_id, *bound],
-        )
+    for rows in await _listened_rows(conn, user_id, episode_ids):
         for episode_id, spans, finished_at in rows:
             found[int(episode_id)] = EpisodeListened(
                 parse_spans(str(spans)), None if finished_at is None else int(finished_at)
@@ -142,19 +136,49 @@ async def _listened(
     return found
 
 
+# PostgreSQL looks each episode's row up on its own (as `store.actions` does for
+# action ids): left to choose, on a new instance's statistics (a user of a few
+# rows) it read all of the user's rows and filtered them by the list.
+_LISTENED_EACH = (
+    "SELECT l.* FROM unnest(?::bigint[]) AS k (id) CROSS JOIN LATERAL "
+    "(SELECT episode_id, spans, finished_at FROM listened_episodes "
+    "WHERE user_id = ? AND episode_id = k.id OFFSET 0) AS l"
+)
+
+
+async def _listened_rows(conn: Connection, user_id: int, episode_ids: list[int]) -> list[list[Any]]:
+    """The rows of these episodes, a list per statement."""
+    if conn.dialect == "postgresql":
+        return [await conn.fetch_all(_LISTENED_EACH, (episode_ids, user_id))]
+    found = []
+    for start in range(0, len(episode_ids), _KEYS):
+        marks, bound = in_list(episode_ids[start : start + _KEYS], _KEYS, dialect=conn.dialect)
+        found.append(
+            await conn.fetch_all(
+                "SELECT episode_id, spans, finished_at FROM listened_episodes "
+                f"WHERE user_id = ? AND episode_id IN ({marks})",
+                [user_id, *bound],
+            )
+        )
+    return found
+
+
 async def _earlier_plays(
-    conn: Connection, user_id: int, episode_ids: list[int], before_seq: int
+    conn: Connection, episode_ids: list[int], before_seq: int
 ) -> dict[int, list[Any]]:
     """Of these episodes (without a row), the plays stored before seq `before_seq`:
-    (occurred_at, started, position, total) each, in the order they happened."""
+    (occurred_at, started, position, total) each, in the order they happened. An
+    episode id is one user's, so its actions are found by it alone: with the user's
+    id beside it, PostgreSQL on a new instance's statistics read all of the user's
+    actions and filtered them."""
     found: dict[int, list[Any]] = {}
     for start in range(0, len(episode_ids), _KEYS):
         marks, bound = in_list(episode_ids[start : start + _KEYS], _KEYS, dialect=conn.dialect)
         rows = await conn.fetch_all(
             "SELECT episode_id, occurred_at, started, position, total FROM episode_actions "
-            f"WHERE episode_id IN ({marks}) AND user_id = ? AND action = ? AND seq < ? "
+            f"WHERE episode_id IN ({marks}) AND action = ? AND seq < ? "
             "ORDER BY episode_id, occurred_at, seq",
-            [*bound, user_id, ACTION_CODES["play"], before_seq],
+            [*bound, ACTION_CODES["play"], before_seq],
         )
         for episode_id, *play in rows:
             found.setdefault(int(episode_id), []).append(play)

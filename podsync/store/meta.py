@@ -43,7 +43,9 @@ _KEYED_PLANS = "".join(
 )
 
 
-async def lock_user(conn: Connection, user_id: int, *, keyed_plans: bool = False) -> None:
+async def lock_user(
+    conn: Connection, user_id: int, *, keyed_plans: bool = False, row_taken_next: bool = False
+) -> None:
     """Serialise the user's writers, across processes, to the end of the transaction,
     and make sure the user still exists: Unauthorized when it was deleted since the
     request authenticated. Call first in every write that adds rows of the user,
@@ -94,11 +96,12 @@ async def lock_user(conn: Connection, user_id: int, *, keyed_plans: bool = False
                 f"a write that takes user {uid}'s lock opens as write(user={uid}), "
                 f"not write(user={conn.gated_user})"
             )
-        if keyed_plans:
-            await conn.execute(f"SELECT pg_advisory_xact_lock({uid}){_KEYED_PLANS}")
+        settings = _KEYED_PLANS if keyed_plans else ""
+        if row_taken_next:
+            await conn.execute(f"SELECT pg_advisory_xact_lock({uid}){settings}")
             return
         found = await conn.execute(
-            f"SELECT pg_advisory_xact_lock({uid}); "
+            f"SELECT pg_advisory_xact_lock({uid}){settings}; "
             f"SELECT 1 FROM users WHERE id = {uid} FOR KEY SHARE"
         )
     else:

@@ -98,7 +98,7 @@ class EpisodeWrites:
             # One writer per user at a time (on PostgreSQL too): a user's seqs are
             # taken and committed in order, so a puller's cursor never steps past a
             # row still to commit.
-            await meta.lock_user(conn, user_id)
+            await meta.lock_user(conn, user_id, keyed_plans=True)
             if as_device is not None:
                 await self._make_device(conn, user_id, as_device, now)
             before = await episode_actions.max_seq(conn, user_id)
