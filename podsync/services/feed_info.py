@@ -86,9 +86,8 @@ class FeedInfoService:
         async with self.db.read() as conn:
             rows = await store.episode_titles(
                 conn,
-                keys.values(),
-                (ref.episode_url for ref in refs),
-                (ref.guid for ref in refs if ref.guid),
+                ((keys[ref.feed_url], ref.episode_url) for ref in refs),
+                ((keys[ref.feed_url], ref.guid) for ref in refs if ref.guid),
             )
         by_guid = {(r.url_key, r.guid): r.title for r in rows if r.guid}
         by_url = {(r.url_key, r.episode_url): r.title for r in rows if r.episode_url}

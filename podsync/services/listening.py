@@ -278,9 +278,8 @@ async def _match(
     states of episodes the feed does not list, in their order)."""
     found = await feed_info.episode_titles(
         conn,
-        [podcast_key],
-        (s.episode_url for s in states),
-        (s.guid for s in states if s.guid),
+        ((podcast_key, s.episode_url) for s in states),
+        ((podcast_key, s.guid) for s in states if s.guid),
     )
     guids = {r.guid for r in found if r.guid}
     by_url = {r.episode_url: _item_key(r.episode_url, r.guid or "") for r in found}

@@ -94,16 +94,33 @@ async def counts(conn: Connection) -> tuple[int, int, int]:
 
 
 async def episode_titles(
-    conn: Connection, url_keys: Iterable[str], episode_urls: Iterable[str], guids: Iterable[str]
+    conn: Connection, by_url: Iterable[tuple[str, str]], by_guid: Iterable[tuple[str, str]]
 ) -> list[EpisodeTitle]:
-    """Episode titles of the feeds `url_keys` whose enclosure URL is among
-    `episode_urls` or whose guid is among `guids` (the caller pairs them up)."""
-    keys = sorted(set(url_keys))
+    """Episode titles of the items (url key, enclosure URL) `by_url` and (url key,
+    guid) `by_guid` name; on SQLite also of other pairs of the same keys and values
+    (the caller looks its own pairs up in the answer).
+
+    PostgreSQL looks each pair up on its own, as `episode_feeds.by_pairs` does:
+    `feed_episodes` holds every user's feeds, and on a new instance's statistics it
+    read the whole table for a page of 50 titles."""
     found: list[EpisodeTitle] = []
-    for column, values in (("episode_url", episode_urls), ("guid", guids)):
-        wanted = sorted(set(values) - {""})
+    for column, pairs in (("episode_url", by_url), ("guid", by_guid)):
+        wanted = sorted({(k, v) for k, v in pairs if v})
+        if not wanted:
+            continue
+        if conn.dialect == "postgresql":
+            rows = await conn.fetch_all(
+                "SELECT t.* FROM unnest(?::text[], ?::text[]) AS k (a, b) CROSS JOIN LATERAL "
+                "(SELECT url_key, episode_url, guid, title FROM feed_episodes "
+                f"WHERE url_key = k.a AND {column} = k.b OFFSET 0) AS t",
+                [[k for k, _ in wanted], [v for _, v in wanted]],
+            )
+            found += [EpisodeTitle(k, u, g or None, t) for k, u, g, t in rows]
+            continue
+        keys = sorted({k for k, _ in wanted})
+        values = sorted({v for _, v in wanted})
         for key_marks, key_bound in _lists(keys, conn.dialect):
-            for marks, bound in _lists(wanted, conn.dialect):
+            for marks, bound in _lists(values, conn.dialect):
                 rows = await conn.fetch_all(
                     "SELECT url_key, episode_url, guid, title FROM feed_episodes "
                     f"WHERE url_key IN ({key_marks}) AND {column} IN ({marks})",

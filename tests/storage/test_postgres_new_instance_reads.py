@@ -1,0 +1,129 @@
+"""Reads on PostgreSQL read rows in proportion to what they answer, not to the
+user's history (or the whole instance's feeds), on the statistics of a new instance:
+the tables analysed while empty, autovacuum off (as in a new instance's first
+minute, or for good on a cluster whose autovacuum is off or behind).
+
+Each read runs twice, on the plan PostgreSQL makes for its values and on the
+generic plan a connection keeps after five runs of a statement. Before, on those
+statistics: the aggregated gpodder pull filtered the user's every action for each
+action of a page (12 million rows for 1,000 here), a podcast's pull read the user's
+every action (generic plan), an episode's page read the user's every index entry,
+the New episodes' "played" probe read every play of the user and every episode,
+and the titles of a page of history read every feed's items."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from podsync import timestamps
+from podsync.episode_keys import url_hash
+from podsync.feeds import url_key
+from podsync.services.episodes.writes import EpisodeWrites
+from podsync.storage.engine import Connection
+from podsync.storage.postgres import PostgresDatabase
+from podsync.store import episode_actions, episode_feeds, episode_pages, feed_info, inbox, users
+from tests.support.pg_cluster import Cluster
+from tests.support.pg_rows import episode, plays, podcast, rows_read
+
+PODCASTS = 300
+UPLOADS = 40  # of PODCASTS plays each: 12,000 episodes and actions
+HISTORY = PODCASTS * UPLOADS
+TABLES = ("episodes", "episode_feeds", "episode_actions", "feed_episodes")
+
+Read = Callable[[Connection], Awaitable[Any]]
+
+
+async def _read(db: PostgresDatabase, read: Read, generic: bool) -> tuple[Any, dict[str, int]]:
+    """What `read` answered, and the rows it read of each table."""
+    async with db.snapshot() as conn:
+        if generic:
+            await conn.fetch_one("SELECT set_config('plan_cache_mode', 'force_generic_plan', true)")
+        before = await rows_read(conn)
+        answer = await read(conn)
+        after = await rows_read(conn)
+    return answer, {t: n - before.get(t, 0) for t, n in after.items() if t in TABLES}
+
+
+async def _seed(db: PostgresDatabase) -> int:
+    async with db.write() as conn:
+        await conn.execute(
+            "; ".join(f"ALTER TABLE {t} SET (autovacuum_enabled = false)" for t in TABLES)
+        )
+        user = await users.create(conn, "alice", "x", timestamps.now_us())
+        # Every podcast's feed as the fetcher keeps it, and as many of other people's.
+        await conn.execute(
+            "INSERT INTO feed_info (url_key, feed_url, next_try_at) "
+            "SELECT 'k' || n, 'https://other.example/' || n, 0 "
+            "FROM generate_series(1, ?) AS n",
+            (PODCASTS,),
+        )
+        await conn.execute_many(
+            "INSERT INTO feed_info (url_key, feed_url, next_try_at) VALUES (?, ?, 0)",
+            [(url_key(podcast(n)), podcast(n)) for n in range(PODCASTS)],
+        )
+        await conn.execute(
+            "INSERT INTO feed_episodes (url_key, episode_url, guid, title) "
+            "SELECT f.url_key, f.feed_url || '/' || u, 'g' || u, 'title ' || u "
+            "FROM feed_info f CROSS JOIN generate_series(0, ?) AS u",
+            (UPLOADS - 1,),
+        )
+        await conn.execute(
+            "UPDATE feed_episodes SET episode_url = "
+            "replace(replace(episode_url, 'https://feeds.example/', 'https://media.example/'), "
+            "'/rss.xml/', '/') || '.mp3' WHERE episode_url LIKE 'https://feeds.example/%'"
+        )
+    writes = EpisodeWrites(db)
+    for upload in range(UPLOADS):
+        await writes.upload(user.id, plays(upload, range(PODCASTS)))
+    return user.id
+
+
+@pytest.mark.parametrize("generic", [False, True], ids=["custom", "generic"])
+async def test_reads_read_what_they_answer_on_a_new_instances_statistics(
+    pg_cluster: Cluster, generic: bool
+) -> None:
+    async with PostgresDatabase(pg_cluster.new_database()) as db:
+        user = await _seed(db)
+        async with db.read() as conn:
+            head = await episode_actions.max_seq(conn, user)
+            feed = await episode_feeds.feed_id(conn, user, url_key(podcast(7)))
+            assert feed is not None
+            wanted = await episode_feeds.episodes_by_url(
+                conn,
+                await episode_feeds.by_keys(conn, user, [url_key(podcast(7))]),
+                {(url_key(podcast(7)), episode(7, 3)): url_hash(episode(7, 3))},
+            )
+        (episode_id, _), *_ = wanted.values()
+
+        def pull(**kw: Any) -> Read:
+            args: dict[str, Any] = {"window_after": 0, "after_seq": 0, "upto_seq": head}
+            args |= {"feed": None, "device_id": None, "aggregated": False, "limit": 1000}
+            args |= kw
+            return lambda c: episode_actions.page(c, user, **args)
+
+        ten = [url_key(podcast(n)) for n in range(10)]
+        fifty = [(url_key(podcast(n)), episode(n, 5)) for n in range(50)]
+        reads: dict[str, tuple[Read, int, int]] = {
+            # name: (the read, rows answered, rows it may read of a table)
+            "aggregated pull": (pull(aggregated=True), 1000, 4 * 1000),
+            "a podcast's pull": (pull(feed=feed), UPLOADS, 4 * UPLOADS),
+            "an episode's actions": (
+                lambda c: episode_pages.episode_actions(c, user, episode_id, 20),
+                1,
+                10,
+            ),
+            "played items": (
+                lambda c: inbox.played_items(c, user, ten),
+                10 * UPLOADS,  # each episode's URL (the plays name no guid)
+                4 * 10 * UPLOADS,
+            ),
+            "titles of a page": (lambda c: feed_info.episode_titles(c, fifty, []), 50, 4 * 50),
+        }
+        for name, (read, answered, most) in reads.items():
+            answer, read_rows = await _read(db, read, generic)
+            assert len(answer) == answered, name
+            for table, count in read_rows.items():
+                assert count <= most < HISTORY, (name, table, read_rows)

@@ -1,0 +1,49 @@
+"""Rows PostgreSQL read, per table, counted by the backend's statistics not yet
+reported (pg_stat_xact_user_tables). Those span the connection's earlier
+transactions too, so a test reads them before and after inside one connection. They
+hold on a busy machine where timings do not.
+
+And a history to read them over: a user's plays as an app uploads them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from podsync.storage.engine import Connection
+
+
+async def rows_read(conn: Connection) -> dict[str, int]:
+    """Per table: its rows read by sequential scans, its rows fetched through an
+    index, and the entries read of its indexes (a bitmap scan can read many entries
+    for one row)."""
+    rows = await conn.fetch_all(
+        "SELECT t.relname, coalesce(t.seq_tup_read, 0) + coalesce(t.idx_tup_fetch, 0) "
+        "+ coalesce((SELECT sum(pg_stat_get_xact_tuples_returned(i.indexrelid)) "
+        "FROM pg_index i WHERE i.indrelid = t.relid), 0) FROM pg_stat_xact_user_tables t"
+    )
+    return {str(name): int(n) for name, n in rows}
+
+
+def podcast(n: int) -> str:
+    return f"https://feeds.example/{n}/rss.xml"
+
+
+def episode(n: int, upload: int) -> str:
+    return f"https://media.example/{n}/{upload}.mp3"
+
+
+def plays(upload: int, podcasts: range) -> list[dict[str, Any]]:
+    """Upload `upload`'s plays: an episode of its own for each of `podcasts`."""
+    return [
+        {
+            "podcast": podcast(n),
+            "episode": episode(n, upload),
+            "device": "phone",
+            "action": "play",
+            "timestamp": f"2026-03-01T08:{upload % 60:02d}:{n % 60:02d}",
+            "started": 0,
+            "position": 30 + upload,
+            "total": 3600,
+        }
+        for n in podcasts
+    ]
