@@ -88,10 +88,17 @@ async def episodes_by_url(
 
 
 async def by_pairs(
-    conn: Connection, keys: list[tuple[int, int]], table: str, key: tuple[str, str], columns: str
+    conn: Connection,
+    keys: list[tuple[int, int]],
+    table: str,
+    key: tuple[str, str],
+    columns: str,
+    user_id: int | None = None,
 ) -> list[Any]:
     """The `columns` of the rows of `table` whose two integer `key` columns hold one of
-    these pairs (repeats harmless: callers collect the rows into a mapping or a set).
+    these pairs (repeats harmless: callers collect the rows into a mapping or a set);
+    with `user_id`, only the rows of that user, checked as an expression that no
+    index serves (the pairs' own index is the one to take).
 
     PostgreSQL gets the pairs as two arrays and looks each up on its own: OFFSET 0
     keeps the planner from making the lookups one join, as `store.actions` does for
@@ -102,12 +109,14 @@ async def by_pairs(
     if not keys:
         return []
     first, second = key
+    mine = "" if user_id is None else " AND t.user_id + 0 = ?"
+    user = [] if user_id is None else [user_id]
     if conn.dialect == "postgresql":
         return await conn.fetch_all(
             f"SELECT t.* FROM unnest(?::bigint[], ?::bigint[]) AS k (a, b) CROSS JOIN "
-            f"LATERAL (SELECT {columns} FROM {table} WHERE {first} = k.a AND {second} = k.b "
-            "OFFSET 0) AS t",
-            [list(column) for column in zip(*keys, strict=True)],
+            f"LATERAL (SELECT {columns} FROM {table} t WHERE {first} = k.a AND {second} = k.b"
+            f"{mine} OFFSET 0) AS t",
+            [*(list(column) for column in zip(*keys, strict=True)), *user],
         )
     found: list[Any] = []
     listed = ", ".join(f"t.{name.strip()}" for name in columns.split(","))
@@ -115,8 +124,8 @@ async def by_pairs(
         chunk = padded(keys[start : start + KEYS], KEYS)
         found += await conn.fetch_all(
             f"WITH k (a, b) AS (VALUES {pairs(len(chunk))}) SELECT {listed} "
-            f"FROM k JOIN {table} t ON t.{first} = k.a AND t.{second} = k.b",
-            [value for pair in chunk for value in pair],
+            f"FROM k JOIN {table} t ON t.{first} = k.a AND t.{second} = k.b{mine}",
+            [*(value for pair in chunk for value in pair), *user],
         )
     return found
 

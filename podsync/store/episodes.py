@@ -83,7 +83,7 @@ async def resolve(
     for key in hashes:
         hashes[key] = url_hash(key[1])
     episodes = await episode_feeds.episodes_by_url(conn, feeds, hashes)
-    stored = await _stored(conn, episodes, actions, feeds) if episodes else set()
+    stored = await _stored(conn, user_id, episodes, actions, feeds) if episodes else set()
     new: list[EpisodeAction] = []
     places: list[int] = []
     # The first action at each moment; the whole of each action at a moment met twice
@@ -130,12 +130,12 @@ def _content(episode_id: int, a: EpisodeAction) -> _Content:
 
 async def _stored(
     conn: Connection,
+    user_id: int,
     episodes: dict[tuple[str, str], tuple[int, str | None]],
     actions: Sequence[EpisodeAction],
     feeds: dict[str, Feed],
 ) -> set[_Content]:
-    """The contents of the stored actions of these episodes at these times. An
-    episode id is one user's (its podcast's), so its actions are found by it alone."""
+    """The contents of the user's stored actions of these episodes at these times."""
     guids = {episode_id: guid for episode_id, guid in episodes.values()}
     spelling = {feed.id: feed.url for feed in feeds.values()}
     feed_of = {ids[0]: feeds[key].id for (key, _), ids in episodes.items()}
@@ -153,6 +153,7 @@ async def _stored(
         "episode_actions",
         ("episode_id", "occurred_at"),
         "episode_id, occurred_at, action, device_id, started, position, total, guid, podcast_url",
+        user_id,
     )
     for episode_id, at, code, device, started, position, total, guid, podcast in rows:
         eid = int(episode_id)

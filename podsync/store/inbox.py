@@ -77,8 +77,8 @@ async def played_items(
     # the primary key's user prefix, a pass over the person's whole history per episode
     # (185 ms a page at 20 podcasts and 2,000 actions; seconds with a long history).
     # PostgreSQL made an EXISTS one join with all of the person's plays (every episode
-    # of the instance read, analysed or not): a probe with LIMIT 1 is one per episode.
-    # An episode id is one person's, so the probe need not name the person.
+    # of the instance read, analysed or not): a probe with LIMIT 1 is one per episode,
+    # the person checked as an expression no index serves (`later_of_same`).
     pinned = " INDEXED BY episode_actions_episode" if conn.dialect == "sqlite" else ""
     for start in range(0, len(podcast_keys), 500):
         marks, bound = in_list(podcast_keys[start : start + 500], 500, dialect=conn.dialect)
@@ -87,8 +87,8 @@ async def played_items(
             "JOIN episodes e ON e.feed_id = f.id "
             f"WHERE f.user_id = ? AND f.url_key IN ({marks}) "
             f"AND (SELECT 1 FROM episode_actions a{pinned} WHERE a.episode_id = e.id "
-            "AND a.action = ? LIMIT 1) IS NOT NULL",
-            (user_id, *bound, _PLAY),
+            "AND a.action = ? AND a.user_id + 0 = ? LIMIT 1) IS NOT NULL",
+            (user_id, *bound, _PLAY, user_id),
         )
         for key, url, prefixed, prefix, guid in rows:
             found.add((str(key), "u" + full_url(str(url), prefixed, str(prefix))))

@@ -61,7 +61,7 @@ async def count_plays(
     listened = await _listened(conn, user_id, sorted(played.keys() - created))
     had_row = set(listened)
     without = sorted(played.keys() - created - had_row)
-    for episode_id, before in (await _earlier_plays(conn, without, stored_from)).items():
+    for episode_id, before in (await _earlier_plays(conn, user_id, without, stored_from)).items():
         listened[episode_id] = _listened_from(before)
         played[episode_id] += len(before)
     totals = Totals()
@@ -164,21 +164,21 @@ async def _listened_rows(conn: Connection, user_id: int, episode_ids: list[int])
 
 
 async def _earlier_plays(
-    conn: Connection, episode_ids: list[int], before_seq: int
+    conn: Connection, user_id: int, episode_ids: list[int], before_seq: int
 ) -> dict[int, list[Any]]:
     """Of these episodes (without a row), the plays stored before seq `before_seq`:
-    (occurred_at, started, position, total) each, in the order they happened. An
-    episode id is one user's, so its actions are found by it alone: with the user's
-    id beside it, PostgreSQL on a new instance's statistics read all of the user's
-    actions and filtered them."""
+    (occurred_at, started, position, total) each, in the order they happened. Found
+    by the episode, the user checked as an expression no index serves
+    (`episode_actions.later_of_same`): as a column, PostgreSQL on a new instance's
+    statistics read all of the user's actions and filtered them."""
     found: dict[int, list[Any]] = {}
     for start in range(0, len(episode_ids), _KEYS):
         marks, bound = in_list(episode_ids[start : start + _KEYS], _KEYS, dialect=conn.dialect)
         rows = await conn.fetch_all(
             "SELECT episode_id, occurred_at, started, position, total FROM episode_actions "
-            f"WHERE episode_id IN ({marks}) AND action = ? AND seq < ? "
+            f"WHERE episode_id IN ({marks}) AND user_id + 0 = ? AND action = ? AND seq < ? "
             "ORDER BY episode_id, occurred_at, seq",
-            [*bound, ACTION_CODES["play"], before_seq],
+            [*bound, user_id, ACTION_CODES["play"], before_seq],
         )
         for episode_id, *play in rows:
             found.setdefault(int(episode_id), []).append(play)

@@ -15,13 +15,17 @@ from podsync.storage.engine import Connection
 async def rows_read(conn: Connection) -> dict[str, int]:
     """Per table: its rows read by sequential scans, its rows fetched through an
     index, and the entries read of its indexes (a bitmap scan can read many entries
-    for one row)."""
+    for one row). Summed by name: a backend's view can list a table twice (another
+    of its name whose counts stay 0)."""
     rows = await conn.fetch_all(
         "SELECT t.relname, coalesce(t.seq_tup_read, 0) + coalesce(t.idx_tup_fetch, 0) "
         "+ coalesce((SELECT sum(pg_stat_get_xact_tuples_returned(i.indexrelid)) "
         "FROM pg_index i WHERE i.indrelid = t.relid), 0) FROM pg_stat_xact_user_tables t"
     )
-    return {str(name): int(n) for name, n in rows}
+    read: dict[str, int] = {}
+    for name, n in rows:
+        read[str(name)] = read.get(str(name), 0) + int(n)
+    return read
 
 
 def podcast(n: int) -> str:
