@@ -45,9 +45,10 @@ async def test_step_13_adds_login_flows_and_reads_old_actions_by_arrival(
     try:
         async with db.read() as conn:
             bounds = await episode_actions.received_bounds(conn, alice, 1500, 1500)
-            seqs = [row[0] for row in await episode_actions.received_page(conn, alice, 0, 10)]
+            head = await episode_actions.max_seq(conn, alice)
+            seqs = [row[0] for row in await episode_actions.received_page(conn, alice, 0, head, 10)]
             assert bounds == (seqs[1], seqs[1])
-            later = await episode_actions.received_page(conn, alice, bounds[0] - 1, 10)
+            later = await episode_actions.received_page(conn, alice, bounds[0] - 1, head, 10)
             assert [(row[0], row[2]) for row in later] == [(seqs[1], "2")]  # seq, URL unprefixed
     finally:
         await db.close()

@@ -9,7 +9,8 @@ statistics: the aggregated gpodder pull filtered the user's every action for eac
 action of a page (12 million rows for 1,000 here), a podcast's pull read the user's
 every action (generic plan), an episode's page read the user's every index entry,
 the New episodes' "played" probe read every play of the user and every episode,
-and the titles of a page of history read every feed's items."""
+the titles of a page of history read every feed's items, and each piece of a
+Nextcloud pull sorted all of the user's actions after it."""
 
 from __future__ import annotations
 
@@ -119,6 +120,11 @@ async def test_reads_read_what_they_answer_on_a_new_instances_statistics(
                 lambda c: inbox.played_items(c, user, ten),
                 10 * UPLOADS,  # each episode's URL (the plays name no guid)
                 4 * 10 * UPLOADS,
+            ),
+            "a Nextcloud pull's piece": (
+                lambda c: episode_actions.received_page(c, user, 1000, head, 1000),
+                1000,
+                4 * 1000,
             ),
             "titles of a page": (lambda c: feed_info.episode_titles(c, fifty, []), 50, 4 * 50),
         }

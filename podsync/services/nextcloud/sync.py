@@ -163,6 +163,9 @@ class NextcloudSync:
         before_since: tuple[int | None, str | None] | None = None
         after = 0
         async with self.db.snapshot() as conn:  # a piece at a time (pulls.py)
+            # The answer's range is fixed here: an action committed while it streams
+            # comes with the next pull, whose window reaches back before its `since`.
+            head = await episode_actions.max_seq(conn, user_id)
             if cutoff != 0:
                 from_seq, since_seq = await episode_actions.received_bounds(
                     conn, user_id, cutoff, start
@@ -172,7 +175,7 @@ class NextcloudSync:
 
             async def reader(c: Connection, after_seq: int, count: int) -> list[ActionRow]:
                 return await episode_actions.received_page(
-                    c, user_id, after_seq, count, before_since
+                    c, user_id, after_seq, head, count, before_since
                 )
 
             pieces = ActionPieces(self.db, user_id, reader, after, None)
