@@ -123,8 +123,18 @@ async def feed_summaries(
     conn: Connection, url_keys: list[str]
 ) -> dict[str, tuple[int | None, int]]:
     """Each feed's newest item's date and its number of items (the index on url key
-    and date)."""
+    and date). PostgreSQL counts each feed's on its own (as `episode_feeds.by_pairs`
+    looks pairs up): on a new instance's statistics it read the items of every feed
+    on the server for the page's few."""
     found: dict[str, tuple[int | None, int]] = {}
+    if conn.dialect == "postgresql" and url_keys:
+        rows = await conn.fetch_all(
+            "SELECT k.url_key, n.newest, n.items FROM unnest(?::text[]) AS k (url_key) "
+            "CROSS JOIN LATERAL (SELECT max(published_at) AS newest, count(*) AS items "
+            "FROM feed_episodes WHERE url_key = k.url_key OFFSET 0) AS n WHERE n.items > 0",
+            (list(url_keys),),
+        )
+        return {str(k): (None if n is None else int(n), int(c)) for k, n, c in rows}
     for start in range(0, len(url_keys), 500):
         marks, bound = in_list(url_keys[start : start + 500], 500, dialect=conn.dialect)
         rows = await conn.fetch_all(

@@ -9,8 +9,9 @@ statistics: the aggregated gpodder pull filtered the user's every action for eac
 action of a page (12 million rows for 1,000 here), a podcast's pull read the user's
 every action (generic plan), an episode's page read the user's every index entry,
 the New episodes' "played" probe read every play of the user and every episode,
-the titles of a page of history read every feed's items, and each piece of a
-Nextcloud pull sorted all of the user's actions after it."""
+the titles of a page of history and the Subscriptions page's counts of items read
+every feed's items, and each piece of a Nextcloud pull sorted all of the user's
+actions after it."""
 
 from __future__ import annotations
 
@@ -125,6 +126,11 @@ async def test_reads_read_what_they_answer_on_a_new_instances_statistics(
                 lambda c: episode_actions.received_page(c, user, 1000, head, 1000),
                 1000,
                 4 * 1000,
+            ),
+            "items of a page of podcasts": (
+                lambda c: inbox.feed_summaries(c, [key for key, _ in fifty]),
+                50,
+                5 * 50 * UPLOADS,  # each feed's items, counted
             ),
             "titles of a page": (lambda c: feed_info.episode_titles(c, fifty, []), 50, 4 * 50),
         }

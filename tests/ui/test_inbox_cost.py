@@ -35,7 +35,9 @@ async def test_played_items_read_each_episodes_own_actions(
     assert len(statements) == 1
     raw = sqlite3.connect(config.database.path)
     try:
-        plan = [row[3] for row in raw.execute("EXPLAIN QUERY PLAN " + statements[0], (1, "k", 1, 1))]
+        plan = [
+            row[3] for row in raw.execute("EXPLAIN QUERY PLAN " + statements[0], (1, "k", 1, 1))
+        ]
     finally:
         raw.close()
     actions = [step for step in plan if " a " in f" {step} "]
