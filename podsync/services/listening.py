@@ -21,7 +21,16 @@ from podsync.services.episode_state import (
     states,
 )
 from podsync.storage.engine import Engine
-from podsync.store import Connection, browse, devices, feed_info, listening, player, podcast_page
+from podsync.store import (
+    Connection,
+    browse,
+    devices,
+    feed_info,
+    listening,
+    meta,
+    player,
+    podcast_page,
+)
 from podsync.store.devices import Device
 from podsync.store.feed_info import FeedItem
 from podsync.store.listening import HistoryFilter, HistoryKey, HistoryRow
@@ -97,7 +106,8 @@ class ListeningService:
         after: HistoryKey | None,
         limit: int = HISTORY_PAGE,
     ) -> HistoryPage:
-        async with self.db.read() as conn:
+        async with self.db.snapshot() as conn:
+            await meta.keyed_plans(conn)
             # One row past the page tells whether there is more in its direction.
             rows = await listening.history_page(conn, user.id, only, before, after, limit + 1)
             backwards = after is not None
@@ -140,7 +150,8 @@ class ListeningService:
         seen: set[str] = set()
         before: HistoryKey | None = None
         read = 0
-        async with self.db.read() as conn:
+        async with self.db.snapshot() as conn:
+            await meta.keyed_plans(conn)
             while len(going) < want or len(ended) < done:
                 rows = await listening.latest_plays(conn, user.id, before, PLAYS_CHUNK)
                 candidates: list[HistoryRow] = []

@@ -114,6 +114,15 @@ async def lock_user(
         raise Unauthorized(ACCOUNT_GONE)
 
 
+async def keyed_plans(conn: Connection) -> None:
+    """`lock_user`'s keyed plan settings for the rest of a read's transaction (a
+    `snapshot()`) on PostgreSQL; nothing on SQLite. For reads that page through the
+    user's actions newest first: on a new instance's statistics PostgreSQL, left to
+    choose, sorted the user's every action for a page of 51."""
+    if conn.dialect == "postgresql":
+        await conn.execute(f"SELECT 1{_KEYED_PLANS}")
+
+
 async def ping(conn: Connection) -> None:
     """One trivial query: the database answers."""
     await conn.fetch_one("SELECT 1")

@@ -15,7 +15,8 @@ actions after it."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -23,10 +24,20 @@ import pytest
 from podsync import timestamps
 from podsync.episode_keys import url_hash
 from podsync.feeds import url_key
+from podsync.model import User
 from podsync.services.episodes.writes import EpisodeWrites
+from podsync.services.listening import PLAYS_CHUNK, ListeningService
 from podsync.storage.engine import Connection
 from podsync.storage.postgres import PostgresDatabase
-from podsync.store import episode_actions, episode_feeds, episode_pages, feed_info, inbox, users
+from podsync.store import (
+    episode_actions,
+    episode_feeds,
+    episode_pages,
+    feed_info,
+    inbox,
+    users,
+)
+from podsync.store.listening import RECENT_PLAYS, HistoryFilter
 from tests.support.pg_cluster import Cluster
 from tests.support.pg_rows import episode, plays, podcast, rows_read
 
@@ -49,7 +60,7 @@ async def _read(db: PostgresDatabase, read: Read, generic: bool) -> tuple[Any, d
     return answer, {t: n - before.get(t, 0) for t, n in after.items() if t in TABLES}
 
 
-async def _seed(db: PostgresDatabase) -> int:
+async def _seed(db: PostgresDatabase) -> User:
     async with db.write() as conn:
         await conn.execute(
             "; ".join(f"ALTER TABLE {t} SET (autovacuum_enabled = false)" for t in TABLES)
@@ -80,7 +91,7 @@ async def _seed(db: PostgresDatabase) -> int:
     writes = EpisodeWrites(db)
     for upload in range(UPLOADS):
         await writes.upload(user.id, plays(upload, range(PODCASTS)))
-    return user.id
+    return user
 
 
 @pytest.mark.parametrize("generic", [False, True], ids=["custom", "generic"])
@@ -88,7 +99,7 @@ async def test_reads_read_what_they_answer_on_a_new_instances_statistics(
     pg_cluster: Cluster, generic: bool
 ) -> None:
     async with PostgresDatabase(pg_cluster.new_database()) as db:
-        user = await _seed(db)
+        user = (await _seed(db)).id
         async with db.read() as conn:
             head = await episode_actions.max_seq(conn, user)
             feed = await episode_feeds.feed_id(conn, user, url_key(podcast(7)))
@@ -139,3 +150,42 @@ async def test_reads_read_what_they_answer_on_a_new_instances_statistics(
             assert len(answer) == answered, name
             for table, count in read_rows.items():
                 assert count <= most < HISTORY, (name, table, read_rows)
+
+
+class _Counted:
+    """The engine, with the rows each snapshot read (read before and after on its
+    connection, as `_read` does)."""
+
+    def __init__(self, db: PostgresDatabase) -> None:
+        self.db = db
+        self.read: dict[str, int] = {}
+
+    @asynccontextmanager
+    async def snapshot(self) -> AsyncIterator[Connection]:
+        async with self.db.snapshot() as conn:
+            before = await rows_read(conn)
+            yield conn
+            after = await rows_read(conn)
+        self.read = {t: n - before.get(t, 0) for t, n in after.items() if t in TABLES}
+
+
+async def test_continue_listening_and_history_read_what_they_answer(pg_cluster: Cluster) -> None:
+    """Continue listening (on the Overview) and a page of history, through their
+    service, which takes the keyed plan settings for its snapshot: before, on a new
+    instance's statistics, each chunk of Continue listening read 48,000 entries and
+    rows of the user's 12,000 actions, and a page of history 24,000."""
+    async with PostgresDatabase(pg_cluster.new_database()) as db:
+        user = await _seed(db)
+        counted = _Counted(db)
+        service = ListeningService(counted)  # type: ignore[arg-type]
+        going = await service.continue_listening(user)
+        assert going.in_progress  # every play stopped short of the end
+        # No play is finished, so it reads chunks up to the latest RECENT_PLAYS plays,
+        # each chunk with the edge's read (an index entry and a row a play to it).
+        chunks = RECENT_PLAYS // PLAYS_CHUNK + 1
+        most = chunks * (2 * RECENT_PLAYS + 4 * PLAYS_CHUNK)
+        assert counted.read["episode_actions"] <= most < chunks * HISTORY, counted.read
+        for only in (HistoryFilter(), HistoryFilter(action="play")):
+            page = await service.history(user, only, None, None)
+            assert len(page.rows) == 50
+            assert counted.read["episode_actions"] <= 4 * 51 < HISTORY, (only, counted.read)
