@@ -6,21 +6,19 @@ from collections.abc import Iterable, Sequence
 
 from podsync.model import RecordedAction
 from podsync.store import Connection
-from podsync.store.value_lists import in_list
+from podsync.store.value_lists import each_key, in_list
 
 _CHUNK = 500
 _COLUMNS = "action_id, status, reason, sync_id, received_at, fingerprint"
-# PostgreSQL gets the ids as one array (one statement text, planned once per
-# connection, for any number of ids) and looks each up on its own: OFFSET 0 keeps
-# the planner from turning the lookups into one scan. Left to choose, before its
-# first ANALYZE of a growing table, it served `user_id = ? AND action_id IN (...)`
-# from the primary key's `user_id` range and read every action row of the user
-# (18 ms a batch at 30,000 rows). Retention is checked here, not in SQL, for the
-# same reason: beside an index on received_at it invited a second such scan.
-_GET_EACH = (
-    f"SELECT found.* FROM unnest(?::text[]) AS wanted(action_id) CROSS JOIN LATERAL "
-    f"(SELECT {_COLUMNS} FROM actions "
-    "WHERE user_id = ? AND action_id = wanted.action_id OFFSET 0) AS found"
+# PostgreSQL gets the ids as one array and looks each up on its own (`each_key`).
+# Left to choose, before its first ANALYZE of a growing table, it served
+# `user_id = ? AND action_id IN (...)` from the primary key's `user_id` range and
+# read every action row of the user (18 ms a batch at 30,000 rows). Retention is
+# checked here, not in SQL, for the same reason: beside an index on received_at it
+# invited a second such scan.
+_GET_EACH = each_key(
+    [("action_id", "text")],
+    f"SELECT {_COLUMNS} FROM actions WHERE user_id = ? AND action_id = k.action_id",
 )
 _RECORD_UPSERT = (
     " ON CONFLICT (user_id, action_id) DO UPDATE SET "

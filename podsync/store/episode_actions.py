@@ -88,7 +88,12 @@ async def page(
     episode and kind, by (client time, seq), among the actions (of that podcast or
     device) with seq in (window_after, upto_seq]: a page read in pieces passes its
     own start as `window_after` to every piece."""
-    where = "a.user_id = ? AND a.seq > ? AND a.seq <= ?"
+    # A podcast's actions on PostgreSQL are each episode's, the user checked as an
+    # expression that no index serves (as in `later_of_same`): left to choose,
+    # PostgreSQL read the user's every action in the seq window for a podcast's few.
+    by_episode = feed is not None and conn.dialect == "postgresql"
+    user = "a.user_id + 0" if by_episode else "a.user_id"
+    where = f"{user} = ? AND a.seq > ? AND a.seq <= ?"
     params: list[Any] = [user_id, after_seq, upto_seq]
     if device_id is not None:
         where += " AND a.device_id = ?"
@@ -102,12 +107,7 @@ async def page(
         params += [window_after, upto_seq] + ([device_id] if device_id is not None else [])
     if feed is None:
         source = ACTION_SOURCE
-    elif conn.dialect == "postgresql":
-        # Each of the podcast's episodes' actions looked up on its own, by the
-        # episode, the user checked as an expression that no index serves (as in
-        # `later_of_same`): left to choose, PostgreSQL read the user's every action
-        # in the seq window for a podcast's few.
-        where = where.replace("a.user_id = ?", "a.user_id + 0 = ?", 1)
+    elif by_episode:
         source = (
             "episodes e CROSS JOIN LATERAL (SELECT * FROM episode_actions a "
             f"WHERE a.episode_id = e.id AND {where} OFFSET 0) AS a"

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from podsync.store import Connection
-from podsync.store.value_lists import in_list
+from podsync.store.value_lists import each_key, in_list
 from podsync.words import note_words, title_words
 
 # Keep IN lists modest on both engines.
@@ -100,9 +100,9 @@ async def episode_titles(
     guid) `by_guid` name; on SQLite also of other pairs of the same keys and values
     (the caller looks its own pairs up in the answer).
 
-    PostgreSQL looks each pair up on its own, as `episode_feeds.by_pairs` does:
-    `feed_episodes` holds every user's feeds, and on a new instance's statistics it
-    read the whole table for a page of 50 titles."""
+    PostgreSQL looks each pair up on its own (`each_key`): `feed_episodes` holds
+    every user's feeds, and on a new instance's statistics it read the whole table
+    for a page of 50 titles."""
     found: list[EpisodeTitle] = []
     for column, pairs in (("episode_url", by_url), ("guid", by_guid)):
         wanted = sorted({(k, v) for k, v in pairs if v})
@@ -110,9 +110,11 @@ async def episode_titles(
             continue
         if conn.dialect == "postgresql":
             rows = await conn.fetch_all(
-                "SELECT t.* FROM unnest(?::text[], ?::text[]) AS k (a, b) CROSS JOIN LATERAL "
-                "(SELECT url_key, episode_url, guid, title FROM feed_episodes "
-                f"WHERE url_key = k.a AND {column} = k.b OFFSET 0) AS t",
+                each_key(
+                    [("a", "text"), ("b", "text")],
+                    "SELECT url_key, episode_url, guid, title FROM feed_episodes "
+                    f"WHERE url_key = k.a AND {column} = k.b",
+                ),
                 [[k for k, _ in wanted], [v for _, v in wanted]],
             )
             found += [EpisodeTitle(k, u, g or None, t) for k, u, g, t in rows]

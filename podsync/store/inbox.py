@@ -13,7 +13,7 @@ from typing import Any
 
 from podsync.episode_keys import ACTION_CODES, full_url
 from podsync.store import Connection
-from podsync.store.value_lists import in_list
+from podsync.store.value_lists import each_key, in_list
 
 _PLAY = ACTION_CODES["play"]
 
@@ -123,15 +123,17 @@ async def feed_summaries(
     conn: Connection, url_keys: list[str]
 ) -> dict[str, tuple[int | None, int]]:
     """Each feed's newest item's date and its number of items (the index on url key
-    and date). PostgreSQL counts each feed's on its own (as `episode_feeds.by_pairs`
-    looks pairs up): on a new instance's statistics it read the items of every feed
-    on the server for the page's few."""
+    and date). PostgreSQL counts each feed's on its own (`each_key`): on a new
+    instance's statistics it read the items of every feed on the server for the
+    page's few."""
     found: dict[str, tuple[int | None, int]] = {}
     if conn.dialect == "postgresql" and url_keys:
         rows = await conn.fetch_all(
-            "SELECT k.url_key, n.newest, n.items FROM unnest(?::text[]) AS k (url_key) "
-            "CROSS JOIN LATERAL (SELECT max(published_at) AS newest, count(*) AS items "
-            "FROM feed_episodes WHERE url_key = k.url_key OFFSET 0) AS n WHERE n.items > 0",
+            each_key(
+                [("url_key", "text")],
+                "SELECT k.url_key, max(published_at), count(*) FROM feed_episodes "
+                "WHERE url_key = k.url_key HAVING count(*) > 0",
+            ),
             (list(url_keys),),
         )
         return {str(k): (None if n is None else int(n), int(c)) for k, n, c in rows}

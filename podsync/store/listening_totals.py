@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 
 from podsync.episode_keys import ACTION_CODES
 from podsync.store import Connection
-from podsync.store.value_lists import in_list
+from podsync.store.value_lists import each_key, in_list
 from podsync.stretches import EpisodeListened, Totals, format_spans, parse_spans
 
 _KEYS = 500
@@ -128,37 +128,34 @@ async def _listened(
     conn: Connection, user_id: int, episode_ids: list[int]
 ) -> dict[int, EpisodeListened]:
     found: dict[int, EpisodeListened] = {}
-    for rows in await _listened_rows(conn, user_id, episode_ids):
-        for episode_id, spans, finished_at in rows:
-            found[int(episode_id)] = EpisodeListened(
-                parse_spans(str(spans)), None if finished_at is None else int(finished_at)
-            )
+    for episode_id, spans, finished_at in await _listened_rows(conn, user_id, episode_ids):
+        found[int(episode_id)] = EpisodeListened(
+            parse_spans(str(spans)), None if finished_at is None else int(finished_at)
+        )
     return found
 
 
-# PostgreSQL looks each episode's row up on its own (as `store.actions` does for
-# action ids): left to choose, on a new instance's statistics (a user of a few
-# rows) it read all of the user's rows and filtered them by the list.
-_LISTENED_EACH = (
-    "SELECT l.* FROM unnest(?::bigint[]) AS k (id) CROSS JOIN LATERAL "
-    "(SELECT episode_id, spans, finished_at FROM listened_episodes "
-    "WHERE user_id = ? AND episode_id = k.id OFFSET 0) AS l"
+# PostgreSQL looks each episode's row up on its own (`each_key`): left to choose,
+# on a new instance's statistics (a user of a few rows) it read all of the user's
+# rows and filtered them by the list.
+_LISTENED_EACH = each_key(
+    [("id", "bigint")],
+    "SELECT episode_id, spans, finished_at FROM listened_episodes "
+    "WHERE user_id = ? AND episode_id = k.id",
 )
 
 
-async def _listened_rows(conn: Connection, user_id: int, episode_ids: list[int]) -> list[list[Any]]:
-    """The rows of these episodes, a list per statement."""
+async def _listened_rows(conn: Connection, user_id: int, episode_ids: list[int]) -> list[Any]:
+    """The rows of these episodes: (episode id, spans, finished_at) each."""
     if conn.dialect == "postgresql":
-        return [await conn.fetch_all(_LISTENED_EACH, (episode_ids, user_id))]
-    found = []
+        return await conn.fetch_all(_LISTENED_EACH, (episode_ids, user_id))
+    found: list[Any] = []
     for start in range(0, len(episode_ids), _KEYS):
         marks, bound = in_list(episode_ids[start : start + _KEYS], _KEYS, dialect=conn.dialect)
-        found.append(
-            await conn.fetch_all(
-                "SELECT episode_id, spans, finished_at FROM listened_episodes "
-                f"WHERE user_id = ? AND episode_id IN ({marks})",
-                [user_id, *bound],
-            )
+        found += await conn.fetch_all(
+            "SELECT episode_id, spans, finished_at FROM listened_episodes "
+            f"WHERE user_id = ? AND episode_id IN ({marks})",
+            [user_id, *bound],
         )
     return found
 

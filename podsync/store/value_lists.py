@@ -66,3 +66,22 @@ def in_list(values: Sequence[T], most: int = 0, *, dialect: str) -> tuple[str, l
         return _JSON_LIST, [_TO_JSON(list(values))]
     bound: list[object] = list(padded(values, most))
     return ",".join("?" * len(bound)), bound
+
+
+def each_key(keys: Sequence[tuple[str, str]], inner: str) -> str:
+    """PostgreSQL: the rows `inner` finds for each key, the keys bound first as one
+    array a column (`keys`: (name, SQL type) each; `inner` names them `k.name`, and
+    its own parameters follow the arrays). One statement text for any number of
+    keys, planned once per connection.
+
+    Each key is looked up on its own: OFFSET 0 keeps the planner from making the
+    lookups one join. Left to choose, on a new instance's statistics (the tables
+    analysed while empty, until autovacuum's next ANALYZE) it joined such lists by
+    reading a whole table, or all of the user's rows: 18 ms a sync batch at 30,000
+    action rows, 42.7 ms for 300 episodes at 200,000."""
+    arrays = ", ".join(f"?::{sql_type}[]" for _, sql_type in keys)
+    names = ", ".join(name for name, _ in keys)
+    return (
+        f"SELECT t.* FROM unnest({arrays}) AS k ({names}) "
+        f"CROSS JOIN LATERAL ({inner} OFFSET 0) AS t"
+    )
