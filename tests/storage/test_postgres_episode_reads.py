@@ -9,40 +9,19 @@ chunk at 200,000 episodes, against 1.24 ms through the index."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-
 from podsync import timestamps
 from podsync.config import GpodderConfig
 from podsync.services.episodes.bounds import UploadBounds
 from podsync.services.episodes.items import parse_item
 from podsync.services.episodes.writes import EpisodeWrites
-from podsync.storage.engine import Connection
 from podsync.storage.postgres import PostgresDatabase
 from podsync.store import users
 from tests.support.pg_cluster import Cluster
-from tests.support.pg_rows import plays, rows_read
+from tests.support.pg_rows import Counted, plays
 
 PODCASTS = 300
 UPLOADS = 40  # of PODCASTS plays each: 12,000 episodes and actions
 TABLES = ("episodes", "episode_feeds", "episode_actions")
-
-
-class _Counted:
-    """The engine, with the rows each write read (its statistics not yet reported
-    span earlier transactions of the connection, so read before and after)."""
-
-    def __init__(self, db: PostgresDatabase) -> None:
-        self.db = db
-        self.read: dict[str, int] = {}
-
-    @asynccontextmanager
-    async def write(self, user: int | None = None) -> AsyncIterator[Connection]:
-        async with self.db.write(user=user) as conn:
-            before = await rows_read(conn)
-            yield conn
-            after = await rows_read(conn)
-        self.read = {t: n - before.get(t, 0) for t, n in after.items()}
 
 
 async def test_an_upload_reads_what_it_names_on_a_new_instances_statistics(
@@ -64,7 +43,7 @@ async def test_an_upload_reads_what_it_names_on_a_new_instances_statistics(
             item.position = 3000
         # A worker that does not remember the user's podcasts looks them up too (its
         # count of the user's actions, which reads them all, is taken once a minute).
-        counted = _Counted(db)
+        counted = Counted(db)
         fresh = EpisodeWrites(counted, writes.bounds)  # type: ignore[arg-type]
         done = await fresh.record(user.id, again, now)
         assert done.added == PODCASTS

@@ -15,8 +15,7 @@ actions after it."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -39,7 +38,7 @@ from podsync.store import (
 )
 from podsync.store.listening import RECENT_PLAYS, HistoryFilter
 from tests.support.pg_cluster import Cluster
-from tests.support.pg_rows import episode, plays, podcast, rows_read
+from tests.support.pg_rows import Counted, episode, plays, podcast, rows_read
 
 PODCASTS = 300
 UPLOADS = 40  # of PODCASTS plays each: 12,000 episodes and actions
@@ -152,23 +151,6 @@ async def test_reads_read_what_they_answer_on_a_new_instances_statistics(
                 assert count <= most < HISTORY, (name, table, read_rows)
 
 
-class _Counted:
-    """The engine, with the rows each snapshot read (read before and after on its
-    connection, as `_read` does)."""
-
-    def __init__(self, db: PostgresDatabase) -> None:
-        self.db = db
-        self.read: dict[str, int] = {}
-
-    @asynccontextmanager
-    async def snapshot(self) -> AsyncIterator[Connection]:
-        async with self.db.snapshot() as conn:
-            before = await rows_read(conn)
-            yield conn
-            after = await rows_read(conn)
-        self.read = {t: n - before.get(t, 0) for t, n in after.items() if t in TABLES}
-
-
 async def test_continue_listening_and_history_read_what_they_answer(pg_cluster: Cluster) -> None:
     """Continue listening (on the Overview) and a page of history, through their
     service, which takes the keyed plan settings for its snapshot: before, on a new
@@ -176,7 +158,7 @@ async def test_continue_listening_and_history_read_what_they_answer(pg_cluster: 
     rows of the user's 12,000 actions, and a page of history 24,000."""
     async with PostgresDatabase(pg_cluster.new_database()) as db:
         user = await _seed(db)
-        counted = _Counted(db)
+        counted = Counted(db)
         service = ListeningService(counted)  # type: ignore[arg-type]
         going = await service.continue_listening(user)
         assert going.in_progress  # every play stopped short of the end

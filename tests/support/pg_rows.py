@@ -7,9 +7,12 @@ And a history to read them over: a user's plays as an app uploads them."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from podsync.storage.engine import Connection
+from podsync.storage.postgres import PostgresDatabase
 
 
 async def rows_read(conn: Connection) -> dict[str, int]:
@@ -26,6 +29,32 @@ async def rows_read(conn: Connection) -> dict[str, int]:
     for name, n in rows:
         read[str(name)] = read.get(str(name), 0) + int(n)
     return read
+
+
+class Counted:
+    """The engine as a service sees it (its writes and snapshots), keeping the rows
+    the last block read of each table, read before and after on its connection."""
+
+    def __init__(self, db: PostgresDatabase) -> None:
+        self.db = db
+        self.read: dict[str, int] = {}
+
+    @asynccontextmanager
+    async def write(self, user: int | None = None) -> AsyncIterator[Connection]:
+        async with self.db.write(user=user) as conn, self._counting(conn):
+            yield conn
+
+    @asynccontextmanager
+    async def snapshot(self) -> AsyncIterator[Connection]:
+        async with self.db.snapshot() as conn, self._counting(conn):
+            yield conn
+
+    @asynccontextmanager
+    async def _counting(self, conn: Connection) -> AsyncIterator[None]:
+        before = await rows_read(conn)
+        yield
+        after = await rows_read(conn)
+        self.read = {t: n - before.get(t, 0) for t, n in after.items()}
 
 
 def podcast(n: int) -> str:
