@@ -74,12 +74,18 @@ def _cpu_each(pids: list[int]) -> dict[int, float]:
     return found
 
 
-def _backends_cpu(pg_url: str, before: dict[int, float]) -> float:
+def backends_cpu_now(pg_url: str) -> dict[int, float]:
+    """CPU seconds of each backend serving `pg_url`'s database: `before` for
+    `backends_cpu_since`."""
+    return _cpu_each(_backend_pids(pg_url))
+
+
+def backends_cpu_since(pg_url: str, before: dict[int, float]) -> float:
     """The backends' CPU since `before`, counting those that started meanwhile in full:
     podsync opens its pool's connections as the load needs them, so in a server's first
     round some backends exist only at its end (left out, they made that round's figure
     a third of the others'). A backend that ended meanwhile cannot be read: left out."""
-    after = _cpu_each(_backend_pids(pg_url))
+    after = backends_cpu_now(pg_url)
     return sum(cpu - before.get(pid, 0.0) for pid, cpu in after.items())
 
 
@@ -94,7 +100,7 @@ def _drive(
     seconds: int,
 ) -> dict[str, float]:
     """One timed run of a scenario over the given processes."""
-    pg_before = _cpu_each(_backend_pids(pg_url)) if pg_url else {}
+    pg_before = backends_cpu_now(pg_url) if pg_url else {}
     cpu_before = _cpu(pids)
     connections = 8 // len(bases)
     procs = []
@@ -120,7 +126,7 @@ def _drive(
         "p99_ms": round(max(r.p99_ms for r in results), 2),
         "podsync_cpu_ms": round(1000 * (_cpu(pids) - cpu_before) / max(requests, 1), 3),
         "postgres_cpu_ms": round(
-            1000 * (_backends_cpu(pg_url, pg_before) if pg_url else 0.0) / max(requests, 1), 3
+            1000 * (backends_cpu_since(pg_url, pg_before) if pg_url else 0.0) / max(requests, 1), 3
         ),
     }
 

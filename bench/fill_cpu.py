@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from engines import _backend_pids, _backends_cpu, _cpu_each
+from engines import backends_cpu_now, backends_cpu_since
 from gpodder_sides import gpodder_login
 from harness import Server, free_port, podsync_argv, quiet_env, seed, write_podsync_config
 from rounds import cpu_seconds
@@ -114,13 +114,13 @@ def one_run(
                     post(
                         server.base, session, f"/api/2/subscriptions/{USER}/{DEVICES[0]}.json", body
                     )
-                pg_before = _cpu_each(_backend_pids(database_url)) if database_url else {}
+                pg_before = backends_cpu_now(database_url) if database_url else {}
                 cpu_before, wall_before = cpu_seconds(server.pid)[0], time.perf_counter()
                 for body in uploads:
                     post(server.base, session, f"/api/2/episodes/{USER}.json", body)
                 cpu = cpu_seconds(server.pid)[0] - cpu_before
                 wall = time.perf_counter() - wall_before
-                pg_cpu = _backends_cpu(database_url, pg_before) if database_url else None
+                pg_cpu = backends_cpu_since(database_url, pg_before) if database_url else None
         finally:
             os.chdir(here)
             if path_before is None:
