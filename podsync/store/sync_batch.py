@@ -21,6 +21,7 @@ from podsync.store import Connection, subscriptions
 from podsync.store import actions as action_log
 from podsync.store.meta import ACCOUNT_GONE
 from podsync.store.subscriptions import _COLUMNS
+from podsync.store.value_lists import each_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,19 +85,20 @@ def _matching(column: str, keys: str) -> str:
 _NAMED = (
     "(?::text[] || ARRAY(SELECT sync_id FROM found WHERE sync_id IS NOT NULL AND received_at > ?))"
 )
-# Every recorded row of the batch's action ids, those past retention too (told
-# apart in Python): under the user's lock, an id not found is not in the log, and
-# the write records it with a plain INSERT. The user's last change number by the
-# index of (user_id, change_seq) read backwards: max() let a plan made on an empty
-# table read all of the user's rows for it. The user's row, taken FOR KEY SHARE
-# (`meta.lock_user` with keyed_plans leaves it to this statement): none, the
-# account was deleted.
-_LOAD = f"""
-WITH found AS (
-    SELECT seen.* FROM unnest(?::text[]) AS wanted(action_id) CROSS JOIN LATERAL (
-        SELECT action_id, status, reason, sync_id, received_at, fingerprint FROM actions
-        WHERE user_id = ? AND action_id = wanted.action_id OFFSET 0) AS seen
+_FOUND = each_key(
+    [("action_id", "text")],
+    "SELECT action_id, status, reason, sync_id, received_at, fingerprint FROM actions "
+    "WHERE user_id = ? AND action_id = k.action_id",
 )
+# Every recorded row of the batch's action ids (`_FOUND`, each id on its own), those
+# past retention too (told apart in Python): under the user's lock, an id not found
+# is not in the log, and the write records it with a plain INSERT. The user's last
+# change number by the index of (user_id, change_seq) read backwards: max() let a
+# plan made on an empty table read all of the user's rows for it. The user's row,
+# taken FOR KEY SHARE (`meta.lock_user` with keyed_plans leaves it to this
+# statement): none, the account was deleted.
+_LOAD = f"""
+WITH found AS ({_FOUND})
 SELECT
     ARRAY(SELECT ROW(found.*) FROM found),
     {_matching("sync_id", _NAMED)},
