@@ -9,7 +9,7 @@ typed must start a word of the title or of the notes). A full-text index over ev
 feed (schema step 22's) did the opposite: a prefix as short as "c" matched half of
 everyone's items before the person's were picked out. SQLite is told the order of
 the join (CROSS JOIN); PostgreSQL looks each of the person's feeds' items up on its
-own (a LATERAL join).
+own (`subscriptions.with_feed_items`).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from podsync.store import Connection
+from podsync.store.subscriptions import with_feed_items
 
 _COLUMNS = "fe.url_key, fe.episode_url, fe.guid, fe.title, fe.published_at, fe.duration"
 _ORDER = (
@@ -58,25 +59,13 @@ def statement(
     plan)."""
     assert words and all(w.isalnum() for w in words)
     only = " AND s.url_key = ?" if podcast_key is not None else ""
-    patterns = [f"% {w}%" for w in words]
     matching = " AND ".join([_WORDS] * len(words))
-    mine: list[Any] = [user_id] if podcast_key is None else [user_id, podcast_key]
-    if dialect == "postgresql":
-        # Each of the person's feeds' items on their own (OFFSET 0 keeps the lookups
-        # from becoming one join): a connection's generic plan, on analysed tables,
-        # otherwise read every feed's items on the server and joined them.
-        sql = (
-            f"SELECT {_COLUMNS} FROM subscriptions s CROSS JOIN LATERAL ("
-            f"SELECT {_COLUMNS}, fe.feed_rank FROM feed_episodes fe "
-            f"WHERE fe.url_key = s.url_key AND {matching} OFFSET 0) fe "
-            f"WHERE s.user_id = ?{only} ORDER BY {_ORDER}"
-        )
-        return sql, [*patterns, *mine]
-    sql = (
-        f"SELECT {_COLUMNS} FROM subscriptions s CROSS JOIN feed_episodes fe "
-        f"ON fe.url_key = s.url_key WHERE s.user_id = ?{only} AND {matching} ORDER BY {_ORDER}"
-    )
-    return sql, [*mine, *patterns]
+    source = with_feed_items(dialect, f"{_COLUMNS}, fe.feed_rank", matching)
+    sql = f"SELECT {_COLUMNS} FROM {source} WHERE s.user_id = ?{only} ORDER BY {_ORDER}"
+    params: list[Any] = [f"% {w}%" for w in words] + [user_id]
+    if podcast_key is not None:
+        params.append(podcast_key)
+    return sql, params
 
 
 async def find(

@@ -13,6 +13,7 @@ from typing import Any
 
 from podsync.episode_keys import ACTION_CODES, full_url
 from podsync.store import Connection
+from podsync.store.subscriptions import with_feed_items
 from podsync.store.value_lists import each_key, in_list
 
 _PLAY = ACTION_CODES["play"]
@@ -42,7 +43,11 @@ async def candidates(
 ) -> list[Candidate]:
     """Up to `limit` items of the person's subscribed podcasts published since they
     subscribed and not dismissed, newest first."""
-    join = "CROSS JOIN" if conn.dialect == "sqlite" else "JOIN"
+    source = with_feed_items(
+        conn.dialect,
+        "fe.url_key, fe.episode_url, fe.guid, fe.title, fe.published_at, fe.duration, fe.feed_rank",
+        "fe.published_at >= s.subscribed_at",
+    )
     only = " AND s.url_key = ?" if podcast_key is not None else ""
     params: list[Any] = [user_id]
     if podcast_key is not None:
@@ -50,10 +55,8 @@ async def candidates(
     rows = await conn.fetch_all(
         "SELECT s.id, s.sync_id, s.url_key, s.feed_url, coalesce(s.title, fi.title), "
         "fe.episode_url, fe.guid, fe.title, fe.published_at, fe.duration "
-        f"FROM subscriptions s {join} feed_episodes fe ON fe.url_key = s.url_key "
-        "LEFT JOIN feed_info fi ON fi.url_key = s.url_key "
+        f"FROM {source} LEFT JOIN feed_info fi ON fi.url_key = s.url_key "
         f"WHERE s.user_id = ? AND s.unsubscribed_at IS NULL{only} "
-        "AND fe.published_at >= s.subscribed_at "
         "AND NOT EXISTS (SELECT 1 FROM inbox_dismissals d WHERE d.user_id = s.user_id "
         "AND d.podcast_key = s.url_key AND d.item_key = CASE WHEN fe.guid <> '' "
         "THEN 'g' || fe.guid ELSE 'u' || fe.episode_url END) "

@@ -10,6 +10,7 @@ have; PostgreSQL: the backend's statistics count the feed items read."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -20,7 +21,7 @@ from podsync.feeds import url_key
 from podsync.rules import Subscribe
 from podsync.services.sync import SyncService
 from podsync.storage.engine import Engine, create_engine
-from podsync.store import episode_search, feed_info
+from podsync.store import episode_search, feed_info, inbox
 from podsync.store.feed_info import FeedItem
 from tests.support.migration_support import add_user
 from tests.support.pg_rows import rows_read
@@ -62,6 +63,10 @@ async def _seed(db: Engine, config: Config) -> tuple[int, int]:
             ]  # fmt: skip
             await feed_info.change_episodes(conn, url_key(feed), [], rows)
     return nobody, owner_id
+
+
+def _search_c(conn: Any, user_id: int) -> Awaitable[Any]:
+    return episode_search.find(conn, user_id, ["c"], 31, 0)
 
 
 @pytest.mark.both_engines
@@ -120,7 +125,30 @@ async def _sqlite_work(conn: Any, nobody: int, owner: int) -> None:
     assert steps(owner) < 100 * OWN_ITEMS
 
 
-async def _pg_visits_own_items(db: Engine, nobody: int, owner: int) -> None:
+@pytest.mark.both_engines
+async def test_new_episodes_read_the_persons_own_feed_items_only(config: Config) -> None:
+    """New episodes' candidates (a join of the person's subscriptions with their
+    feeds' items, as a search's) on the same server."""
+    db = create_engine(config.database)
+    await db.open()
+    try:
+        nobody, owner = await _seed(db, config)
+        async with db.read() as conn:
+            assert await inbox.candidates(conn, nobody, 31) == []
+            assert len(await inbox.candidates(conn, owner, 100)) == OWN_ITEMS
+        if config.database.url:
+            read = lambda conn, user_id: inbox.candidates(conn, user_id, 31)  # noqa: E731
+            await _pg_visits_own_items(db, nobody, owner, read)
+            async with db.write() as conn:
+                await conn.execute(f"ANALYZE {', '.join(TABLES)}")
+            await _pg_visits_own_items(db, nobody, owner, read)
+    finally:
+        await db.close()
+
+
+async def _pg_visits_own_items(
+    db: Engine, nobody: int, owner: int, read: Callable[[Any, int], Awaitable[Any]] = _search_c
+) -> None:
     """On the plan made for the values and on a connection's generic plan: the feed
     items read (rows and index entries, from the backend's pending statistics)."""
     for mode in ("force_custom_plan", "force_generic_plan"):
@@ -128,7 +156,7 @@ async def _pg_visits_own_items(db: Engine, nobody: int, owner: int) -> None:
             async with db.snapshot() as conn:
                 await conn.fetch_one("SELECT set_config('plan_cache_mode', ?, true)", (mode,))
                 before = await rows_read(conn)
-                await episode_search.find(conn, user_id, ["c"], 31, 0)
+                await read(conn, user_id)
                 after = await rows_read(conn)
-            read = after["feed_episodes"] - before.get("feed_episodes", 0)
-            assert read <= most, (mode, user_id, read)
+            items = after["feed_episodes"] - before.get("feed_episodes", 0)
+            assert items <= most, (mode, user_id, items)
