@@ -112,6 +112,16 @@ async def _seed(db: PostgresDatabase) -> User:
     return user
 
 
+async def _analyse(db: PostgresDatabase) -> None:
+    """ANALYZE this schema's tables: a bare ANALYZE would take every test's schema in
+    the cluster's shared database."""
+    async with db.write() as conn:
+        tables = await conn.fetch_all(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+        )
+        await conn.execute(f"ANALYZE {', '.join(str(t[0]) for t in tables)}")
+
+
 @pytest.mark.parametrize("analysed", [False, True], ids=["new", "analysed"])
 @pytest.mark.parametrize("generic", [False, True], ids=["custom", "generic"])
 async def test_reads_read_what_they_answer_on_a_new_instances_statistics(
@@ -120,8 +130,7 @@ async def test_reads_read_what_they_answer_on_a_new_instances_statistics(
     async with PostgresDatabase(pg_cluster.new_database()) as db:
         user = (await _seed(db)).id
         if analysed:
-            async with db.write() as conn:
-                await conn.execute("ANALYZE")
+            await _analyse(db)
         async with db.read() as conn:
             head = await episode_actions.max_seq(conn, user)
             feed = await episode_feeds.feed_id(conn, user, url_key(podcast(7)))
@@ -210,15 +219,11 @@ async def test_continue_listening_and_history_read_what_they_answer(
     url = pg_cluster.new_database()
     async with PostgresDatabase(url) as db:
         user = await _seed(db)
-        async with db.write() as conn:
-            if analysed:
-                await conn.execute("ANALYZE")
-            if generic:  # every connection opened from now on
-                name = (await conn.fetch_one("SELECT current_database()"))[0]
-                await conn.execute(
-                    f'ALTER DATABASE "{name}" SET plan_cache_mode = force_generic_plan'
-                )
-    async with PostgresDatabase(url) as db:
+        if analysed:
+            await _analyse(db)
+    # A setting of every connection of the pool (asyncpg sends a URL's unknown
+    # parameters as settings): the database is the cluster's, shared by other tests.
+    async with PostgresDatabase(url + "&plan_cache_mode=force_generic_plan" * generic) as db:
         counted = Counted(db)
         service = ListeningService(counted)  # type: ignore[arg-type]
         going = await service.continue_listening(user)
