@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 from podsync.episode_keys import ACTION_CODES
 from podsync.store import Connection
-from podsync.store.value_lists import in_list
+from podsync.store.value_lists import each_row, in_list
 
 _CHUNK = 500
 
@@ -108,10 +108,8 @@ async def page(
     if feed is None:
         source = ACTION_SOURCE
     elif by_episode:
-        source = (
-            "episodes e CROSS JOIN LATERAL (SELECT * FROM episode_actions a "
-            f"WHERE a.episode_id = e.id AND {where} OFFSET 0) AS a"
-        )
+        actions = f"SELECT * FROM episode_actions a WHERE a.episode_id = e.id AND {where}"
+        source = f"episodes e {each_row(actions, 'a')}"
         where = "e.feed_id = ?"
         params.append(feed)
     else:

@@ -19,6 +19,7 @@ from typing import Any
 
 from podsync.store import Connection
 from podsync.store.subscriptions import with_feed_items
+from podsync.store.value_lists import each_row
 
 _COLUMNS = "fe.url_key, fe.episode_url, fe.guid, fe.title, fe.published_at, fe.duration"
 _ORDER = (
@@ -99,18 +100,16 @@ class PodcastTitle:
 async def podcasts(conn: Connection, user_id: int) -> list[PodcastTitle]:
     """The person's podcasts with the titles a search matches (theirs only: a few
     hundred at most, read by the index on the user)."""
-    feeds = "feed_info fi ON fi.url_key = s.url_key"
+    feeds = "LEFT JOIN feed_info fi ON fi.url_key = s.url_key"
     if conn.dialect == "postgresql":
         # Each podcast's feed on its own: on a new instance's statistics PostgreSQL
         # took a person for a two-hundredth of the table and joined their podcasts
         # with every feed of the server (40,000 read for 50).
-        feeds = (
-            "LATERAL (SELECT title, description FROM feed_info fi "
-            "WHERE fi.url_key = s.url_key OFFSET 0) fi ON TRUE"
-        )
+        feed = "SELECT title, description FROM feed_info fi WHERE fi.url_key = s.url_key"
+        feeds = each_row(feed, "fi", left=True)
     rows = await conn.fetch_all(
         "SELECT s.sync_id, s.url_key, s.feed_url, s.title, fi.title, fi.description, "
-        f"s.unsubscribed_at FROM subscriptions s LEFT JOIN {feeds} "
+        f"s.unsubscribed_at FROM subscriptions s {feeds} "
         "WHERE s.user_id = ? ORDER BY s.id",
         (user_id,),
     )

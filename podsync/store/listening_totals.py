@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 
 from podsync.episode_keys import ACTION_CODES
 from podsync.store import Connection
-from podsync.store.value_lists import each_key, in_list
+from podsync.store.value_lists import each_key, each_row, in_list
 from podsync.stretches import EpisodeListened, Totals, format_spans, parse_spans
 
 _KEYS = 500
@@ -221,15 +221,12 @@ def _spans(spans: Sequence[Span]) -> tuple[str, list[int]]:
 
 def _in_spans(dialect: str, columns: str, condition: str) -> str:
     """The spans `s` joined with the person's rows `t` of each (a range of the primary
-    key a span). PostgreSQL reads each span's range on its own (a LATERAL join, OFFSET
-    0 keeping it one): left to choose, on a new instance's statistics it read all of
-    the person's rows once for every span."""
+    key a span). PostgreSQL reads each span's range on its own (`each_row`): left to
+    choose, on a new instance's statistics it read all of the person's rows once for
+    every span."""
     where = f"t.user_id = ? AND t.quarter >= s.lo AND t.quarter < s.hi AND {condition}"
     if dialect == "postgresql":
-        return (
-            f"s CROSS JOIN LATERAL (SELECT {columns} FROM listening_totals t "
-            f"WHERE {where} OFFSET 0) t"
-        )
+        return f"s {each_row(f'SELECT {columns} FROM listening_totals t WHERE {where}', 't')}"
     return f"s JOIN listening_totals t ON {where}"
 
 
