@@ -17,7 +17,7 @@ from podsync.services.episodes.writes import EpisodeWrites
 from podsync.storage.postgres import PostgresDatabase
 from podsync.store import users
 from tests.support.pg_cluster import Cluster
-from tests.support.pg_rows import Counted, plays
+from tests.support.pg_rows import Counted, autovacuum_off, plays
 
 PODCASTS = 300
 UPLOADS = 40  # of PODCASTS plays each: 12,000 episodes and actions
@@ -29,9 +29,7 @@ async def test_an_upload_reads_what_it_names_on_a_new_instances_statistics(
 ) -> None:
     async with PostgresDatabase(pg_cluster.new_database()) as db:
         async with db.write() as conn:
-            await conn.execute(
-                "; ".join(f"ALTER TABLE {t} SET (autovacuum_enabled = false)" for t in TABLES)
-            )
+            await autovacuum_off(conn)
             user = await users.create(conn, "alice", "x", timestamps.now_us())
         writes = EpisodeWrites(db, UploadBounds(GpodderConfig()))
         for upload in range(UPLOADS):

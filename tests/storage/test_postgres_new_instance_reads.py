@@ -43,7 +43,15 @@ from podsync.store import (
 )
 from podsync.store.listening import RECENT_PLAYS, HistoryFilter
 from tests.support.pg_cluster import Cluster
-from tests.support.pg_rows import Counted, episode, plays, podcast, rows_read
+from tests.support.pg_rows import (
+    Counted,
+    analyse,
+    autovacuum_off,
+    episode,
+    plays,
+    podcast,
+    rows_read,
+)
 
 PODCASTS = 300
 UPLOADS = 40  # of PODCASTS plays each: 12,000 episodes and actions
@@ -70,9 +78,7 @@ async def _read(db: PostgresDatabase, read: Read, generic: bool) -> tuple[Any, d
 
 async def _seed(db: PostgresDatabase) -> User:
     async with db.write() as conn:
-        await conn.execute(
-            "; ".join(f"ALTER TABLE {t} SET (autovacuum_enabled = false)" for t in TABLES)
-        )
+        await autovacuum_off(conn)
         user = await users.create(conn, "alice", "x", timestamps.now_us())
         # Every podcast's feed as the fetcher keeps it, and as many of other people's.
         await conn.execute(
@@ -112,16 +118,6 @@ async def _seed(db: PostgresDatabase) -> User:
     return user
 
 
-async def _analyse(db: PostgresDatabase) -> None:
-    """ANALYZE this schema's tables: a bare ANALYZE would take every test's schema in
-    the cluster's shared database."""
-    async with db.write() as conn:
-        tables = await conn.fetch_all(
-            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
-        )
-        await conn.execute(f"ANALYZE {', '.join(str(t[0]) for t in tables)}")
-
-
 @pytest.mark.parametrize("analysed", [False, True], ids=["new", "analysed"])
 @pytest.mark.parametrize("generic", [False, True], ids=["custom", "generic"])
 async def test_reads_read_what_they_answer_on_a_new_instances_statistics(
@@ -130,7 +126,8 @@ async def test_reads_read_what_they_answer_on_a_new_instances_statistics(
     async with PostgresDatabase(pg_cluster.new_database()) as db:
         user = (await _seed(db)).id
         if analysed:
-            await _analyse(db)
+            async with db.write() as conn:
+                await analyse(conn)
         async with db.read() as conn:
             head = await episode_actions.max_seq(conn, user)
             feed = await episode_feeds.feed_id(conn, user, url_key(podcast(7)))
@@ -220,7 +217,8 @@ async def test_continue_listening_and_history_read_what_they_answer(
     async with PostgresDatabase(url) as db:
         user = await _seed(db)
         if analysed:
-            await _analyse(db)
+            async with db.write() as conn:
+                await analyse(conn)
     # A setting of every connection of the pool (asyncpg sends a URL's unknown
     # parameters as settings): the database is the cluster's, shared by other tests.
     async with PostgresDatabase(url + "&plan_cache_mode=force_generic_plan" * generic) as db:

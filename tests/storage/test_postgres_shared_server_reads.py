@@ -30,13 +30,12 @@ from podsync.store import (
     users,
 )
 from tests.support.pg_cluster import Cluster
-from tests.support.pg_rows import rows_read
+from tests.support.pg_rows import analyse, autovacuum_off, rows_read
 
 PEOPLE = 200
 PODCASTS = 50  # each person's
 FEEDS = 20_000
 ITEMS = 5  # a feed's
-TABLES = ("feed_info", "feed_episodes", "subscriptions", "users", "artwork")
 
 Read = Callable[[Connection], Awaitable[Any]]
 
@@ -48,9 +47,7 @@ def _feed(n: int) -> str:
 async def _seed(db: PostgresDatabase) -> int:
     """The person in the middle of PEOPLE, each following PODCASTS of FEEDS."""
     async with db.write() as conn:
-        await conn.execute(
-            "; ".join(f"ALTER TABLE {t} SET (autovacuum_enabled = false)" for t in TABLES)
-        )
+        await autovacuum_off(conn)
         await conn.execute(
             "INSERT INTO feed_info (url_key, feed_url, title, next_try_at, fetched_at) "
             "SELECT 'feeds.example/' || n || '/rss.xml', "
@@ -73,11 +70,6 @@ async def _seed(db: PostgresDatabase) -> int:
         feeds = [Subscribe(feed_url=_feed((n * PODCASTS + k) % FEEDS)) for k in range(PODCASTS)]
         await sync.apply(person.id, None, feeds)
     return people[PEOPLE // 2]
-
-
-async def _analyse(db: PostgresDatabase) -> None:
-    async with db.write() as conn:
-        await conn.execute(f"ANALYZE {', '.join(TABLES)}")
 
 
 async def test_a_persons_podcasts_are_read_with_their_own_feeds(pg_cluster: Cluster) -> None:
@@ -107,7 +99,8 @@ async def test_a_persons_podcasts_are_read_with_their_own_feeds(pg_cluster: Clus
         }
         for analysed in (False, True):
             if analysed:
-                await _analyse(db)
+                async with db.write() as conn:
+                    await analyse(conn)
             for mode in ("force_custom_plan", "force_generic_plan"):
                 for name, read in reads.items():
                     async with db.snapshot() as conn:

@@ -3,7 +3,9 @@ reported (pg_stat_xact_user_tables). Those span the connection's earlier
 transactions too, so a test reads them before and after inside one connection. They
 hold on a busy machine where timings do not.
 
-And a history to read them over: a user's plays as an app uploads them."""
+The statistics they are read on: a new instance's (`autovacuum_off`: the tables the
+migrations analysed while empty stay so) or gathered (`analyse`). And a history to
+read them over: a user's plays as an app uploads them."""
 
 from __future__ import annotations
 
@@ -13,6 +15,29 @@ from typing import Any
 
 from podsync.storage.engine import Connection
 from podsync.storage.postgres import PostgresDatabase
+
+
+async def _schema_tables(conn: Connection) -> list[str]:
+    rows = await conn.fetch_all(
+        "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY 1"
+    )
+    return [str(r[0]) for r in rows]
+
+
+async def autovacuum_off(conn: Connection) -> None:
+    """No autovacuum pass on this schema's tables: a new instance's statistics until
+    the test's `analyse` (as in its first minute, or for good where autovacuum is off
+    or behind)."""
+    tables = await _schema_tables(conn)
+    await conn.execute(
+        "; ".join(f"ALTER TABLE {t} SET (autovacuum_enabled = false)" for t in tables)
+    )
+
+
+async def analyse(conn: Connection) -> None:
+    """ANALYZE this schema's tables: a bare ANALYZE would take every test's schema in
+    the cluster's shared database."""
+    await conn.execute(f"ANALYZE {', '.join(await _schema_tables(conn))}")
 
 
 async def rows_read(conn: Connection) -> dict[str, int]:

@@ -24,13 +24,12 @@ from podsync.storage.engine import Engine, create_engine
 from podsync.store import episode_search, feed_info, inbox
 from podsync.store.feed_info import FeedItem
 from tests.support.migration_support import add_user
-from tests.support.pg_rows import rows_read
+from tests.support.pg_rows import analyse, autovacuum_off, rows_read
 
 OTHERS_ITEMS = 20_000
 OWN_ITEMS = 40
 FEEDS = 20
 FEEDS_NOBODY_FOLLOWS = 20_000  # feeds the fetcher knows that nobody here follows
-TABLES = ("feed_episodes", "feed_info", "subscriptions", "users")
 
 
 async def _seed(db: Engine, config: Config) -> tuple[int, int]:
@@ -41,9 +40,7 @@ async def _seed(db: Engine, config: Config) -> tuple[int, int]:
         async with db.write() as conn:
             # A new instance's statistics until the test's ANALYZE: the tables analysed
             # empty by the migrations, and no autovacuum pass in between.
-            await conn.execute(
-                "; ".join(f"ALTER TABLE {t} SET (autovacuum_enabled = false)" for t in TABLES)
-            )
+            await autovacuum_off(conn)
     async with db.write() as conn:
         await conn.execute(
             "WITH RECURSIVE n (i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?) "
@@ -96,9 +93,7 @@ async def test_search_reads_the_persons_own_feed_items_only(config: Config) -> N
         if config.database.url:
             await _pg_visits_own_items(db, nobody, owner)  # a new instance's statistics
             async with db.write() as conn:
-                # This schema's tables only: a bare ANALYZE takes a lock on every table
-                # of every test's schema in the shared test database, at once.
-                await conn.execute(f"ANALYZE {', '.join(TABLES)}")
+                await analyse(conn)
             await _pg_visits_own_items(db, nobody, owner)
     finally:
         await db.close()
@@ -151,7 +146,7 @@ async def test_new_episodes_read_the_persons_own_feed_items_only(config: Config)
             read = lambda conn, user_id: inbox.candidates(conn, user_id, 31)  # noqa: E731
             await _pg_visits_own_items(db, nobody, owner, read)
             async with db.write() as conn:
-                await conn.execute(f"ANALYZE {', '.join(TABLES)}")
+                await analyse(conn)
             await _pg_visits_own_items(db, nobody, owner, read)
     finally:
         await db.close()
