@@ -166,7 +166,7 @@ async def _noop(database: Engine) -> None:
 @db.command("check", short_help="Check integrity; exit 1 when damaged.")
 @pass_context
 def db_check(ctx: Context) -> None:
-    """Check the database's integrity and foreign keys; exit 1 when damaged.
+    """Check the database's integrity, foreign keys and kept counts; exit 1 if damaged.
 
     Never creates or migrates the database: a missing file is an error.
 

@@ -74,7 +74,9 @@ def create_owner_only(path: Path) -> None:
 
 
 def check(path: str) -> CheckReport:
-    """PRAGMA integrity_check and foreign_key_check; never creates the file."""
+    """PRAGMA integrity_check and foreign_key_check, and each person's count of
+    episode actions against their history (schema step 30 on); never creates the
+    file."""
     if not Path(path).is_file():
         raise NotFound(f"database {path} does not exist")
     with contextlib.closing(_connect(path, read_only=True)) as conn:
@@ -88,7 +90,27 @@ def check(path: str) -> CheckReport:
             if len(problems) >= PROBLEMS_SHOWN:
                 break
             problems.append(f"{table} row {rowid} refers to a missing {parent} row")
+        if version >= COUNTED_FROM and not problems:
+            problems += _miscounted(conn)
     return CheckReport(version, problems)
+
+
+# Schema step 30: users.episode_action_count, kept by the writes of episode actions.
+COUNTED_FROM = 30
+
+
+def _miscounted(conn: sqlite3.Connection) -> list[str]:
+    rows = conn.execute(
+        "SELECT u.name, u.episode_action_count, coalesce(a.n, 0) FROM users u "
+        "LEFT JOIN (SELECT user_id, count(*) AS n FROM episode_actions GROUP BY user_id) a "
+        "ON a.user_id = u.id WHERE u.episode_action_count <> coalesce(a.n, 0) "
+        "ORDER BY u.id LIMIT ?",
+        (PROBLEMS_SHOWN,),
+    )
+    return [
+        f"user {name!r} has {kept} episode actions counted and {held} stored"
+        for name, kept, held in rows
+    ]
 
 
 def _connect(path: str, read_only: bool = False) -> sqlite3.Connection:

@@ -177,26 +177,19 @@ async def max_seq(conn: Connection, user_id: int) -> int:
 
 
 async def count_for_user(conn: Connection, user_id: int) -> int:
-    row = await conn.fetch_one("SELECT count(*) FROM episode_actions WHERE user_id = ?", (user_id,))
-    return int(row[0])
+    """How many actions the user has stored: the count the writes keep on the user's
+    row (`episodes.store` adds, `delete` and `delete_play` take away), not a count of
+    the history, which reads every action (9 ms at 200,000 here). 0 for no user."""
+    row = await conn.fetch_one("SELECT episode_action_count FROM users WHERE id = ?", (user_id,))
+    return 0 if row is None else int(row[0])
 
 
-async def count_and_high(conn: Connection, user_id: int) -> tuple[int, int]:
-    """(how many actions the user has stored, the highest seq among them)."""
-    row = await conn.fetch_one(
-        "SELECT count(*), coalesce(max(seq), 0) FROM episode_actions WHERE user_id = ?",
-        (user_id,),
-    )
-    return int(row[0]), int(row[1])
-
-
-async def count_after(conn: Connection, user_id: int, after_seq: int) -> tuple[int, int]:
-    """(how many of the user's actions have a seq past `after_seq`, the highest)."""
-    row = await conn.fetch_one(
-        "SELECT count(*), coalesce(max(seq), 0) FROM episode_actions WHERE user_id = ? AND seq > ?",
-        (user_id, after_seq),
-    )
-    return int(row[0]), int(row[1])
+async def _uncount(conn: Connection, user_id: int, removed: int) -> None:
+    if removed:
+        await conn.execute(
+            "UPDATE users SET episode_action_count = episode_action_count - ? WHERE id = ?",
+            (removed, user_id),
+        )
 
 
 async def user_ids(conn: Connection) -> list[int]:
@@ -238,6 +231,7 @@ async def delete(conn: Connection, user_id: int, seqs: Sequence[int]) -> int:
             f"DELETE FROM episode_actions WHERE user_id = ? AND seq IN ({marks})",
             (user_id, *bound),
         )
+    await _uncount(conn, user_id, removed)
     return removed
 
 
@@ -246,8 +240,10 @@ async def delete_play(
 ) -> int:
     """Delete the user's play at `seq` if it is a play of that episode and device (a
     listening session's earlier save); how many rows went (0 or 1)."""
-    return await conn.execute(
+    removed = await conn.execute(
         "DELETE FROM episode_actions WHERE user_id = ? AND seq = ? AND episode_id = ? "
         "AND action = ? AND device_id = ?",
         (user_id, seq, episode_id, ACTION_CODES["play"], device_id),
     )
+    await _uncount(conn, user_id, removed)
+    return removed

@@ -193,8 +193,9 @@ async def store(conn: Connection, batch: Batch, received_at: int) -> Stored:
     await _add_feeds(conn, batch, latest)
     await _add_episodes(conn, batch)
     row = await conn.fetch_one(
-        "UPDATE users SET episode_seq = episode_seq + ? WHERE id = ? RETURNING episode_seq",
-        (batch.size, user_id),
+        "UPDATE users SET episode_seq = episode_seq + ?, "
+        "episode_action_count = episode_action_count + ? WHERE id = ? RETURNING episode_seq",
+        (batch.size, len(batch.new), user_id),
     )
     start = int(row[0]) - batch.size + 1
     feeds, episodes = batch.feeds, batch.episodes

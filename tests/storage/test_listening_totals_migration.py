@@ -14,11 +14,10 @@ import pytest
 from podsync.config import Config
 from podsync.feeds import url_key
 from podsync.storage.engine import create_engine
-from podsync.store import episodes
 from podsync.store.episodes import EpisodeAction
 from tests.conftest import PASSWORD, ServeProcess
 from tests.support.gpodder_support import basic, call
-from tests.support.migration_support import add_user, database_at
+from tests.support.migration_support import add_user, database_at, store_before_step_30
 from tests.support.ui_session import Browser
 from tests.ui.test_webui_stats import section
 
@@ -51,9 +50,7 @@ async def test_step_26_fills_the_totals_from_the_plays_before_and_keeps_them_aft
             play(NEWS, 1, at[2], "phone", (0, 1800, 3600)),  # nothing new
             play(TALK, 2, at[3], "phone", (4000, 4000, 4000)),  # finished, no time
         ]
-        async with db.write() as conn:
-            batch = await episodes.resolve(conn, user_id, plays)
-            await episodes.store(conn, batch, int(at[3].timestamp() * 1_000_000))
+        await store_before_step_30(db, user_id, plays, int(at[3].timestamp() * 1_000_000))
     server = await asyncio.to_thread(serve_process, config)
     browser = Browser(server.url)
     try:

@@ -1,6 +1,7 @@
 """Databases of an earlier release, for the tests of a schema step: an engine opened
-with only the first N steps of its engine's migrations, a user made by SQL, and
-subscriptions and episode actions written as the releases before step 19 wrote them."""
+with only the first N steps of its engine's migrations, a user made by SQL, episode
+actions stored by the current store on a schema from step 19 to 29, and subscriptions
+and episode actions written as the releases before step 19 wrote them."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from podsync.storage.engine import Engine, create_engine
 from podsync.storage.migrations import postgres as pg_migrations
 from podsync.storage.migrations import sqlite as sqlite_migrations
 from podsync.storage.migrations.episode_views import episode_action_view
+from podsync.store import episodes
 from podsync.store.episodes import EpisodeAction
 from tests.conftest import cheap_passwords
 
@@ -54,6 +56,21 @@ async def add_user(db: Engine, name: str, password: str | None = None) -> int:
         )
         row = await conn.fetch_one("SELECT id FROM users WHERE name = ?", (name,))
     return int(row[0])
+
+
+async def store_before_step_30(
+    db: Engine, user_id: int, actions: list[EpisodeAction], received_at: int
+) -> None:
+    """`episodes.store` on a database from step 19 to 29: the rows the releases of
+    those steps stored. The store also keeps the person's count of actions (step 30),
+    whose column such a database lacks: it is there for the write and gone after."""
+    async with db.write() as conn:
+        await conn.execute(
+            "ALTER TABLE users ADD COLUMN episode_action_count INTEGER NOT NULL DEFAULT 0"
+        )
+        batch = await episodes.resolve(conn, user_id, actions)
+        await episodes.store(conn, batch, received_at)
+        await conn.execute("ALTER TABLE users DROP COLUMN episode_action_count")
 
 
 # --- rows as the releases before schema step 19 wrote them (one counter for every

@@ -4,17 +4,13 @@
   bound is refused (400, `device_limit_message`); an episode action naming an unknown
   device past the bound is skipped like any other unusable item.
 - Episode actions (`gpodder.max_episode_actions_per_user`): an upload that would pass
-  the bound is refused whole (400). Counting a user's actions reads their whole index
-  range (5 ms at 200,000), so each process remembers a count and the highest seq it
-  covered, and adds only the rows stored since (one short index range per upload).
-  Deletes (the hourly pruning) only make the remembered count too high: when it says
-  "past the bound", the count is taken again before refusing.
+  the bound is refused whole (400). The count is the one kept on the user's row by
+  the writes (`episode_actions.count_for_user`), read inside the upload's write.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Sequence
 
 from podsync.config import GpodderConfig
@@ -24,10 +20,6 @@ from podsync.store import Connection, devices, episode_actions
 from podsync.store.episodes import EpisodeAction
 
 log = logging.getLogger("podsync.gpodder")
-
-# How long a remembered count is trusted before it is taken again (the pruning runs
-# hourly; another process's deletes are seen within this).
-COUNT_TTL_S = 3600.0
 
 
 def action_limit_message(count: int, limit: int) -> str:
@@ -42,8 +34,6 @@ class UploadBounds:
     def __init__(self, config: GpodderConfig) -> None:
         self.max_devices = config.max_devices_per_user
         self.max_actions = config.max_episode_actions_per_user
-        # user id -> (action count, the highest seq it covers, when it was taken)
-        self._counts: dict[int, tuple[int, int, float]] = {}
 
     async def admit(
         self,
@@ -80,20 +70,6 @@ class UploadBounds:
         caller's transaction then writes nothing)."""
         if not new:
             return
-        count = await self._count(conn, user_id, fresh=False)
-        if count + new <= self.max_actions:
-            return
-        count = await self._count(conn, user_id, fresh=True)
+        count = await episode_actions.count_for_user(conn, user_id)
         if count + new > self.max_actions:
             raise LimitExceeded(action_limit_message(count + new, self.max_actions))
-
-    async def _count(self, conn: Connection, user_id: int, fresh: bool) -> int:
-        remembered = self._counts.get(user_id)
-        if fresh or remembered is None or time.monotonic() - remembered[2] > COUNT_TTL_S:
-            count, high = await episode_actions.count_and_high(conn, user_id)
-            self._counts[user_id] = (count, high, time.monotonic())
-            return count
-        count, high, taken = remembered
-        added, new_high = await episode_actions.count_after(conn, user_id, high)
-        self._counts[user_id] = (count + added, max(high, new_high), taken)
-        return count + added

@@ -71,6 +71,13 @@ DROP INDEX subscriptions_guid;
 CREATE INDEX subscriptions_guid ON subscriptions(guid, user_id);
 """
 
+# 30: how many episode actions each person has stored (as SQLite's step 30).
+EPISODE_ACTION_COUNT = """
+ALTER TABLE users ADD COLUMN episode_action_count BIGINT NOT NULL DEFAULT 0;
+UPDATE users SET episode_action_count =
+    (SELECT count(*) FROM episode_actions a WHERE a.user_id = users.id);
+"""
+
 STEPS_0_4: tuple[Step, ...] = (
     _lists,  # 25
     # 26: statistics from running totals, and the web player's listening sessions

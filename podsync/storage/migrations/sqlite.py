@@ -7,7 +7,12 @@ import sqlite3
 from podsync.storage.migrations.sqlite_backfills import episode_views, stored_views
 from podsync.storage.migrations.sqlite_runner import Step, run
 from podsync.storage.migrations.sqlite_steps_0_3 import FETCHES_AND_SIGN_INS, STEPS_0_3
-from podsync.storage.migrations.sqlite_steps_0_4 import NOTHING, STEPS_0_4, SUBSCRIPTION_INDEXES
+from podsync.storage.migrations.sqlite_steps_0_4 import (
+    EPISODE_ACTION_COUNT,
+    NOTHING,
+    STEPS_0_4,
+    SUBSCRIPTION_INDEXES,
+)
 
 MIGRATIONS: tuple[Step, ...] = (
     # 1: accounts, tokens, subscriptions, the action log.
@@ -351,6 +356,7 @@ MIGRATIONS: tuple[Step, ...] = (
     """,
     SUBSCRIPTION_INDEXES,  # 28: sqlite_steps_0_4.py
     NOTHING,  # 29: PostgreSQL's guid index (sqlite_steps_0_4.py)
+    EPISODE_ACTION_COUNT,  # 30: sqlite_steps_0_4.py
 )
 
 

@@ -67,6 +67,15 @@ CREATE INDEX subscriptions_user ON subscriptions(user_id, id, unsubscribed_at);
 # whatever their order.
 NOTHING = "SELECT 1;"
 
+# 30: how many episode actions each person has stored, kept by the writes that add
+# and delete them (store/episodes.py, store/episode_actions.py), so that the Overview
+# and the upload's bound read one row instead of counting the whole history.
+EPISODE_ACTION_COUNT = """
+ALTER TABLE users ADD COLUMN episode_action_count INTEGER NOT NULL DEFAULT 0;
+UPDATE users SET episode_action_count =
+    (SELECT count(*) FROM episode_actions a WHERE a.user_id = users.id);
+"""
+
 STEPS_0_4: tuple[Step, ...] = (
     lists,  # 25
     # 26: statistics from running totals, and the web player's listening sessions
