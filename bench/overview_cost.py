@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""What the Overview's Continue listening costs for a person with a long history:
-one account with --plays plays of 200 episodes (none finished, so it reads as far
-as it may), on a temporary SQLite database; the median of --rounds calls, and the
-rows it read.
+"""What the Overview costs for a person with a long history: one account with
+--plays plays of 200 episodes (none finished, so Continue listening reads as far as
+it may), on a temporary SQLite database (or an empty PostgreSQL database with
+--database-url); the median of --rounds calls of Continue listening, with the rows
+it read, and of the Overview's counts: the history's count as kept on the person's
+row (schema step 30) beside counting the history, as the Overview did before.
 
     python bench/overview_cost.py --plays 20000
+    python bench/overview_cost.py --plays 200000 --database-url postgresql://...
 """
 
 from __future__ import annotations
@@ -20,12 +23,14 @@ from typing import Any
 
 from podsync.config import load_config
 from podsync.services.accounts import AccountService
+from podsync.services.browsing import BrowseService
 from podsync.services.episodes.bounds import UploadBounds
 from podsync.services.episodes.writes import EpisodeWrites
 from podsync.services.listening import ListeningService
 from podsync.services.passwords import PasswordService
+from podsync.services.sync import SyncService
 from podsync.storage.engine import create_engine
-from podsync.store import listening, users
+from podsync.store import episode_actions, listening, users
 
 START = datetime(2026, 1, 1)
 
@@ -45,10 +50,15 @@ def plays(first: int, count: int) -> list[dict[str, Any]]:
     ]
 
 
-async def main(count: int, rounds: int) -> None:
+def median_ms(times: list[float]) -> str:
+    return f"{statistics.median(times):.2f} ms (min {min(times):.2f})"
+
+
+async def main(count: int, rounds: int, url: str | None) -> None:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "podsync.toml"
-        path.write_text(f'[database]\npath = "{Path(folder) / "podsync.db"}"\n')
+        where = f'url = "{url}"' if url else f'path = "{Path(folder) / "podsync.db"}"'
+        path.write_text(f"[database]\n{where}\n")
         config = load_config(path, environ={})
         db = create_engine(config.database)
         await db.open()
@@ -80,6 +90,26 @@ async def main(count: int, rounds: int) -> None:
                 f"{count} plays: Continue listening {statistics.median(times):.1f} ms "
                 f"(median of {rounds}; min {min(times):.1f}), {sum(read)} rows read"
             )
+            browsing = BrowseService(db, SyncService(db, config.sync), None)
+            kept, counted_rows, overview = [], [], []
+            for _ in range(rounds):
+                async with db.read() as conn:
+                    started = time.perf_counter()
+                    held = await episode_actions.count_for_user(conn, user.id)
+                    kept.append((time.perf_counter() - started) * 1000)
+                    started = time.perf_counter()
+                    row = await conn.fetch_one(
+                        "SELECT count(*) FROM episode_actions WHERE user_id = ?", (user.id,)
+                    )
+                    counted_rows.append((time.perf_counter() - started) * 1000)
+                assert held == int(row[0]) == count, (held, row[0], count)
+                started = time.perf_counter()
+                await browsing.overview(user)
+                overview.append((time.perf_counter() - started) * 1000)
+            print(
+                f"the history's count: kept {median_ms(kept)}, counted "
+                f"{median_ms(counted_rows)}; the Overview's counts {median_ms(overview)}"
+            )
         finally:
             passwords.close()
             await db.close()
@@ -89,5 +119,6 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--plays", type=int, default=20_000)
     ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--database-url", help="an empty PostgreSQL database (else SQLite)")
     args = ap.parse_args()
-    asyncio.run(main(args.plays, args.rounds))
+    asyncio.run(main(args.plays, args.rounds, args.database_url))
