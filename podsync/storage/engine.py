@@ -74,8 +74,12 @@ class Engine(Protocol):
     def snapshot(self, *, threaded: bool = False) -> AbstractAsyncContextManager[Connection]: ...
 
     # `user`: the user whose lock (`store.meta.lock_user`) the block takes first; the
-    # engine may queue that user's writes before they take a connection.
-    def write(self, *, user: int | None = None) -> AbstractAsyncContextManager[Connection]: ...
+    # engine may queue that user's writes before they take a connection. `threaded`:
+    # for a block whose statements run long (an account's deletion), which SQLite then
+    # runs on a worker thread, off the event loop.
+    def write(
+        self, *, user: int | None = None, threaded: bool = False
+    ) -> AbstractAsyncContextManager[Connection]: ...
 
 
 def create_engine(config: DatabaseConfig, checkpoints: str = "own", write_turn: str = "") -> Engine:

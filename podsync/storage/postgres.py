@@ -232,11 +232,14 @@ class PostgresDatabase:
         return gate
 
     @asynccontextmanager
-    async def write(self, *, user: int | None = None) -> AsyncIterator[PgConnection]:
+    async def write(
+        self, *, user: int | None = None, threaded: bool = False
+    ) -> AsyncIterator[PgConnection]:
         """One atomic write (READ COMMITTED): all of the block's changes commit, or none.
         Returns once PostgreSQL has committed (durably, with synchronous_commit on).
         `user`: the user whose lock the block takes first; at most USER_WRITERS such
-        blocks of one user hold a connection at once in this process."""
+        blocks of one user hold a connection at once in this process. `threaded` is
+        SQLite's: a statement here never holds the event loop while it runs."""
         async with self._user_gate(user), _Faults(self, writing=True), self._connection() as raw:
             conn = PgConnection(raw, begin=True, gated_user=user)
             try:

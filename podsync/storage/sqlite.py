@@ -3,10 +3,10 @@
 Why statements run on the event loop: SQLite answers a keyed lookup or a page of
 50 rows in tens of microseconds, while a hop to a connection thread (aiosqlite)
 cost 230-330 µs of thread wake-up on this machine, several times per request. So
-the stdlib `sqlite3` module runs each statement on the calling thread. Only the
-two steps that can wait do not: a COMMIT (an fsync with durability "full") and a
-BEGIN IMMEDIATE that finds another process (the CLI) holding the write lock. Those
-run on one commit thread while the loop goes on serving.
+the stdlib `sqlite3` module runs each statement on the calling thread, but for a
+COMMIT (an fsync with durability "full") and a BEGIN IMMEDIATE that finds another
+process (the CLI) holding the write lock, which can wait: those run on one commit
+thread; and a read or write opened `threaded` runs its statements on a worker thread.
 
 `Database.read()`, `.snapshot()` and `.write()` are the units of work both engines
 provide (`podsync.storage.engine`); connections and pragmas are in
@@ -52,11 +52,10 @@ log = logging.getLogger("podsync.db")
 # At most this many write blocks share one COMMIT, so a steady stream of writers
 # cannot hold the first of them back for long.
 MAX_GROUP = 32
-# Reader connections kept open between uses. A burst of concurrent reads (pulls
-# that stream their pages, threaded reads) opens more, and they close as the burst
-# ends: each connection keeps its own page cache (`sqlite_connection.CACHE_KIB`)
-# and prepared statements, so a pool that only ever grew held the memory of the
-# busiest moment for good.
+# Reader connections kept open between uses. A burst of concurrent reads opens
+# more, and they close as the burst ends: each keeps its own page cache
+# (`sqlite_connection.CACHE_KIB`) and prepared statements, so a pool that only ever
+# grew held the memory of the busiest moment for good.
 READERS_KEPT = 4
 
 
@@ -175,9 +174,8 @@ class Database:
     # Reads ---------------------------------------------------------------------
 
     def read(self, *, threaded: bool = False) -> _Reading:
-        """`async with db.read() as conn`: a reader connection for the block's exclusive
-        use (autocommit). With `threaded`, its statements run on a worker thread (for
-        reads of many rows). A class, not a generator: every request makes one."""
+        """`async with db.read() as conn`: a reader for the block's own use (autocommit);
+        `threaded`: its statements on a worker thread. A class: every request makes one."""
         return _Reading(self, threaded)
 
     @asynccontextmanager
@@ -193,13 +191,15 @@ class Database:
     # Writes --------------------------------------------------------------------
 
     @asynccontextmanager
-    async def write(self, *, user: int | None = None) -> AsyncIterator[Connection]:
-        """One atomic write (see `_write`; `user` is PostgreSQL's: one writer here
-        serialises every write already). SQLite's "not now" errors (locked, full,
-        read-only) leave as `Unavailable`; a full or read-only database is remembered
-        in `write_failure` until a write commits again."""
+    async def write(
+        self, *, user: int | None = None, threaded: bool = False
+    ) -> AsyncIterator[Connection]:
+        """One atomic write (see `_write`; `user` is PostgreSQL's: one writer serialises
+        every write here). `threaded`: its statements on a worker thread, off the loop.
+        SQLite's "not now" errors (locked, full, read-only) leave as `Unavailable`; a full
+        or read-only database is kept in `write_failure` until a write commits."""
         try:
-            async with self._write() as conn:
+            async with self._write(threaded) as conn:
                 yield conn
         except sqlite3.Error as exc:
             unavailable = unavailable_error(exc)
@@ -212,7 +212,7 @@ class Database:
         self.write_failure = None
 
     @asynccontextmanager
-    async def _write(self) -> AsyncIterator[Connection]:
+    async def _write(self, threaded: bool) -> AsyncIterator[Connection]:
         """One atomic write: the block's changes all commit, or none do.
 
         The block runs in a SAVEPOINT of a group transaction (BEGIN IMMEDIATE) shared
@@ -242,7 +242,7 @@ class Database:
                 await through(self._begin(raw))
             raw.execute("SAVEPOINT write_block")
             try:
-                yield Connection(raw)
+                yield Connection(raw, threaded)
             except BaseException as exc:
                 if isinstance(exc, sqlite3.Error) and not raw.in_transaction:
                     self._ended_by = exc  # SQLite ended the group; say why to the others
