@@ -1,7 +1,7 @@
 """Deleting an account (the admin page's Delete, `podsync user delete`) runs its
 cascade on a worker thread on SQLite, not on the event loop: the cascade deletes the
-person's whole history (0.2 s at 50,000 plays on a 2-core test machine, a few times
-that on a Raspberry Pi), which held every other request of the server meanwhile. The
+person's whole history (0.6 s at 200,000 plays on a 2-core test machine, a few
+times that on a Raspberry Pi), which held every other request of the server meanwhile. The
 check is the thread the DELETE itself ran on (SQLite calls its trace callback on
 it); the account and everything of it are gone afterwards, the others' rows kept."""
 
