@@ -27,6 +27,8 @@ from podsync.store import sync_batch as batch_store
 
 T = TypeVar("T")
 _US_PER_DAY = 86_400_000_000
+# Action ids forgotten per write of the hourly pruning (about 10 ms of SQLite's time).
+PRUNE_CHUNK = 2000
 
 __all__ = ["APPLIED", "IGNORED", "REJECTED", "ActionKey", "BatchOutcome", "SyncService"]
 
@@ -208,11 +210,18 @@ class SyncService:
                 )
 
     async def prune_action_log(self, now: int | None = None) -> int:
-        """Forget action ids older than the retention; returns how many were removed."""
+        """Forget action ids older than the retention; returns how many were removed.
+        PRUNE_CHUNK at a time, each in a short write of its own: the ids of an hour's
+        big import went in one statement (430 ms on the event loop at 100,000)."""
         now = timestamps.now_us() if now is None else now
         cutoff = now - self.config.action_id_retention_days * _US_PER_DAY
-        async with self.db.write() as conn:
-            return await action_log.prune(conn, cutoff)
+        removed = 0
+        while True:
+            async with self.db.write() as conn:
+                gone = await action_log.prune(conn, cutoff, PRUNE_CHUNK)
+            removed += gone
+            if gone < PRUNE_CHUNK:
+                return removed
 
 
 def subscription_limit_message(count: int, limit: int) -> str:

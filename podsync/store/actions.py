@@ -79,5 +79,14 @@ def _fields(
     return (r.action_id, r.status, r.reason, r.sync_id, r.received_at, r.fingerprint)
 
 
-async def prune(conn: Connection, older_than: int) -> int:
-    return await conn.execute("DELETE FROM actions WHERE received_at <= ?", (older_than,))
+async def prune(conn: Connection, older_than: int, limit: int) -> int:
+    """Delete the `limit` oldest action ids received at or before `older_than` (and
+    those received in the same microsecond as the last of them: one batch's share
+    it); how many went. Both statements go by the index on received_at."""
+    row = await conn.fetch_one(
+        "SELECT received_at FROM actions WHERE received_at <= ? "
+        "ORDER BY received_at LIMIT 1 OFFSET ?",
+        (older_than, limit - 1),
+    )
+    upto = older_than if row is None else int(row[0])
+    return await conn.execute("DELETE FROM actions WHERE received_at <= ?", (upto,))
