@@ -121,7 +121,7 @@ class AccountService:
     async def admin_rows(self) -> list[UserOverview]:
         """Every user with counts and last activity (the admin's Users page). On a
         worker thread: the counts read every subscription of the server (21 ms at 200
-        people of 1,000 here), which would hold every other request on the loop."""
+        people of 1,000 on a 2-core test machine), holding every other request."""
         async with self.db.read(threaded=True) as conn:
             return await users.overview(conn)
 
