@@ -17,9 +17,10 @@ import asyncio
 import statistics
 import tempfile
 import time
+from collections.abc import Awaitable
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from podsync.config import load_config
 from podsync.services.accounts import AccountService
@@ -33,6 +34,7 @@ from podsync.storage.engine import create_engine
 from podsync.store import episode_actions, listening, users
 
 START = datetime(2026, 1, 1)
+T = TypeVar("T")
 
 
 def plays(first: int, count: int) -> list[dict[str, Any]]:
@@ -52,6 +54,14 @@ def plays(first: int, count: int) -> list[dict[str, Any]]:
 
 def median_ms(times: list[float]) -> str:
     return f"{statistics.median(times):.2f} ms (min {min(times):.2f})"
+
+
+async def timed(step: Awaitable[T], times: list[float]) -> T:
+    """`step`'s result; how long it took (ms) goes into `times`."""
+    started = time.perf_counter()
+    result = await step
+    times.append((time.perf_counter() - started) * 1000)
+    return result
 
 
 async def main(count: int, rounds: int, url: str | None) -> None:
@@ -80,32 +90,29 @@ async def main(count: int, rounds: int, url: str | None) -> None:
 
             listening.latest_plays = counted  # type: ignore[assignment]
             service = ListeningService(db)
-            times = []
+            times: list[float] = []
             for _ in range(rounds):
                 read.clear()
-                started = time.perf_counter()
-                await service.continue_listening(user)
-                times.append((time.perf_counter() - started) * 1000)
+                await timed(service.continue_listening(user), times)
             print(
-                f"{count} plays: Continue listening {statistics.median(times):.1f} ms "
-                f"(median of {rounds}; min {min(times):.1f}), {sum(read)} rows read"
+                f"{count} plays, medians of {rounds} calls: Continue listening "
+                f"{median_ms(times)}, {sum(read)} rows read"
             )
             browsing = BrowseService(db, SyncService(db, config.sync), None)
-            kept, counted_rows, overview = [], [], []
+            kept: list[float] = []
+            counted_rows: list[float] = []
+            overview: list[float] = []
             for _ in range(rounds):
                 async with db.read() as conn:
-                    started = time.perf_counter()
-                    held = await episode_actions.count_for_user(conn, user.id)
-                    kept.append((time.perf_counter() - started) * 1000)
-                    started = time.perf_counter()
-                    row = await conn.fetch_one(
-                        "SELECT count(*) FROM episode_actions WHERE user_id = ?", (user.id,)
+                    held = await timed(episode_actions.count_for_user(conn, user.id), kept)
+                    row = await timed(
+                        conn.fetch_one(
+                            "SELECT count(*) FROM episode_actions WHERE user_id = ?", (user.id,)
+                        ),
+                        counted_rows,
                     )
-                    counted_rows.append((time.perf_counter() - started) * 1000)
                 assert held == int(row[0]) == count, (held, row[0], count)
-                started = time.perf_counter()
-                await browsing.overview(user)
-                overview.append((time.perf_counter() - started) * 1000)
+                await timed(browsing.overview(user), overview)
             print(
                 f"the history's count: kept {median_ms(kept)}, counted "
                 f"{median_ms(counted_rows)}; the Overview's counts {median_ms(overview)}"

@@ -38,9 +38,7 @@ async def test_ids_past_the_retention_go_a_chunk_a_write(
     alice, bob = (await create_user("alice")).id, (await create_user("bob")).id
     now = timestamps.now_us()
     old = now - (config.sync.action_id_retention_days + 1) * DAY_US
-    db = create_engine(config.database)
-    await db.open()
-    try:
+    async with create_engine(config.database) as db:
         async with db.write() as conn:
             await action_log.record_many(conn, alice, _ids("a-old", 250, old))
             await action_log.record_many(conn, bob, _ids("b-old", 45, old + 100))
@@ -61,5 +59,3 @@ async def test_ids_past_the_retention_go_a_chunk_a_write(
             left = await conn.fetch_all("SELECT action_id FROM actions ORDER BY action_id")
         assert [r[0] for r in left] == [f"a-new-{n}" for n in range(5)]
         assert await SyncService(db, config.sync).prune_action_log(now) == 0
-    finally:
-        await db.close()

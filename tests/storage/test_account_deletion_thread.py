@@ -7,13 +7,13 @@ it); the account and everything of it are gone afterwards, the others' rows kept
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from typing import Any
 
 from podsync.config import Config
 from podsync.services.accounts import AccountService
 from podsync.services.episodes.writes import EpisodeWrites
-from podsync.storage.engine import create_engine
 from podsync.storage.sqlite import Database
 from tests.conftest import cheap_passwords
 
@@ -37,34 +37,28 @@ async def test_an_accounts_deletion_runs_off_the_event_loop(
     config: Config, create_user: Any
 ) -> None:
     alice, bob = (await create_user("alice")).id, (await create_user("bob")).id
-    db = create_engine(config.database)
-    assert isinstance(db, Database)
-    await db.open()
-    passwords = cheap_passwords(threads=1)
-    try:
-        writes = EpisodeWrites(db)
-        await writes.upload(alice, _plays(300))
-        await writes.upload(bob, _plays(5))
-        ran_on: list[int] = []
+    async with Database(config.database.path) as db:
+        with contextlib.closing(cheap_passwords(threads=1)) as passwords:
+            writes = EpisodeWrites(db)
+            await writes.upload(alice, _plays(300))
+            await writes.upload(bob, _plays(5))
+            ran_on: list[int] = []
 
-        def traced(sql: str) -> None:
-            if sql.startswith("DELETE FROM users"):
-                ran_on.append(threading.get_ident())
+            def traced(sql: str) -> None:
+                if sql.startswith("DELETE FROM users"):
+                    ran_on.append(threading.get_ident())
 
-        assert db._writer is not None
-        db._writer.set_trace_callback(traced)
-        await AccountService(db, passwords).delete_user("alice")
-        db._writer.set_trace_callback(None)
-        # Once, and once again for each step of its cascade.
-        assert ran_on, "no DELETE of the account"
-        assert threading.get_ident() not in ran_on, "the cascade ran on the event loop"
-        async with db.read() as conn:
-            left = await conn.fetch_all(
-                "SELECT user_id, count(*) FROM episode_actions GROUP BY user_id"
-            )
-            names = await conn.fetch_all("SELECT name FROM users ORDER BY name")
-        assert [tuple(r) for r in left] == [(bob, 5)]
-        assert [r[0] for r in names] == ["bob"]
-    finally:
-        passwords.close()
-        await db.close()
+            assert db._writer is not None
+            db._writer.set_trace_callback(traced)
+            await AccountService(db, passwords).delete_user("alice")
+            db._writer.set_trace_callback(None)
+            # Once, and once again for each step of its cascade.
+            assert ran_on, "no DELETE of the account"
+            assert threading.get_ident() not in ran_on, "the cascade ran on the event loop"
+            async with db.read() as conn:
+                left = await conn.fetch_all(
+                    "SELECT user_id, count(*) FROM episode_actions GROUP BY user_id"
+                )
+                names = await conn.fetch_all("SELECT name FROM users ORDER BY name")
+            assert [tuple(r) for r in left] == [(bob, 5)]
+            assert [r[0] for r in names] == ["bob"]

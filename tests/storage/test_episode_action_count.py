@@ -57,9 +57,7 @@ async def test_the_step_counts_the_history_stored_before_it(
     config: Config, db_engine: str, create_user: Any
 ) -> None:
     alice, bob, carol = [(await create_user(name)).id for name in ("alice", "bob", "carol")]
-    db = create_engine(config.database)
-    await db.open()
-    try:
+    async with create_engine(config.database) as db:
         writes = EpisodeWrites(db)
         await writes.upload(alice, [_play(n, episode=n % 7) for n in range(120)])
         await writes.upload(bob, [_play(n) for n in range(3)])
@@ -68,8 +66,6 @@ async def test_the_step_counts_the_history_stored_before_it(
             await conn.execute("ALTER TABLE users DROP COLUMN episode_action_count")
             if db_engine == "postgresql":
                 await conn.execute("UPDATE schema_version SET version = ?", (STEP - 1,))
-    finally:
-        await db.close()
     if db_engine == "sqlite":
         raw = sqlite3.connect(config.database.path)
         try:
@@ -77,9 +73,7 @@ async def test_the_step_counts_the_history_stored_before_it(
         finally:
             raw.close()
 
-    db = create_engine(config.database)
-    await db.open()  # runs step 30
-    try:
+    async with create_engine(config.database) as db:  # runs step 30
         assert STEP == 30
         assert [await _stored(db, user) for user in (alice, bob, carol)] == [
             (120, 120),
@@ -88,8 +82,6 @@ async def test_the_step_counts_the_history_stored_before_it(
         ]
         if db_engine == "sqlite":
             assert check(config.database.path).problems == []
-    finally:
-        await db.close()
 
 
 @pytest.mark.both_engines
@@ -97,9 +89,7 @@ async def test_every_write_of_actions_keeps_the_count(
     config: Config, db_engine: str, create_user: Any
 ) -> None:
     alice, bob = (await create_user("alice")).id, (await create_user("bob")).id
-    db = create_engine(config.database)
-    await db.open()
-    try:
+    async with create_engine(config.database) as db:
         writes = EpisodeWrites(db, UploadBounds(config.gpodder))
         # An upload: 40 plays of 4 episodes, one item unusable.
         upload = await writes.upload(
@@ -132,8 +122,6 @@ async def test_every_write_of_actions_keeps_the_count(
         assert await _stored(db, bob) == (0, 0)
         if db_engine == "sqlite":
             assert check(config.database.path).problems == []
-    finally:
-        await db.close()
 
 
 @pytest.mark.both_engines
@@ -141,9 +129,7 @@ async def test_the_bound_refuses_on_the_kept_count(
     config: Config, db_engine: str, create_user: Any
 ) -> None:
     alice = (await create_user("alice")).id
-    db = create_engine(config.database)
-    await db.open()
-    try:
+    async with create_engine(config.database) as db:
         bounds = UploadBounds(replace(config.gpodder, max_episode_actions_per_user=30))
         writes = EpisodeWrites(db, bounds)
         await writes.upload(alice, [_play(n, episode=n) for n in range(25)])
@@ -156,8 +142,6 @@ async def test_the_bound_refuses_on_the_kept_count(
         assert await prune_superseded(db, history_days=1) == 5
         await writes.upload(alice, [_play(200 + n, episode=n) for n in range(5)])
         assert await _stored(db, alice) == (30, 30)
-    finally:
-        await db.close()
 
 
 async def test_db_check_names_a_person_whose_count_disagrees(
@@ -165,14 +149,10 @@ async def test_db_check_names_a_person_whose_count_disagrees(
 ) -> None:
     """SQLite's (`podsync db check`; PostgreSQL has pg_amcheck)."""
     alice = (await create_user("alice")).id
-    db = create_engine(config.database)
-    await db.open()
-    try:
+    async with create_engine(config.database) as db:
         await EpisodeWrites(db).upload(alice, [_play(n) for n in range(4)])
         async with db.write() as conn:
             await conn.execute("UPDATE users SET episode_action_count = 9 WHERE id = ?", (alice,))
-    finally:
-        await db.close()
     assert check(config.database.path).problems == [
         "user 'alice' has 9 episode actions counted and 4 stored"
     ]

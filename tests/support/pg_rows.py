@@ -65,8 +65,10 @@ class Counted:
         self.read: dict[str, int] = {}
 
     @asynccontextmanager
-    async def write(self, user: int | None = None) -> AsyncIterator[Connection]:
-        async with self.db.write(user=user) as conn, self._counting(conn):
+    async def write(
+        self, user: int | None = None, threaded: bool = False
+    ) -> AsyncIterator[Connection]:
+        async with self.db.write(user=user, threaded=threaded) as conn, self._counting(conn):
             yield conn
 
     @asynccontextmanager
