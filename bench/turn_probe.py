@@ -124,10 +124,10 @@ def _wrap() -> None:
         return run()
 
     @contextlib.asynccontextmanager
-    async def counted_write(self: Any) -> AsyncIterator[Any]:
+    async def counted_write(self: Any, **options: Any) -> AsyncIterator[Any]:
         mapped, counts = _counters()
         counts[2] += 1
-        async with write(self) as conn:
+        async with write(self, **options) as conn:  # user=, threaded=
             t0 = time.perf_counter_ns()
             try:
                 yield conn
