@@ -125,6 +125,13 @@ class AccountService:
         async with self.db.read(threaded=True) as conn:
             return await users.overview(conn)
 
+    async def admin_row(self, name: str) -> UserOverview | None:
+        """One user's row of the admin's Users page (their own page), or None. Their
+        counts alone, on a worker thread as the Overview's are."""
+        async with self.db.read(threaded=True) as conn:
+            found = await users.overview(conn, name)
+        return found[0] if found else None
+
 
 # What "end every login" ends: the one list behind a password change (web UI, admin
 # page, `user passwd`), "Sign out everywhere", `user logout` and `user disable` (the

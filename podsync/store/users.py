@@ -135,8 +135,10 @@ async def list_summaries(conn: Connection) -> list[UserSummary]:
     ]
 
 
-async def overview(conn: Connection) -> list[UserOverview]:
-    """Every user with counts and the last activity: the admin's Users page."""
+async def overview(conn: Connection, name: str | None = None) -> list[UserOverview]:
+    """Every user with counts and the last activity: the admin's Users page; or only
+    the user of that name (none when there is none): the admin's page of a user."""
+    where, params = ("WHERE u.name = ? ", (name,)) if name is not None else ("", ())
     rows = await conn.fetch_all(
         "SELECT u.name, u.enabled, u.admin, "
         "  (SELECT count(*) FROM subscriptions s "
@@ -146,7 +148,8 @@ async def overview(conn: Connection) -> list[UserOverview]:
         "  (SELECT max(d.last_seen_at) FROM gpodder_devices d WHERE d.user_id = u.id), "
         "  (SELECT max(w.created_at) FROM web_sessions w WHERE w.user_id = u.id), "
         "  (SELECT max(s.changed_at) FROM subscriptions s WHERE s.user_id = u.id) "
-        f"FROM users u ORDER BY u.name{_BINARY[conn.dialect]}"
+        f"FROM users u {where}ORDER BY u.name{_BINARY[conn.dialect]}",
+        params,
     )
     return [
         UserOverview(

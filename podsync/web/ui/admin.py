@@ -114,8 +114,8 @@ async def _user_page(
     request: web.Request, name: str, errors: dict[str, str], status: int = 200
 ) -> web.Response:
     tz = user_zone(request)
-    found = [r for r in await request.app[ACCOUNTS].admin_rows() if r.name == name]
-    if not found:
+    found = await request.app[ACCOUNTS].admin_row(name)
+    if found is None:
         raise NotFound(f"There is no user named {name!r}.")
     return render(
         request,
@@ -125,7 +125,7 @@ async def _user_page(
         errors=errors,
         notice=_notice(request) if not errors else None,
         password_rule=PASSWORD_RULE,
-        target=_row(found[0], tz),
+        target=_row(found, tz),
         max_failures=request.app[CONFIG].auth.login_max_failures,
         **await sign_in_failures(request, name),
     )
