@@ -38,6 +38,7 @@ def make_app(db_path: str, user_name: str) -> web.Application:
     raw = sqlite3.connect(
         Path(db_path).absolute().as_uri() + "?mode=ro", uri=True, isolation_level=None
     )
+    conn = Connection(raw)
     user_id, head = raw.execute(
         "SELECT id, (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'change_seq') "
         "FROM users WHERE name = ?",
@@ -45,14 +46,12 @@ def make_app(db_path: str, user_name: str) -> web.Application:
     ).fetchone()
 
     async def list_page(request: web.Request) -> web.Response:
-        conn = Connection(raw)  # one a request, as podsync's reads make one a block
         await users.get_by_id(conn, user_id)
         rows, _ = await subscriptions.page_and_edge(conn, user_id, 0, True, False, PAGE + 1)
         body = b'{"results":[' + b",".join(view for _, view in rows[:PAGE]) + b"]}"
         return web.Response(body=body, content_type=JSON)
 
     async def poll(request: web.Request) -> web.Response:
-        conn = Connection(raw)
         await users.get_by_id(conn, user_id)
         rows, _ = await subscriptions.changes_and_counter(conn, user_id, head, None, PAGE + 1)
         body = b'{"results":[' + b",".join(view for _, _, view in rows) + b"]}"

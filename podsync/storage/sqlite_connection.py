@@ -4,9 +4,7 @@
 `fetch_one`, `execute`, `execute_many`, all awaitable), so a second engine with an
 async driver (PostgreSQL) offers the same calls. A statement runs on the calling
 thread (the event loop): SQLite answers a keyed lookup or a page of 50 rows in tens
-of microseconds, where a hop to a connection thread costs several times that. A
-block that has held the loop for SLICE_S gives it a pass at its next statement, so
-a big write lets the other requests in between its statements.
+of microseconds, where a hop to a connection thread costs several times that.
 """
 
 from __future__ import annotations
@@ -19,7 +17,7 @@ import os
 import re
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -28,10 +26,6 @@ from podsync.sorting import SQL_FUNCTION, sort_key
 from podsync.storage.through import through
 
 T = TypeVar("T")
-# How long a block on the event loop runs (its statements and the Python between
-# them) before it lets the loop's other work in, at its next statement. A pass costs
-# microseconds; a big episode upload held the loop 60-80 ms without them.
-SLICE_S = 0.004
 # A list page sorts every row of a user's subscriptions by it: the keys of the titles
 # sorted lately are kept (a third of the cost of computing them again), titles up to
 # SORT_KEY_CACHED_CHARS long only, so the memo stays within a few MiB whatever the
@@ -155,27 +149,17 @@ class Connection:
 
     dialect = "sqlite"
     gated_user = None  # one writer serialises every write already: no gate
-    __slots__ = ("_held_since", "raw", "threaded")
+    __slots__ = ("raw", "threaded")
 
     def __init__(self, raw: sqlite3.Connection, threaded: bool = False) -> None:
         self.raw = raw
         self.threaded = threaded
-        self._held_since = time.perf_counter()
 
     async def _call(self, fn: Callable[[], T]) -> T:
         if self.threaded:
             # To its end even when cancelled: the connection goes back to the pool after.
             return await through(asyncio.to_thread(fn))
-        result = fn()
-        if time.perf_counter() - self._held_since > SLICE_S:
-            await self._pass()
-        return result
-
-    async def _pass(self) -> None:
-        """Let the event loop's other work in (a statement of PostgreSQL's awaits its
-        answer, so every block is written to be interleaved there already)."""
-        await asyncio.sleep(0)
-        self._held_since = time.perf_counter()
+        return fn()
 
     async def fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         """Every row of one query."""
@@ -197,14 +181,7 @@ class Connection:
         if shape is None:
             return await self._call(lambda: self.raw.executemany(sql, rows).rowcount)
         batch = rows if isinstance(rows, list) else list(rows)
-        if self.threaded:
-            return await self._call(lambda: _insert_rows(self.raw, shape, batch))
-        changed = 0
-        for statement, values in _row_statements(shape, batch):
-            changed += self.raw.execute(statement, values).rowcount
-            if time.perf_counter() - self._held_since > SLICE_S:
-                await self._pass()
-        return changed
+        return await self._call(lambda: _insert_rows(self.raw, shape, batch))
 
 
 @functools.lru_cache(maxsize=64)
@@ -217,25 +194,20 @@ def _multi_row(sql: str) -> tuple[str, str, str, int] | None:
     return head, group, tail, group.count("?")
 
 
-def _row_statements(
-    shape: tuple[str, str, str, int], rows: list[Sequence[Any]]
-) -> Iterator[tuple[str, list[Any]]]:
-    """The multi-row INSERTs (and their parameters) that insert `rows`."""
+def _insert_rows(
+    raw: sqlite3.Connection, shape: tuple[str, str, str, int], rows: list[Sequence[Any]]
+) -> int:
     head, group, tail, width = shape
     per_statement = max(1, MAX_PARAMETERS // width)
-    start = 0
+    changed = start = 0
     while start < len(rows):
         room = min(len(rows) - start, per_statement)
         count = next(n for n in reversed(INSERT_ROWS) if n <= room)
         chunk = rows[start : start + count]
-        yield f"{head}{','.join([group] * count)}{tail}", [v for row in chunk for v in row]
+        sql = f"{head}{','.join([group] * count)}{tail}"
+        changed += raw.execute(sql, [value for row in chunk for value in row]).rowcount
         start += count
-
-
-def _insert_rows(
-    raw: sqlite3.Connection, shape: tuple[str, str, str, int], rows: list[Sequence[Any]]
-) -> int:
-    return sum(raw.execute(sql, values).rowcount for sql, values in _row_statements(shape, rows))
+    return changed
 
 
 def connect(path: str, durability: str, *, create: bool = True) -> sqlite3.Connection:

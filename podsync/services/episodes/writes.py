@@ -11,7 +11,6 @@ transaction (`then`): one write per save, whatever it touches.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -29,10 +28,6 @@ from podsync.store import devices, episode_actions, episodes, listening_totals, 
 from podsync.store.episodes import Batch, EpisodeAction
 
 log = logging.getLogger("podsync.gpodder")
-
-# An upload's items are parsed this many at a time between passes of the event
-# loop (about 3 ms of parsing a slice on that machine).
-PARSE_SLICE = 1000
 
 # More work of the caller inside the write's transaction, after the actions.
 Then = Callable[[Connection], Awaitable[None]]
@@ -146,8 +141,6 @@ class EpisodeWrites:
         parsed: list[EpisodeAction] = []
         skipped = 0
         for index, item in enumerate(items):
-            if index and index % PARSE_SLICE == 0:
-                await asyncio.sleep(0)  # let the other requests in
             try:
                 action = parse_item(item, now, rewrites)
             except SkipItem as exc:
