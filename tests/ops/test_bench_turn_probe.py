@@ -1,0 +1,120 @@
+"""bench/turn_probe.py, the server the write benches run (bench/opa_writes.py): it
+wraps the SQLite engine's write, its group's begin and commit and the writer's log
+restarts to meter the write turn, so a change of those signatures breaks every
+write it serves (once every write answered 500, from a wrapper of `write()` that
+took none of its options). A real server through the probe: a write of each API
+answers 200, and the counters it publishes count them."""
+
+from __future__ import annotations
+
+import base64
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from tests.support.server_process import SERVER_START_TIMEOUT, free_port, write_server_config
+
+ROOT = Path(__file__).resolve().parents[2]
+PROBE = ROOT / "bench" / "turn_probe.py"
+PASSWORD = "a-long-password-1"
+
+
+def _probe_module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("turn_probe", PROBE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _post(url: str, body: Any, headers: dict[str, str]) -> tuple[int, Any]:
+    request = urllib.request.Request(  # noqa: S310 - http://127.0.0.1:<port>
+        url,
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json", **headers},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
+        return response.status, json.loads(response.read() or b"null")
+
+
+def test_the_write_benches_probe_serves_every_kind_of_write(tmp_path: Path) -> None:
+    port = free_port()
+    write_server_config(tmp_path, port)
+    config_path = tmp_path / "server.toml"
+    cli = [sys.executable, "-m", "podsync", "--config", str(config_path)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PODSYNC_")}
+    subprocess.run(
+        [*cli, "user", "add", "alice", "--password-stdin"],
+        input=PASSWORD + "\n",
+        text=True,
+        check=True,
+        capture_output=True,
+        env=env,
+    )
+    turns = tmp_path / "turns"
+    turns.mkdir()
+    argv = [sys.executable, str(PROBE), *cli[3:], "serve"]
+    log = tmp_path / "probe.log"
+    with log.open("wb") as out:
+        server = subprocess.Popen(
+            argv, stdout=out, stderr=subprocess.STDOUT, env={**env, "BENCH_TURN_DIR": str(turns)}
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + SERVER_START_TIMEOUT
+        while True:
+            assert server.poll() is None, log.read_text()
+            try:
+                with urllib.request.urlopen(base + "/healthz", timeout=1):  # noqa: S310
+                    break
+            except OSError:
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.05)
+        _, login = _post(base + "/auth/login", {"username": "alice", "password": PASSWORD}, {})
+        bearer = {"Authorization": f"Bearer {login['access_token']}"}
+        batch = {
+            "requests": [
+                {
+                    "action_id": str(uuid.uuid4()),
+                    "type": "subscription",
+                    "action": "subscribe",
+                    "occurred_at": "2026-01-01T00:00:00Z",
+                    "data": {"feed_url": f"https://feeds.example/{n}.xml"},
+                }
+                for n in range(3)
+            ]
+        }
+        assert _post(base + "/api/v1/sync", batch, bearer)[0] == 200
+        basic = base64.b64encode(f"alice:{PASSWORD}".encode()).decode()
+        gpodder = {"Authorization": f"Basic {basic}"}
+        adds = {"add": ["https://feeds.example/gp.xml"], "remove": []}
+        assert _post(base + "/api/2/subscriptions/alice/phone.json", adds, gpodder)[0] == 200
+        play = {
+            "podcast": "https://feeds.example/gp.xml",
+            "episode": "https://feeds.example/gp/1.mp3",
+            "action": "play",
+            "timestamp": "2026-01-01T00:00:00",
+            "started": 0,
+            "position": 60,
+            "total": 600,
+        }
+        assert _post(base + "/api/2/episodes/alice.json", [play], gpodder)[0] == 200
+        counted = _probe_module().read_all(turns)
+    finally:
+        server.terminate()
+        server.wait(timeout=15)
+    assert "Traceback" not in log.read_text()
+    (held_ns, groups, blocks, *_), *others = counted.values()
+    assert not others, "one serving process"
+    # The login, the sync batch, the subscription upload and the episode upload
+    # (its device made in the same write) at least.
+    assert blocks >= 4 and groups >= 1 and held_ns > 0, counted
