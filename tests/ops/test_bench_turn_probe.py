@@ -9,18 +9,16 @@ from __future__ import annotations
 
 import base64
 import importlib.util
-import json
 import os
 import subprocess
 import sys
-import time
-import urllib.request
 import uuid
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from tests.support.server_process import SERVER_START_TIMEOUT, free_port, write_server_config
+from tests.support.http_calls import call
+from tests.support.server_process import free_port, start_listening, write_server_config
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = ROOT / "bench" / "turn_probe.py"
@@ -35,22 +33,15 @@ def _probe_module() -> ModuleType:
     return module
 
 
-def _post(url: str, body: Any, headers: dict[str, str]) -> tuple[int, Any]:
-    request = urllib.request.Request(  # noqa: S310 - http://127.0.0.1:<port>
-        url,
-        data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json", **headers},
-        method="POST",
-    )
-    with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
-        return response.status, json.loads(response.read() or b"null")
+def _posted(url: str, body: Any, headers: dict[str, str] | None = None) -> Any:
+    answer = call("POST", url, body, headers)
+    assert answer.status == 200, (url, answer.status, answer.description)
+    return answer.json()
 
 
 def test_the_write_benches_probe_serves_every_kind_of_write(tmp_path: Path) -> None:
-    port = free_port()
-    write_server_config(tmp_path, port)
-    config_path = tmp_path / "server.toml"
-    cli = [sys.executable, "-m", "podsync", "--config", str(config_path)]
+    write_server_config(tmp_path, free_port())
+    cli = [sys.executable, "-m", "podsync", "--config", str(tmp_path / "server.toml")]
     env = {k: v for k, v in os.environ.items() if not k.startswith("PODSYNC_")}
     subprocess.run(
         [*cli, "user", "add", "alice", "--password-stdin"],
@@ -62,24 +53,12 @@ def test_the_write_benches_probe_serves_every_kind_of_write(tmp_path: Path) -> N
     )
     turns = tmp_path / "turns"
     turns.mkdir()
-    argv = [sys.executable, str(PROBE), *cli[3:], "serve"]
     log = tmp_path / "probe.log"
-    with log.open("wb") as out:
-        server = subprocess.Popen(
-            argv, stdout=out, stderr=subprocess.STDOUT, env={**env, "BENCH_TURN_DIR": str(turns)}
-        )
-    base = f"http://127.0.0.1:{port}"
+    # The start-up line start_listening waits for is logged at info.
+    probe_env = {**env, "BENCH_TURN_DIR": str(turns), "PODSYNC_LOG_LEVEL": "info"}
+    server, base = start_listening([sys.executable, str(PROBE), *cli[3:], "serve"], log, probe_env)
     try:
-        deadline = time.monotonic() + SERVER_START_TIMEOUT
-        while True:
-            assert server.poll() is None, log.read_text()
-            try:
-                with urllib.request.urlopen(base + "/healthz", timeout=1):  # noqa: S310
-                    break
-            except OSError:
-                assert time.monotonic() < deadline, log.read_text()
-                time.sleep(0.05)
-        _, login = _post(base + "/auth/login", {"username": "alice", "password": PASSWORD}, {})
+        login = _posted(base + "/auth/login", {"username": "alice", "password": PASSWORD})
         bearer = {"Authorization": f"Bearer {login['access_token']}"}
         batch = {
             "requests": [
@@ -93,11 +72,11 @@ def test_the_write_benches_probe_serves_every_kind_of_write(tmp_path: Path) -> N
                 for n in range(3)
             ]
         }
-        assert _post(base + "/api/v1/sync", batch, bearer)[0] == 200
+        _posted(base + "/api/v1/sync", batch, bearer)
         basic = base64.b64encode(f"alice:{PASSWORD}".encode()).decode()
         gpodder = {"Authorization": f"Basic {basic}"}
         adds = {"add": ["https://feeds.example/gp.xml"], "remove": []}
-        assert _post(base + "/api/2/subscriptions/alice/phone.json", adds, gpodder)[0] == 200
+        _posted(base + "/api/2/subscriptions/alice/phone.json", adds, gpodder)
         play = {
             "podcast": "https://feeds.example/gp.xml",
             "episode": "https://feeds.example/gp/1.mp3",
@@ -107,7 +86,7 @@ def test_the_write_benches_probe_serves_every_kind_of_write(tmp_path: Path) -> N
             "position": 60,
             "total": 600,
         }
-        assert _post(base + "/api/2/episodes/alice.json", [play], gpodder)[0] == 200
+        _posted(base + "/api/2/episodes/alice.json", [play], gpodder)
         counted = _probe_module().read_all(turns)
     finally:
         server.terminate()
