@@ -16,7 +16,6 @@ from podsync.services.episodes.items import parse_item
 from podsync.services.episodes.writes import EpisodeWrites
 from podsync.storage.postgres import PostgresDatabase
 from podsync.store import users
-from tests.support.pg_cluster import Cluster
 from tests.support.pg_rows import Counted, autovacuum_off, plays
 
 PODCASTS = 300
@@ -25,9 +24,9 @@ TABLES = ("episodes", "episode_feeds", "episode_actions")
 
 
 async def test_an_upload_reads_what_it_names_on_a_new_instances_statistics(
-    pg_cluster: Cluster,
+    own_pg_database: str,
 ) -> None:
-    async with PostgresDatabase(pg_cluster.new_database()) as db:
+    async with PostgresDatabase(own_pg_database) as db:
         async with db.write() as conn:
             await autovacuum_off(conn)
             user = await users.create(conn, "alice", "x", timestamps.now_us())

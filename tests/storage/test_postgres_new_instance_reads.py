@@ -42,7 +42,6 @@ from podsync.store import (
     users,
 )
 from podsync.store.listening import RECENT_PLAYS, HistoryFilter
-from tests.support.pg_cluster import Cluster
 from tests.support.pg_rows import (
     Counted,
     analyse,
@@ -121,9 +120,9 @@ async def _seed(db: PostgresDatabase) -> User:
 @pytest.mark.parametrize("analysed", [False, True], ids=["new", "analysed"])
 @pytest.mark.parametrize("generic", [False, True], ids=["custom", "generic"])
 async def test_reads_read_what_they_answer_on_a_new_instances_statistics(
-    pg_cluster: Cluster, generic: bool, analysed: bool
+    own_pg_database: str, generic: bool, analysed: bool
 ) -> None:
-    async with PostgresDatabase(pg_cluster.new_database()) as db:
+    async with PostgresDatabase(own_pg_database) as db:
         user = (await _seed(db)).id
         if analysed:
             async with db.write() as conn:
@@ -205,7 +204,7 @@ async def test_reads_read_what_they_answer_on_a_new_instances_statistics(
 @pytest.mark.parametrize("analysed", [False, True], ids=["new", "analysed"])
 @pytest.mark.parametrize("generic", [False, True], ids=["custom", "generic"])
 async def test_continue_listening_and_history_read_what_they_answer(
-    pg_cluster: Cluster, generic: bool, analysed: bool
+    own_pg_database: str, generic: bool, analysed: bool
 ) -> None:
     """Continue listening (on the Overview) and pages of history, through their
     service, which takes the keyed plan settings for its snapshot: before, on a new
@@ -213,15 +212,15 @@ async def test_continue_listening_and_history_read_what_they_answer(
     rows of the user's 12,000 actions, and a page of history 24,000; after an
     ANALYZE, a generic plan of the check for a newer page read the whole index of
     the episodes."""
-    url = pg_cluster.new_database()
-    async with PostgresDatabase(url) as db:
+    async with PostgresDatabase(own_pg_database) as db:
         user = await _seed(db)
         if analysed:
             async with db.write() as conn:
                 await analyse(conn)
     # A setting of every connection of the pool (asyncpg sends a URL's unknown
-    # parameters as settings): the database is the cluster's, shared by other tests.
-    async with PostgresDatabase(url + "&plan_cache_mode=force_generic_plan" * generic) as db:
+    # parameters as settings).
+    generic_plans = "?plan_cache_mode=force_generic_plan" * generic
+    async with PostgresDatabase(own_pg_database + generic_plans) as db:
         counted = Counted(db)
         service = ListeningService(counted)  # type: ignore[arg-type]
         going = await service.continue_listening(user)

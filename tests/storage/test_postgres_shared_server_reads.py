@@ -29,7 +29,6 @@ from podsync.store import (
     subscriptions,
     users,
 )
-from tests.support.pg_cluster import Cluster
 from tests.support.pg_rows import analyse, autovacuum_off, rows_read
 
 PEOPLE = 200
@@ -72,8 +71,8 @@ async def _seed(db: PostgresDatabase) -> int:
     return people[PEOPLE // 2]
 
 
-async def test_a_persons_podcasts_are_read_with_their_own_feeds(pg_cluster: Cluster) -> None:
-    async with PostgresDatabase(pg_cluster.new_database()) as db:
+async def test_a_persons_podcasts_are_read_with_their_own_feeds(own_pg_database: str) -> None:
+    async with PostgresDatabase(own_pg_database) as db:
         me = await _seed(db)
         reads: dict[str, Read] = {
             "New episodes' count stamp": lambda c: inbox.count_stamp(c, me),

@@ -19,7 +19,9 @@ import shutil
 import socket
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import asyncpg
@@ -148,16 +150,7 @@ class Cluster:
         other connection), and reload the server's rules."""
         hba = self.data / "pg_hba.conf"
         hba.write_text(f"host all {role} 127.0.0.1/32 scram-sha-256\n" + hba.read_text())
-
-        async def reload() -> None:
-            conn = await asyncpg.connect(self.url())
-            try:
-                await conn.execute("SELECT pg_reload_conf()")
-            finally:
-                await conn.close()
-
-        with ThreadPoolExecutor(1) as thread:
-            thread.submit(asyncio.run, reload()).result()
+        self._run("SELECT pg_reload_conf()")
 
     def stop(self) -> None:
         subprocess.run(
@@ -169,22 +162,41 @@ class Cluster:
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
 
+    def _run(self, statement: str, database: str = "postgres") -> None:
+        """Run `statement` on `database`, on a thread of its own: callers may be
+        inside a running event loop."""
+
+        async def run() -> None:
+            conn = await asyncpg.connect(self.url(database))
+            try:
+                await conn.execute(statement)
+            finally:
+                await conn.close()
+
+        with ThreadPoolExecutor(1) as thread:
+            thread.submit(asyncio.run, run()).result()
+
+    @contextmanager
+    def own_database(self) -> Iterator[str]:
+        """A database of its own, as a URL, dropped afterwards: for a test that counts
+        the rows its reads read. In the shared database another test's open snapshot
+        keeps this test's dead row versions (its updates' old rows) unprunable, and
+        an index scan then reads their entries too, as many as the other test's
+        timing leaves; PostgreSQL keeps them for the snapshots of the same database
+        only."""
+        name = f"own{next(self._names)}"
+        self._run(f"CREATE DATABASE {name}")
+        try:
+            yield self.url(name)
+        finally:
+            self._run(f"DROP DATABASE {name} WITH (FORCE)")
+
     def new_database(self) -> str:
         """A fresh empty schema of the cluster's one test database, as a URL whose
         search_path selects it (asyncpg passes unknown URL parameters to the server
         as settings). A schema costs milliseconds; a CREATE DATABASE copies files."""
         name = f"t{next(self._names)}"
-
-        async def create() -> None:
-            conn = await asyncpg.connect(self.url("podsync"))
-            try:
-                await conn.execute(f"CREATE SCHEMA {name}")
-            finally:
-                await conn.close()
-
-        # On a thread of its own: callers may be inside a running event loop.
-        with ThreadPoolExecutor(1) as thread:
-            thread.submit(asyncio.run, create()).result()
+        self._run(f"CREATE SCHEMA {name}", "podsync")
         return self.url("podsync") + f"?search_path={name}"
 
 

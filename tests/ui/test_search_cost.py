@@ -78,6 +78,7 @@ async def _search_c(conn: Any, user_id: int) -> None:
 
 
 @pytest.mark.both_engines
+@pytest.mark.counts_rows
 async def test_search_reads_the_persons_own_feed_items_only(config: Config) -> None:
     db = create_engine(config.database)
     await db.open()
@@ -132,6 +133,7 @@ async def _sqlite_work(conn: Any, nobody: int, owner: int) -> None:
 
 
 @pytest.mark.both_engines
+@pytest.mark.counts_rows
 async def test_new_episodes_read_the_persons_own_feed_items_only(config: Config) -> None:
     """New episodes' candidates (a join of the person's subscriptions with their
     feeds' items, as a search's) on the same server."""
