@@ -37,6 +37,10 @@
 #   PODSYNC       the podsync command (default: `command -v podsync`)
 #   OUT           where the results go (default: a new directory under /tmp)
 #   HEAVY_RUNS    how many times heavy_user runs (default 3; --smoke: 1)
+#   SETTLE_LOAD   before each bench, wait until the one-minute load average is under
+#                 this (default 0.7), so that no bench starts in the last one's wake
+#   SETTLE_MAX    ... but at most this many seconds (default 180; --smoke: 0); a wait
+#                 is noted beside the bench's load averages
 # Needs: wrk, php-cli + php-sqlite3, and the bench extra (pip install -e '.[bench]'); the
 # postgres bench also PostgreSQL's server and the test extra (its cluster is the tests').
 set -eu
@@ -52,10 +56,12 @@ SECONDS_EACH=4
 PG_RUNS=3
 HEAVY_ACTIONS=200000
 HEAVY_RUNS=${HEAVY_RUNS:-3}
+SETTLE_LOAD=${SETTLE_LOAD:-0.7}
+SETTLE_MAX=${SETTLE_MAX:-180}
 while [ $# -gt 0 ]; do
     case "$1" in
     --shared) [ $# -ge 2 ] || fail "--shared needs a folder"; PEER_DIR=$2; shift 2 ;;
-    --smoke) ROUNDS=1; SECONDS_EACH=1; HEAVY_ACTIONS=2000; HEAVY_RUNS=1; PG_RUNS=1; shift ;;
+    --smoke) ROUNDS=1; SECONDS_EACH=1; HEAVY_ACTIONS=2000; HEAVY_RUNS=1; PG_RUNS=1; SETTLE_MAX=0; shift ;;
     --*) fail "unknown option '$1'" ;;
     *) break ;;
     esac
@@ -79,17 +85,30 @@ shared() {
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 # One line per bench in $OUT/load.txt: its name, the load average before and after.
 : >"$OUT/load.txt"
+# Wait (at most SETTLE_MAX s) for the one-minute load average to fall under SETTLE_LOAD.
+settle() {
+    waited=0
+    while [ "$waited" -lt "$SETTLE_MAX" ] &&
+        awk -v l="$(cut -d' ' -f1 /proc/loadavg)" -v t="$SETTLE_LOAD" 'BEGIN { exit !(l >= t) }'; do
+        sleep 5
+        waited=$((waited + 5))
+    done
+    waited_note=""
+    [ "$waited" -eq 0 ] || waited_note="waited $waited s to settle"
+    [ -z "$waited_note" ] || echo "   $waited_note" >&2
+}
 step() {
     name=$1
     shift
+    settle
     before=$(load)
     echo "== $name (load average $before)" >&2
     "$@" >"$OUT/$name.json" 2>"$OUT/$name.err" || {
         echo "   $name failed: see $OUT/$name.err" >&2
-        echo "$name|$before|$(load)|failed" >>"$OUT/load.txt"
+        echo "$name|$before|$(load)|failed${waited_note:+; $waited_note}" >>"$OUT/load.txt"
         return 0
     }
-    echo "$name|$before|$(load)|" >>"$OUT/load.txt"
+    echo "$name|$before|$(load)|$waited_note" >>"$OUT/load.txt"
     echo "   done (load average $(load)): $OUT/$name.json" >&2
 }
 
@@ -141,6 +160,7 @@ for bench in "$@"; do
     startup)
         "$root/packaging/build.sh" >"$OUT/build.err" 2>&1 || fail "packaging/build.sh failed: $OUT/build.err"
         binary="$root/dist/podsync-linux-$(uname -m)"
+        settle
         echo "== startup (load average $(load))" >&2
         "$PYTHON" "$here/startup.py" --binary "$binary" >"$OUT/startup.txt" 2>&1 || true
         echo "   done (load average $(load)): $OUT/startup.txt" >&2 ;;
