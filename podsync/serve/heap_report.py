@@ -81,7 +81,11 @@ def _report(folder: Path, number: int) -> None:
         lines.append(f"traced: {current / 2**20:.2f} MiB now, {peak / 2**20:.2f} MiB at the peak")
     else:
         lines.append("tracemalloc is off: start the server with PYTHONTRACEMALLOC=N")
-    (folder / f"heap-{pid}-{number}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    # Written aside and renamed: whoever waits for the report finds it whole.
+    report = folder / f"heap-{pid}-{number}.txt"
+    partial = report.with_suffix(".partial")
+    partial.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    partial.replace(report)
 
 
 _PYMALLOC_FIGURES = {

@@ -250,7 +250,9 @@ def test_reply_urls_are_remembered_within_a_bound(monkeypatch: pytest.MonkeyPatc
 
 def test_each_worker_writes_a_heap_report_on_sigusr2_when_asked_for(tmp_path: Path) -> None:
     """The debugging aid (docs/development.md): with PODSYNC_DEBUG_HEAP_DIR, SIGUSR2 to a
-    worker writes its report and its tracemalloc snapshot, and the worker serves on."""
+    worker writes its report and its tracemalloc snapshot, and the worker serves on.
+    The report appears whole: it was read empty once, between its file's creation
+    and its text."""
     heap = tmp_path / "heap"
     heap.mkdir()
     env = {"PODSYNC_DEBUG_HEAP_DIR": str(heap), "PYTHONTRACEMALLOC": "2"}
@@ -280,6 +282,9 @@ def test_each_worker_writes_a_heap_report_on_sigusr2_when_asked_for(tmp_path: Pa
                 r"connection podsync\.db: cache \d+ KiB, schema (\d+) KiB", text
             )
             assert connections and all(int(schema) > 0 for schema in connections), text
+        # Each report appeared whole (it was read as soon as it existed), renamed
+        # from its partial file.
+        assert not list(heap.glob("*.partial"))
         assert sorted(tree.alive()) == sorted([tree.proc.pid, *pids])  # type: ignore[union-attr]
         assert call("GET", f"{tree.base_url}/healthz").status == 200
 
