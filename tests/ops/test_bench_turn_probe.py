@@ -7,22 +7,22 @@ answers 200, and the counters it publishes count them."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import importlib.util
 import os
-import subprocess
 import sys
 import uuid
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from tests.conftest import PASSWORD, with_accounts
 from tests.support.http_calls import call
 from tests.support.server_process import free_port, start_listening, write_server_config
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = ROOT / "bench" / "turn_probe.py"
-PASSWORD = "a-long-password-1"
 
 
 def _probe_module() -> ModuleType:
@@ -40,23 +40,16 @@ def _posted(url: str, body: Any, headers: dict[str, str] | None = None) -> Any:
 
 
 def test_the_write_benches_probe_serves_every_kind_of_write(tmp_path: Path) -> None:
-    write_server_config(tmp_path, free_port())
-    cli = [sys.executable, "-m", "podsync", "--config", str(tmp_path / "server.toml")]
+    config = write_server_config(tmp_path, free_port())
+    asyncio.run(with_accounts(config, lambda accounts: accounts.add_user("alice", PASSWORD)))
     env = {k: v for k, v in os.environ.items() if not k.startswith("PODSYNC_")}
-    subprocess.run(
-        [*cli, "user", "add", "alice", "--password-stdin"],
-        input=PASSWORD + "\n",
-        text=True,
-        check=True,
-        capture_output=True,
-        env=env,
-    )
     turns = tmp_path / "turns"
     turns.mkdir()
     log = tmp_path / "probe.log"
     # The start-up line start_listening waits for is logged at info.
     probe_env = {**env, "BENCH_TURN_DIR": str(turns), "PODSYNC_LOG_LEVEL": "info"}
-    server, base = start_listening([sys.executable, str(PROBE), *cli[3:], "serve"], log, probe_env)
+    serve = [sys.executable, str(PROBE), "--config", str(tmp_path / "server.toml"), "serve"]
+    server, base = start_listening(serve, log, probe_env)
     try:
         login = _posted(base + "/auth/login", {"username": "alice", "password": PASSWORD})
         bearer = {"Authorization": f"Bearer {login['access_token']}"}
