@@ -13,9 +13,11 @@ synchronous_commit and full_page_writes on, shared_buffers 256MB), then runs
 `bench/load.py --database-url URL --only sync` RUNS times, each on an empty schema
 of its own, and prints for each run the batches of 30 new subscribes a second on
 SQLite and on PostgreSQL (one process and two), PostgreSQL's throughput over
-SQLite's, and PostgreSQL's CPU a batch (its backends', from /proc). The cluster is
-removed at the end. Needs PostgreSQL's server (Debian: postgresql), wrk, and the
-test extra (the cluster helper imports asyncpg and pytest).
+SQLite's, and PostgreSQL's CPU a batch (its backends', from /proc), with the
+machine's speed before and after each run (`rounds.speed_probe_ms`: a fixed loop's
+CPU ms, lower is faster; on a VM whose speed moves, compare runs at similar probes).
+The cluster is removed at the end. Needs PostgreSQL's server (Debian: postgresql),
+wrk, and the test extra (the cluster helper imports asyncpg and pytest).
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+from rounds import speed_probe_ms  # noqa: E402
 
 SQLITE, ONE, TWO = "sqlite, 1 process", "postgresql, 1 process", "postgresql, 2 processes"
 # A server's settings, not the tests' (which skip fsync): later -c options win.
@@ -56,6 +61,7 @@ def settings_of(url: str) -> dict[str, str]:
 
 
 def one_run(url: str, rounds: int, seconds: int) -> dict[str, Any]:
+    probe_before = speed_probe_ms()
     command = [sys.executable, str(HERE / "load.py"), "--database-url", url, "--only", "sync"]
     out = subprocess.run(
         [*command, "--json", "--rounds", str(rounds), "--seconds", str(seconds)],
@@ -67,6 +73,7 @@ def one_run(url: str, rounds: int, seconds: int) -> dict[str, Any]:
     sync = result["medians"]["sync"]
     return {
         "load_average": [result["load_average_before"][0], result["load_average_after"][0]],
+        "speed_probe_ms": [probe_before, speed_probe_ms()],
         "sqlite_per_s": sync[SQLITE]["per_second"],
         "pg_per_s": sync[ONE]["per_second"],
         "pg_two_per_s": sync[TWO]["per_second"],
@@ -131,11 +138,15 @@ def main() -> int:
         return 0
     settings = result["settings"]
     print(f"PostgreSQL of {bin_dir}, {settings}; {args.rounds} rounds of {args.seconds} s")
-    print("| run | load | SQLite /s | PostgreSQL /s (two processes) | over SQLite | PG CPU ms |")
-    print("|---|---|---:|---:|---:|---:|")
+    print(
+        "| run | load | speed probe ms | SQLite /s | PostgreSQL /s (two processes) "
+        "| over SQLite | PG CPU ms |"
+    )
+    print("|---|---|---|---:|---:|---:|---:|")
     for n, r in enumerate(runs, 1):
         print(
             f"| {n} | {r['load_average'][0]:.1f}-{r['load_average'][1]:.1f} | "
+            f"{r['speed_probe_ms'][0]}-{r['speed_probe_ms'][1]} | "
             f"{r['sqlite_per_s']:.0f} | {r['pg_per_s']:.0f} ({r['pg_two_per_s']:.0f}) | "
             f"{r['pg_over_sqlite']} | {r['pg_cpu_ms']} |"
         )

@@ -31,6 +31,23 @@ def cpu_seconds(pid: int) -> tuple[float, float]:
     return read(f"/proc/{pid}/stat"), read(f"/proc/{pid}/task/{pid}/stat")
 
 
+def speed_probe_ms(repeats: int = 5) -> float:
+    """CPU milliseconds of a fixed pure-Python loop (median of `repeats`): the
+    machine's speed at this moment. On the shared VM it moves by up to 1.8x within a
+    minute, idle, and a CPU-per-request figure moves with it (docs/performance.md),
+    so a bench taken at a slow moment reads high. Lower is faster; compare runs at
+    similar probes."""
+    import time
+
+    times = []
+    for _ in range(repeats):
+        started, total = time.process_time(), 0
+        for i in range(300_000):
+            total += i * i
+        times.append(time.process_time() - started)
+    return round(1000 * statistics.median(times), 1)
+
+
 @dataclass(frozen=True)
 class Run:
     """One wrk run and the CPU time the server spent meanwhile. CPU per request
