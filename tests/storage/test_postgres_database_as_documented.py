@@ -1,0 +1,124 @@
+"""The PostgreSQL database docs/scaling.md tells an operator to create: its commands,
+run as written against a real cluster, give a database that compares text byte by
+byte (`lc_collate` C, whatever the cluster's locale), podsync migrates and syncs in
+it, and the documented move of an existing database keeps every row."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+from pathlib import Path
+
+import asyncpg
+
+from podsync import timestamps
+from podsync.config import SyncConfig
+from podsync.services.sync import SyncService
+from podsync.storage.postgres import PostgresDatabase
+from podsync.store import users
+from tests.support.pg_cluster import Cluster, _as_owner
+from tests.support.sync_helpers import new_subscribes
+
+SCALING = Path(__file__).resolve().parents[2] / "docs" / "scaling.md"
+AS_POSTGRES = "sudo -u postgres "
+
+
+def documented(tool: str) -> list[str]:
+    """Each command line of docs/scaling.md's shell blocks that runs `tool` (a pipeline
+    stays one line)."""
+    blocks = re.findall(r"```sh\n(.*?)```", SCALING.read_text(), re.S)
+    return [line for block in blocks for line in block.splitlines() if f" {tool} " in line]
+
+
+def run_as_documented(cluster: Cluster, line: str, names: dict[str, str]) -> None:
+    """Run one documented line on the test cluster: each command of the pipeline as the
+    postgres user, with the cluster's socket and port added, and the documented
+    database names replaced by the test's own."""
+    commands = []
+    for part in line.split(" | "):
+        argv = shlex.split(part.removeprefix(AS_POSTGRES).strip())
+        assert part.strip().startswith(AS_POSTGRES), part
+        argv = [names.get(word, word) for word in argv]
+        tool = str(cluster.bin_dir / argv[0])
+        commands.append(
+            _as_owner([tool, "-h", str(cluster.root), "-p", str(cluster.port), *argv[1:]])
+        )
+    upstream = None
+    procs = []
+    for argv in commands:
+        proc = subprocess.Popen(
+            argv, stdin=upstream, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        if upstream is not None:
+            upstream.close()
+        upstream = proc.stdout
+        procs.append(proc)
+    assert upstream is not None
+    upstream.read()
+    for proc, argv in zip(procs, commands, strict=True):
+        _, err = proc.communicate()
+        assert proc.returncode == 0, (argv, err.decode())
+
+
+async def sync_once(url: str, batch: int) -> int:
+    """Apply a batch of 30 new subscribes for alice (created when missing); her
+    subscriptions afterwards."""
+    async with PostgresDatabase(url) as db:
+        async with db.write() as conn:
+            user = await users.get_by_name(conn, "alice")
+            if user is None:
+                user = await users.create(conn, "alice", "x", timestamps.now_us())
+        outcome = await SyncService(db, SyncConfig()).apply(
+            user.id, "phone", *new_subscribes(batch)
+        )
+        assert [r.status for r in outcome.results] == ["applied"] * 30
+    conn = await asyncpg.connect(url)
+    try:
+        return int(await conn.fetchval("SELECT count(*) FROM subscriptions"))
+    finally:
+        await conn.close()
+
+
+async def collation(url: str) -> str:
+    conn = await asyncpg.connect(url)
+    try:
+        return str(await conn.fetchval("SHOW lc_collate"))
+    finally:
+        await conn.close()
+
+
+async def test_the_documented_database_compares_bytes_and_a_moved_one_keeps_its_rows(
+    pg_cluster: Cluster,
+) -> None:
+    create, create_new = documented("createdb")
+    (copy,) = documented("pg_dump")
+    suffix = str(id(create))[-6:]
+    owner, old, new = f"podsync{suffix}", f"old{suffix}", f"new{suffix}"
+    names = {"podsync": owner, "podsync_new": new}
+    admin = await asyncpg.connect(pg_cluster.url())
+    try:
+        await admin.execute(f"CREATE ROLE {owner} LOGIN")
+        await admin.execute(f"CREATE DATABASE {old} OWNER {owner}")  # an existing database
+    finally:
+        await admin.close()
+    try:
+        # The first command creates the owner's database: here the role's namesake.
+        run_as_documented(pg_cluster, create, names)
+        assert await collation(pg_cluster.url(owner)) == "C"
+        assert await sync_once(pg_cluster.url(owner), 0) == 30
+
+        # The move: an existing database with rows, copied into one created as documented.
+        assert await sync_once(pg_cluster.url(old), 1) == 30
+        run_as_documented(pg_cluster, create_new, names)
+        run_as_documented(pg_cluster, copy, {**names, "podsync": old})
+        assert await collation(pg_cluster.url(new)) == "C"
+        assert await sync_once(pg_cluster.url(new), 2) == 60
+    finally:
+        admin = await asyncpg.connect(pg_cluster.url())
+        try:
+            for name in (owner, old, new):
+                await admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+            await admin.execute(f"DROP ROLE {owner}")
+        finally:
+            await admin.close()
