@@ -91,7 +91,10 @@ async def postgres_schema(url: str) -> str:
 async def _table(con: Any, oid: int, name: str) -> str:
     columns = await con.fetch(
         "SELECT a.attname, format_type(a.atttypid, a.atttypmod) AS type, a.attnotnull, "
-        "a.attidentity::text AS attidentity, pg_get_expr(d.adbin, d.adrelid) AS default "
+        "a.attidentity::text AS attidentity, pg_get_expr(d.adbin, d.adrelid) AS default, "
+        # A collation declared on the column (schema step 31's "C"), not the database's.
+        "(SELECT quote_ident(l.collname) FROM pg_collation l WHERE l.oid = a.attcollation "
+        "AND a.attcollation <> 100) AS collation "
         "FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid "
         "AND d.adnum = a.attnum WHERE a.attrelid = $1 AND a.attnum > 0 "
         "AND NOT a.attisdropped ORDER BY a.attnum",
@@ -100,6 +103,8 @@ async def _table(con: Any, oid: int, name: str) -> str:
     lines = []
     for c in columns:
         line = f"{c['attname']} {c['type']}"
+        if c["collation"] is not None:
+            line += f" COLLATE {c['collation']}"
         if c["attidentity"] in ("a", "d"):  # '' for a column that is no identity
             line += " GENERATED " + ("ALWAYS" if c["attidentity"] == "a" else "BY DEFAULT")
             line += " AS IDENTITY"

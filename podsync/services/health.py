@@ -61,17 +61,3 @@ async def require_writable(db: Engine) -> None:
         raise Unavailable(
             f"database {db.path} cannot be written: {exc.reason}", exc.retry_after
         ) from exc
-
-
-async def collation_note(db: Engine) -> str | None:
-    """For start-up: a line for the log when the database compares text by a
-    language's rules (PostgreSQL only; docs/scaling.md), else None."""
-    async with db.read() as conn:
-        collation = await meta.language_collation(conn)
-    if collation is None:
-        return None
-    return (
-        f"the database compares text by the rules of {collation}: PostgreSQL spends "
-        "more CPU on each sync than comparing bytes would cost; docs/scaling.md says "
-        "how to move to a database created with --lc-collate C"
-    )

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 from podsync.errors import Unauthorized
 from podsync.store import Connection
 
@@ -144,30 +142,3 @@ async def touch(conn: Connection) -> None:
     Call inside a write. PostgreSQL refuses an UPDATE in a read-only transaction or on
     a standby whatever it matches; there the row does not exist (no row lock taken)."""
     await conn.execute("UPDATE meta SET value = value WHERE key = 'health_probe'")
-
-
-# Collations that compare text as bytes, as SQLite's BINARY does: PostgreSQL's C and
-# POSIX, and glibc's C.UTF-8 (code point order, which is byte order in UTF-8).
-_BYTEWISE = frozenset({"C", "POSIX", "C.UTF-8", "C.utf8"})
-
-
-async def language_collation(conn: Connection) -> str | None:
-    """The rules by which a PostgreSQL database compares text when they are a
-    language's (`en_US.UTF-8`, or ICU's `en-US`), else None: bytewise, and always on
-    SQLite. podsync's keys are looked up and indexed under these rules
-    (docs/scaling.md says what they cost)."""
-    if conn.dialect != "postgresql":
-        return None
-    # One row of every column: the provider's columns differ by version (15 added the
-    # provider and ICU's locale, 17 renamed that one).
-    row = await conn.fetch_one(
-        "SELECT to_json(d)::text FROM pg_database d WHERE datname = current_database()"
-    )
-    database = json.loads(row[0])
-    provider = database.get("datlocprovider", "c")
-    if provider == "b":  # 17's built-in provider: C or C.UTF-8, both bytewise
-        return None
-    if provider == "i":
-        return str(database.get("daticulocale") or database.get("datlocale") or "ICU")
-    collation = str(database["datcollate"])
-    return None if collation in _BYTEWISE else collation

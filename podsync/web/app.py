@@ -17,7 +17,7 @@ from podsync.config import Config
 from podsync.errors import METRICS_EXTRA, MissingExtra
 from podsync.services.auth import load_secret_key
 from podsync.services.compose.core import Services
-from podsync.services.health import collation_note, require_writable
+from podsync.services.health import require_writable
 from podsync.services.retention import forget_past_retention
 from podsync.services.sync import SyncService
 from podsync.storage.engine import Engine, create_engine, open_when_up
@@ -127,8 +127,6 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
         # What runs once per server, not once per worker: on the leader.
         if worker.leader:
             pruner = asyncio.create_task(_prune_periodically(db, services.sync, config))
-            if note := await collation_note(db):
-                log.info("%s", note)
         if fetcher is None:
             if worker.leader:
                 log.info("feeds.fetch_metadata is off: podsync makes no outbound connection")

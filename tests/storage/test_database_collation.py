@@ -1,36 +1,60 @@
-"""A PostgreSQL database that compares text by a language's rules is named at start-up.
+"""podsync's keys compare bytewise on PostgreSQL whatever the database's collation.
 
 podsync's keys (URL keys, guids, sync and action ids) are looked up and indexed by
-text comparisons; under a language's collation they cost about a quarter of
-PostgreSQL's CPU a sync batch (docs/performance.md). `podsync serve` says so once,
-with what to do (docs/scaling.md); a database that compares bytes, as the docs
-create it, and SQLite get no such line."""
+text comparisons; under a language's collation (`en_US.UTF-8`, the `postgres`
+image's default, or ICU's) they cost about a quarter of PostgreSQL's CPU a sync
+batch (docs/performance.md). Schema step 31 declares every indexed text column
+`COLLATE "C"` (users' name aside: its index folds case by the database's rules), so
+that every database, whatever it was created with, indexes them as SQLite does.
+The step keeps every row, and the batch's read finds the same entities after it."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 
 import asyncpg
 import pytest
 
-from podsync.storage.postgres import PgConnection
-from podsync.storage.sqlite import Database
-from podsync.store import meta
-from tests.conftest import TEST_HASH_COST
+from podsync import timestamps
+from podsync.config import Config, SyncConfig
+from podsync.rules import Subscribe
+from podsync.services.sync import SyncService
+from podsync.storage.engine import Engine, create_engine
+from podsync.storage.migrations.postgres import MIGRATIONS
+from podsync.storage.migrations.postgres_steps_0_4 import BYTEWISE_COLUMNS, BYTEWISE_KEYS
+from podsync.storage.postgres import PostgresDatabase
+from podsync.store import users
+from tests.storage.test_guid_index_migration import found_by_guid
+from tests.storage.test_subscription_indexes_migration import stored
+from tests.support.migration_support import add_user, database_at
 from tests.support.pg_cluster import Cluster
-from tests.support.server_process import ServerProcess, free_port
 
-# CREATE DATABASE options, and the rules the store should name (None: bytewise).
+# CREATE DATABASE options of the databases an operator may have.
 DATABASES = {
-    "documented": ("LC_COLLATE 'C'", None),
-    "posix": ("LC_COLLATE 'POSIX'", None),
-    "c-utf8": ("LC_COLLATE 'C.UTF-8'", None),
-    "icu": ("LOCALE_PROVIDER icu ICU_LOCALE 'en-US'", "en-US"),
-    "libc-language": ("LC_COLLATE 'en_US.UTF-8'", "en_US.UTF-8"),
+    "c": "LC_COLLATE 'C'",
+    "posix": "LC_COLLATE 'POSIX'",
+    "c-utf8": "LC_COLLATE 'C.UTF-8'",
+    "icu": "LOCALE_PROVIDER icu ICU_LOCALE 'en-US'",
+    "libc-language": "LC_COLLATE 'en_US.UTF-8'",
 }
-NOTE = "the database compares text by the rules of"
+# The indexes that keep the database's rules: users' name, compared as typed and
+# with lower().
+BY_THE_DATABASE = {"users_name_key", "users_name_lower"}
+STEP = next(n for n, s in enumerate(MIGRATIONS, 1) if s is BYTEWISE_KEYS)
+URLS = ["https://B.example/feed", "https://a.example/feed", "https://é.example/feed"]
+
+# Every collation an index of the current schema compares a text key by.
+INDEX_COLLATIONS = """
+SELECT c.relname, l.collname
+FROM pg_index i
+JOIN pg_class c ON c.oid = i.indexrelid
+JOIN pg_namespace n ON n.oid = c.relnamespace
+CROSS JOIN LATERAL unnest(i.indcollation::oid[]) AS k(coll)
+JOIN pg_collation l ON l.oid = k.coll
+WHERE n.nspname = current_schema()
+ORDER BY 1
+"""
 
 
 @asynccontextmanager
@@ -53,53 +77,69 @@ async def database(cluster: Cluster, options: str) -> AsyncIterator[str]:
         await admin.close()
 
 
+async def index_collations(url: str) -> dict[str, set[str]]:
+    conn = await asyncpg.connect(url)
+    try:
+        rows = await conn.fetch(INDEX_COLLATIONS)
+    finally:
+        await conn.close()
+    found: dict[str, set[str]] = {}
+    for index, collation in rows:
+        found.setdefault(index, set()).add(collation)
+    return found
+
+
+def test_the_step_names_existing_columns_once() -> None:
+    assert STEP == 31
+    columns = [(table, column) for table, names in BYTEWISE_COLUMNS.items() for column in names]
+    assert len(columns) == len(set(columns))
+    assert ("users", "name") not in columns
+
+
 @pytest.mark.parametrize("case", DATABASES)
-async def test_the_store_names_a_languages_rules_and_nothing_else(
+async def test_every_key_index_compares_bytes_whatever_the_database(
     pg_cluster: Cluster, case: str
 ) -> None:
-    options, expected = DATABASES[case]
-    async with database(pg_cluster, options) as url:
-        raw = await asyncpg.connect(url)
-        try:
-            assert await meta.language_collation(PgConnection(raw)) == expected
-        finally:
-            await raw.close()
+    async with database(pg_cluster, DATABASES[case]) as url:
+        async with PostgresDatabase(url) as db:  # runs every schema step
+            async with db.write() as conn:
+                user = await users.create(conn, "alice", "x", timestamps.now_us())
+            sync = SyncService(db, SyncConfig())
+            outcome = await sync.apply(user.id, "phone", [Subscribe(u) for u in URLS])
+            assert [r.status for r in outcome.results] == ["applied"] * 3
+        collations = await index_collations(url)
+    keyed = {index: names for index, names in collations.items() if index not in BY_THE_DATABASE}
+    # The subscription table's keys, the feeds', the episode actions' ids among them.
+    assert {"subscriptions_url_key", "subscriptions_guid", "feed_info_pkey"} <= set(keyed)
+    assert {"actions_pkey", "feed_episodes_guid", "up_next_pkey"} <= set(keyed)
+    assert all(names == {"C"} for names in keyed.values()), keyed
+    assert collations["users_name_lower"] == {"default"}
 
 
-async def test_sqlite_compares_bytes(tmp_path: Path) -> None:
-    async with Database(str(tmp_path / "podsync.db")) as db, db.read() as conn:
-        assert await meta.language_collation(conn) is None
+@pytest.mark.both_engines
+async def test_step_31_keeps_every_row_and_finds_every_guid(config: Config, db_engine: str) -> None:
+    urls = [f"https://feeds.example/{n}.xml" for n in range(8)] + URLS
+    guids = {f"guid-{n}" for n in range(len(urls))}
+    async with database_at(config, db_engine, STEP - 1) as db:
+        alice, bob = await add_user(db, "alice"), await add_user(db, "bob")
+        sync = SyncService(db, config.sync)
+        await sync.apply(alice, None, [Subscribe(u, guid=f"guid-{n}") for n, u in enumerate(urls)])
+        await sync.apply(bob, None, [Subscribe(u, guid=f"guid-{n}") for n, u in enumerate(URLS)])
+        rows = await stored(db)
+        before = {user: await found_by_guid(db, user, guids) for user in (alice, bob)}
+    assert [len(found) for found in before.values()] == [len(urls), len(URLS)]
 
-
-def serve_log(tmp_path: Path, url: str) -> str:
-    """What a real `podsync serve` on `url` logs from its start to its stop."""
-    port = free_port()
-    auth = "".join(f"{key} = {value}\n" for key, value in TEST_HASH_COST.items())
-    config = tmp_path / "server.toml"
-    config.write_text(
-        f'[server]\nhost = "127.0.0.1"\nport = {port}\n\n[database]\nurl = "{url}"\n\n'
-        f'[auth]\n{auth}\n[log]\nlevel = "info"\naccess_log = false\n\n'
-        "[feeds]\nfetch_metadata = false\n"
-    )
-    server = ServerProcess(config, port, tmp_path / "server.log")
-    server.start()
-    server.stop()
-    return (tmp_path / "server.log").read_text()
-
-
-@pytest.mark.parametrize("case", ["documented", "icu"])
-async def test_serve_says_once_when_the_database_compares_by_a_languages_rules(
-    pg_cluster: Cluster, tmp_path: Path, case: str
-) -> None:
-    options, expected = DATABASES[case]
-    async with database(pg_cluster, options) as url:
-        log = serve_log(tmp_path, url)
-    assert "listening on" in log
-    if expected is None:
-        assert NOTE not in log
-    else:
-        lines = [line for line in log.splitlines() if NOTE in line]
-        assert len(lines) == 1, log
-        assert f"{NOTE} {expected}:" in lines[0]
-        assert "--lc-collate C" in lines[0]
-        assert "docs/scaling.md" in lines[0]
+    db: Engine = create_engine(config.database)
+    await db.open()  # runs step 31
+    try:
+        assert await stored(db) == rows
+        assert {user: await found_by_guid(db, user, guids) for user in (alice, bob)} == before
+        # Written after the step: a known guid under another URL finds alice's entity
+        # (no second one is added), and a new guid is added and found.
+        sync = SyncService(db, config.sync)
+        await sync.apply(alice, None, [Subscribe("https://moved.example/0.xml", guid="guid-0")])
+        await sync.apply(alice, None, [Subscribe("https://feeds.example/new.xml", guid="new")])
+        assert len(await stored(db)) == len(rows) + 1
+        assert len(await found_by_guid(db, alice, guids | {"new"})) == len(urls) + 1
+    finally:
+        await db.close()

@@ -12,6 +12,7 @@ from podsync.storage.migrations import check_version, log_upgrade
 from podsync.storage.migrations.episode_views import episode_action_view
 from podsync.storage.migrations.postgres_steps_0_3 import FETCHES_AND_SIGN_INS, STEPS_0_3, Step
 from podsync.storage.migrations.postgres_steps_0_4 import (
+    BYTEWISE_KEYS,
     EPISODE_ACTION_COUNT,
     GUID_INDEX,
     STEPS_0_4,
@@ -356,6 +357,7 @@ MIGRATIONS: tuple[Step, ...] = (
     SUBSCRIPTION_INDEXES,  # 28: postgres_steps_0_4.py
     GUID_INDEX,  # 29: postgres_steps_0_4.py
     EPISODE_ACTION_COUNT,  # 30: postgres_steps_0_4.py
+    BYTEWISE_KEYS,  # 31: postgres_steps_0_4.py
 )
 
 

@@ -78,6 +78,44 @@ UPDATE users SET episode_action_count =
     (SELECT count(*) FROM episode_actions a WHERE a.user_id = users.id);
 """
 
+# 31: every text column an index keys on compares bytewise (`COLLATE "C"`), as on
+# SQLite and whatever the database's own collation: under a language's rules
+# (`en_US.UTF-8`, the `postgres` image's default) each lookup and insert of a key
+# (URL keys, guids, sync and action ids) compares by those rules, a quarter of
+# PostgreSQL's CPU a sync batch (docs/performance.md). Equality is the same either
+# way (a deterministic collation's equality is byte equality); what changes is the
+# indexes' order, and so every index on these columns is rebuilt here (the tables'
+# rows stay as they are). Columns compared with one another change together, or a
+# join would compare under "C" and pass by the other column's index. users.name
+# stays: its index folds case by the database's rules (lower(name)).
+BYTEWISE_COLUMNS: dict[str, tuple[str, ...]] = {
+    "actions": ("action_id",),
+    "app_passwords": ("name",),
+    "artwork": ("hash",),
+    "episode_feeds": ("url_key",),
+    "feed_info": ("url_key", "artwork_hash", "claimed_by"),
+    "feed_checks": ("url_key",),
+    "feed_episodes": ("url_key", "guid", "episode_url"),
+    "gpodder_devices": ("device_id",),
+    "gpodder_revoked_sessions": ("session_id",),
+    "inbox_dismissals": ("podcast_key", "item_key"),
+    "login_failures": ("address",),
+    "login_flows": ("address", "flow_id"),
+    "login_successes": ("address",),
+    "meta": ("key",),
+    "podcast_speeds": ("podcast_key",),
+    "served_positions": ("key",),
+    "subscriptions": ("url_key", "guid", "sync_id"),
+    "sync_refusals": ("kind", "subject"),
+    "up_next": ("podcast_key", "item_key"),
+}
+BYTEWISE_KEYS = "".join(
+    f"ALTER TABLE {table} "
+    + ", ".join(f'ALTER COLUMN {column} TYPE TEXT COLLATE "C"' for column in columns)
+    + ";\n"
+    for table, columns in BYTEWISE_COLUMNS.items()
+)
+
 STEPS_0_4: tuple[Step, ...] = (
     _lists,  # 25
     # 26: statistics from running totals, and the web player's listening sessions

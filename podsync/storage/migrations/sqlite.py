@@ -357,6 +357,7 @@ MIGRATIONS: tuple[Step, ...] = (
     SUBSCRIPTION_INDEXES,  # 28: sqlite_steps_0_4.py
     NOTHING,  # 29: PostgreSQL's guid index (sqlite_steps_0_4.py)
     EPISODE_ACTION_COUNT,  # 30: sqlite_steps_0_4.py
+    NOTHING,  # 31: PostgreSQL's keys compare bytewise, as SQLite's always have
 )
 
 
