@@ -9,11 +9,12 @@ full_page_writes on, shared_buffers 256MB), initialised under LOCALE (default
 en_US.UTF-8, as the `postgres` container image; needs that locale on this machine:
 Debian's locales package and locale-gen). Two databases in it: the one compared
 (the cluster's default, or one made with ICU's en-US, or with C.UTF-8) and one made
-as docs/scaling.md says (`LC_COLLATE 'C'`). In one process (the services, no HTTP),
-chunks of BATCHES sync batches of 30 new subscribes alternate between the two, the
-order flipped each chunk. Prints PostgreSQL's CPU a batch on each side (its
-backends', from /proc) and, per chunk, over this process's own CPU for the same
-chunk: both sides do the same work, so that ratio holds while the machine's speed
+with `LC_COLLATE 'C'`; podsync's schema steps run on both (since step 31 its keys
+compare bytewise in either, and the two should cost the same). In one process (the
+services, no HTTP), chunks of BATCHES sync batches of 30 new subscribes alternate
+between the two, the order flipped each chunk. Prints PostgreSQL's CPU a batch on
+each side (its backends', from /proc) and, per chunk, over this process's own CPU
+for the same chunk: both sides do the same work, so that ratio holds while the machine's speed
 moves (docs/performance.md). Needs PostgreSQL's server and the test extra.
 """
 
