@@ -6,7 +6,8 @@ image's default, or ICU's) they cost about a quarter of PostgreSQL's CPU a sync
 batch (docs/performance.md). Schema step 31 declares every indexed text column
 `COLLATE "C"` (users' name aside: its index folds case by the database's rules), so
 that every database, whatever it was created with, indexes them as SQLite does.
-The step keeps every row, and the batch's read finds the same entities after it."""
+From a database of 0.3.0 the steps keep every row, and the batch's read finds the
+same entities after them."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from podsync.storage.migrations.postgres import MIGRATIONS
 from podsync.storage.migrations.postgres_steps_0_4 import BYTEWISE_COLUMNS, BYTEWISE_KEYS
 from podsync.storage.postgres import PostgresDatabase
 from podsync.store import users
-from tests.storage.test_guid_index_migration import found_by_guid
+from tests.storage.test_guid_index_migration import RELEASE_0_3_0, found_by_guid
 from tests.storage.test_subscription_indexes_migration import stored
 from tests.support.migration_support import add_user, database_at
 from tests.support.pg_cluster import Cluster
@@ -120,7 +121,7 @@ async def test_every_key_index_compares_bytes_whatever_the_database(
 async def test_step_31_keeps_every_row_and_finds_every_guid(config: Config, db_engine: str) -> None:
     urls = [f"https://feeds.example/{n}.xml" for n in range(8)] + URLS
     guids = {f"guid-{n}" for n in range(len(urls))}
-    async with database_at(config, db_engine, STEP - 1) as db:
+    async with database_at(config, db_engine, RELEASE_0_3_0) as db:
         alice, bob = await add_user(db, "alice"), await add_user(db, "bob")
         sync = SyncService(db, config.sync)
         await sync.apply(alice, None, [Subscribe(u, guid=f"guid-{n}") for n, u in enumerate(urls)])
@@ -130,8 +131,16 @@ async def test_step_31_keeps_every_row_and_finds_every_guid(config: Config, db_e
     assert [len(found) for found in before.values()] == [len(urls), len(URLS)]
 
     db: Engine = create_engine(config.database)
-    await db.open()  # runs step 31
+    await db.open()  # runs the steps after 0.3.0's, 31 among them
     try:
+        if db_engine == "postgresql":
+            collations = await index_collations(str(config.database.url))
+            assert collations["subscriptions_guid"] == {"C"}
+            assert all(
+                names == {"C"}
+                for index, names in collations.items()
+                if index not in BY_THE_DATABASE
+            ), collations
         assert await stored(db) == rows
         assert {user: await found_by_guid(db, user, guids) for user in (alice, bob)} == before
         # Written after the step: a known guid under another URL finds alice's entity
