@@ -14,8 +14,8 @@ compare bytewise in either, and the two should cost the same). In one process (t
 services, no HTTP), chunks of BATCHES sync batches of 30 new subscribes alternate
 between the two, the order flipped each chunk. Prints PostgreSQL's CPU a batch on
 each side (its backends', from /proc) and, per chunk, over this process's own CPU
-for the same chunk: both sides do the same work, so that ratio holds while the machine's speed
-moves (docs/performance.md). Needs PostgreSQL's server and the test extra.
+for the same chunk: both sides do the same work, so that ratio holds while the
+machine's speed moves (docs/performance.md). Needs PostgreSQL's server and the test extra.
 """
 
 from __future__ import annotations

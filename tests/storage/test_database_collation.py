@@ -79,6 +79,8 @@ async def database(cluster: Cluster, options: str) -> AsyncIterator[str]:
 
 
 async def index_collations(url: str) -> dict[str, set[str]]:
+    """Each index's collations; those of users' name are checked to be the
+    database's own, the others are returned."""
     conn = await asyncpg.connect(url)
     try:
         rows = await conn.fetch(INDEX_COLLATIONS)
@@ -87,7 +89,17 @@ async def index_collations(url: str) -> dict[str, set[str]]:
     found: dict[str, set[str]] = {}
     for index, collation in rows:
         found.setdefault(index, set()).add(collation)
+    kept = {index: found.pop(index, None) for index in BY_THE_DATABASE}
+    assert kept == {index: {"default"} for index in BY_THE_DATABASE}, kept
     return found
+
+
+def assert_bytewise(keyed: dict[str, set[str]]) -> None:
+    """Every index of a text key compares under "C", the subscription table's keys,
+    the feeds', the action ids' and the queue's among them."""
+    assert {"subscriptions_url_key", "subscriptions_guid", "feed_info_pkey"} <= set(keyed)
+    assert {"actions_pkey", "feed_episodes_guid", "up_next_pkey"} <= set(keyed)
+    assert all(names == {"C"} for names in keyed.values()), keyed
 
 
 def test_the_step_names_existing_columns_once() -> None:
@@ -108,13 +120,8 @@ async def test_every_key_index_compares_bytes_whatever_the_database(
             sync = SyncService(db, SyncConfig())
             outcome = await sync.apply(user.id, "phone", [Subscribe(u) for u in URLS])
             assert [r.status for r in outcome.results] == ["applied"] * 3
-        collations = await index_collations(url)
-    keyed = {index: names for index, names in collations.items() if index not in BY_THE_DATABASE}
-    # The subscription table's keys, the feeds', the episode actions' ids among them.
-    assert {"subscriptions_url_key", "subscriptions_guid", "feed_info_pkey"} <= set(keyed)
-    assert {"actions_pkey", "feed_episodes_guid", "up_next_pkey"} <= set(keyed)
-    assert all(names == {"C"} for names in keyed.values()), keyed
-    assert collations["users_name_lower"] == {"default"}
+        keyed = await index_collations(url)
+    assert_bytewise(keyed)
 
 
 @pytest.mark.both_engines
@@ -134,13 +141,7 @@ async def test_step_31_keeps_every_row_and_finds_every_guid(config: Config, db_e
     await db.open()  # runs the steps after 0.3.0's, 31 among them
     try:
         if db_engine == "postgresql":
-            collations = await index_collations(str(config.database.url))
-            assert collations["subscriptions_guid"] == {"C"}
-            assert all(
-                names == {"C"}
-                for index, names in collations.items()
-                if index not in BY_THE_DATABASE
-            ), collations
+            assert_bytewise(await index_collations(str(config.database.url)))
         assert await stored(db) == rows
         assert {user: await found_by_guid(db, user, guids) for user in (alice, bob)} == before
         # Written after the step: a known guid under another URL finds alice's entity

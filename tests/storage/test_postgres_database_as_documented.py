@@ -24,40 +24,23 @@ AS_POSTGRES = "sudo -u postgres "
 
 
 def documented(tool: str) -> list[str]:
-    """Each command line of docs/scaling.md's shell blocks that runs `tool` (a pipeline
-    stays one line)."""
+    """Each command line of docs/scaling.md's shell blocks that runs `tool`."""
     blocks = re.findall(r"```sh\n(.*?)```", SCALING.read_text(), re.S)
     return [line for block in blocks for line in block.splitlines() if f" {tool} " in line]
 
 
 def run_as_documented(cluster: Cluster, line: str, names: dict[str, str]) -> None:
-    """Run one documented line on the test cluster: each command of the pipeline as the
-    postgres user, with the cluster's socket and port added, and the documented
-    database names replaced by the test's own."""
-    commands = []
-    for part in line.split(" | "):
-        argv = shlex.split(part.removeprefix(AS_POSTGRES).strip())
-        assert part.strip().startswith(AS_POSTGRES), part
-        argv = [names.get(word, word) for word in argv]
-        tool = str(cluster.bin_dir / argv[0])
-        commands.append(
-            _as_owner([tool, "-h", str(cluster.root), "-p", str(cluster.port), *argv[1:]])
-        )
-    upstream = None
-    procs = []
-    for argv in commands:
-        proc = subprocess.Popen(
-            argv, stdin=upstream, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-        )
-        if upstream is not None:
-            upstream.close()
-        upstream = proc.stdout
-        procs.append(proc)
-    assert upstream is not None
-    upstream.read()
-    for proc, argv in zip(procs, commands, strict=True):
-        _, err = proc.communicate()
-        assert proc.returncode == 0, (argv, err.decode())
+    """Run one documented command on the test cluster as the postgres user, with the
+    cluster's socket and port added and the documented database names replaced by
+    the test's own."""
+    assert line.startswith(AS_POSTGRES) and " | " not in line, line
+    argv = [names.get(word, word) for word in shlex.split(line.removeprefix(AS_POSTGRES))]
+    tool = str(cluster.bin_dir / argv[0])
+    done = subprocess.run(
+        _as_owner([tool, "-h", str(cluster.root), "-p", str(cluster.port), *argv[1:]]),
+        capture_output=True,
+    )
+    assert done.returncode == 0, (argv, done.stderr.decode())
 
 
 async def sync_once(url: str, batch: int) -> int:
@@ -104,7 +87,7 @@ async def test_the_documented_database_takes_podsyncs_schema_and_syncs(
     try:
         # The command creates the owner's database: here the role's namesake.
         run_as_documented(pg_cluster, create, {"podsync": owner})
-        url = pg_cluster.url(owner).replace("postgres@", f"{owner}@")
+        url = pg_cluster.url(owner, user=owner)
         assert await owner_of(url) == owner
         assert await sync_once(url, 0) == 30
         assert await sync_once(url, 1) == 60

@@ -159,8 +159,8 @@ class Cluster:
         )
         shutil.rmtree(self.root, ignore_errors=True)
 
-    def url(self, database: str = "postgres") -> str:
-        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+    def url(self, database: str = "postgres", user: str = "postgres") -> str:
+        return f"postgresql://{user}@127.0.0.1:{self.port}/{database}"
 
     def _run(self, statement: str, database: str = "postgres") -> None:
         """Run `statement` on `database`, on a thread of its own: callers may be
