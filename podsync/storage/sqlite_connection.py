@@ -17,12 +17,13 @@ import os
 import re
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from podsync.recent import Recent
 from podsync.sorting import SQL_FUNCTION, sort_key
+from podsync.storage import loop_share
 from podsync.storage.through import through
 
 T = TypeVar("T")
@@ -113,6 +114,8 @@ MAX_PARAMETERS = 999
 # prepared and kept (a connection keeps up to STATEMENT_CACHE). A statement more
 # costs about 8 us; a statement a size kept a writer's cache full of them.
 INSERT_ROWS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
+# Rows of one execute_many past which its statements run one step at a time.
+SHARED_ROWS = 256
 
 
 def owner_only(path: str) -> None:
@@ -159,6 +162,8 @@ class Connection:
         if self.threaded:
             # To its end even when cancelled: the connection goes back to the pool after.
             return await through(asyncio.to_thread(fn))
+        if loop_share.due():  # a long write's turn to let the others in
+            await loop_share.share()
         return fn()
 
     async def fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
@@ -178,10 +183,26 @@ class Connection:
         rows runs as multi-row INSERTs (`VALUES (...), (...)`): each row still goes
         through the same constraints and conflict clause in turn."""
         shape = _multi_row(sql)
-        if shape is None:
+        if shape is None and not isinstance(rows, list):  # a stream: one step, as it comes
             return await self._call(lambda: self.raw.executemany(sql, rows).rowcount)
         batch = rows if isinstance(rows, list) else list(rows)
-        return await self._call(lambda: _insert_rows(self.raw, shape, batch))
+        if self.threaded or len(batch) <= SHARED_ROWS:
+            if shape is None:
+                return await self._call(functools.partial(_execute_many, self.raw, sql, batch))
+            return await self._call(lambda: sum(_inserts(self.raw, shape, batch)))
+        # Many rows on the loop: a statement (or SHARED_ROWS rows) at a time, so that a
+        # long write can let the other requests in between two (`loop_share`).
+        changed = 0
+        if shape is None:
+            for start in range(0, len(batch), SHARED_ROWS):
+                piece = batch[start : start + SHARED_ROWS]
+                changed += await self._call(functools.partial(_execute_many, self.raw, sql, piece))
+            return changed
+        for count in _inserts(self.raw, shape, batch):
+            changed += count
+            if loop_share.due():
+                await loop_share.share()
+        return changed
 
 
 @functools.lru_cache(maxsize=64)
@@ -194,20 +215,25 @@ def _multi_row(sql: str) -> tuple[str, str, str, int] | None:
     return head, group, tail, group.count("?")
 
 
-def _insert_rows(
+def _execute_many(raw: sqlite3.Connection, sql: str, rows: list[Sequence[Any]]) -> int:
+    return raw.executemany(sql, rows).rowcount
+
+
+def _inserts(
     raw: sqlite3.Connection, shape: tuple[str, str, str, int], rows: list[Sequence[Any]]
-) -> int:
+) -> Iterator[int]:
+    """Run `rows` as multi-row INSERTs of `shape`, one statement a step: the rows
+    each changed."""
     head, group, tail, width = shape
     per_statement = max(1, MAX_PARAMETERS // width)
-    changed = start = 0
+    start = 0
     while start < len(rows):
         room = min(len(rows) - start, per_statement)
         count = next(n for n in reversed(INSERT_ROWS) if n <= room)
         chunk = rows[start : start + count]
         sql = f"{head}{','.join([group] * count)}{tail}"
-        changed += raw.execute(sql, [value for row in chunk for value in row]).rowcount
+        yield raw.execute(sql, [value for row in chunk for value in row]).rowcount
         start += count
-    return changed
 
 
 def connect(path: str, durability: str, *, create: bool = True) -> sqlite3.Connection:
