@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from podsync.episode_keys import ACTION_CODES, stored_url, url_hash, url_prefix
+from podsync.storage import loop_share
 from podsync.store import Connection, episode_feeds
 from podsync.store.episode_feeds import KEYS, Feed, new_ids, pairs
 from podsync.store.value_lists import padded
@@ -79,9 +80,12 @@ async def resolve(
     feeds = {k: f for k in keys if known is not None and (f := known.get(k)) is not None}
     if len(feeds) < len(keys):
         feeds.update(await episode_feeds.by_keys(conn, user_id, keys - feeds.keys()))
-    hashes = {(a.podcast_key, a.episode_url): 0 for a in actions}
-    for key in hashes:
-        hashes[key] = url_hash(key[1])
+    urls = list({(a.podcast_key, a.episode_url): None for a in actions})
+    hashes: dict[tuple[str, str], int] = {}
+    for at, some in loop_share.pieces(urls):
+        if at:
+            await loop_share.share()
+        hashes.update({key: url_hash(key[1]) for key in some})
     episodes = await episode_feeds.episodes_by_url(conn, feeds, hashes)
     stored = await _stored(conn, user_id, episodes, actions, feeds) if episodes else set()
     new: list[EpisodeAction] = []
@@ -90,21 +94,24 @@ async def resolve(
     # (made only then: nearly every upload has none).
     moments: dict[tuple[str, str, int], EpisodeAction] = {}
     seen: set[tuple[Any, ...]] = set()
-    for place, a in enumerate(actions):
-        key = (a.podcast_key, a.episode_url)
-        moment = (*key, a.occurred_at)
-        first = moments.setdefault(moment, a)
-        if first is not a:  # the same episode and time twice: the same action?
-            seen.add(_whole(first))
-            whole = _whole(a)
-            if whole in seen:
+    for start, piece in loop_share.pieces(actions):
+        if start:
+            await loop_share.share()
+        for place, a in enumerate(piece, start):
+            key = (a.podcast_key, a.episode_url)
+            moment = (*key, a.occurred_at)
+            first = moments.setdefault(moment, a)
+            if first is not a:  # the same episode and time twice: the same action?
+                seen.add(_whole(first))
+                whole = _whole(a)
+                if whole in seen:
+                    continue
+                seen.add(whole)
+            found = episodes.get(key)
+            if found is not None and _content(found[0], a) in stored:
                 continue
-            seen.add(whole)
-        found = episodes.get(key)
-        if found is not None and _content(found[0], a) in stored:
-            continue
-        new.append(a)
-        places.append(place)
+            new.append(a)
+            places.append(place)
     return Batch(user_id, feeds, episodes, hashes, new, places, len(actions))
 
 
@@ -200,16 +207,19 @@ async def store(conn: Connection, batch: Batch, received_at: int) -> Stored:
     start = int(row[0]) - batch.size + 1
     feeds, episodes = batch.feeds, batch.episodes
     rows = []
-    for place, a in zip(batch.places, batch.new, strict=True):
-        seq = start + place
-        feed = feeds[a.podcast_key]
-        episode_id, episode_guid = episodes[(a.podcast_key, a.episode_url)]
-        guid = None if a.guid == episode_guid else ("" if a.guid is None else a.guid)
-        podcast = None if a.podcast_url == feed.url else a.podcast_url
-        rows.append(
-            (user_id, seq, episode_id, ACTION_CODES[a.action], a.occurred_at, a.device_id,
-             a.started, a.position, a.total, guid, podcast)
-        )  # fmt: skip
+    for first, piece in loop_share.pieces(batch.new):
+        if first:
+            await loop_share.share()
+        for place, a in zip(batch.places[first : first + len(piece)], piece, strict=True):
+            seq = start + place
+            feed = feeds[a.podcast_key]
+            episode_id, episode_guid = episodes[(a.podcast_key, a.episode_url)]
+            guid = None if a.guid == episode_guid else ("" if a.guid is None else a.guid)
+            podcast = None if a.podcast_url == feed.url else a.podcast_url
+            rows.append(
+                (user_id, seq, episode_id, ACTION_CODES[a.action], a.occurred_at, a.device_id,
+                 a.started, a.position, a.total, guid, podcast)
+            )  # fmt: skip
     await conn.execute_many(
         "INSERT INTO episode_actions (user_id, seq, episode_id, action, occurred_at, "
         "device_id, started, position, total, guid, podcast_url) "
@@ -291,11 +301,14 @@ async def _add_episodes(conn: Connection, batch: Batch) -> None:
     ids = await new_ids(conn, "episodes", len(first))
     rows = []
     feeds, hashes = batch.feeds, batch.hashes
-    for episode_id, (key, a) in zip(ids, first.items(), strict=True):
-        feed = feeds[key[0]]
-        text, prefixed = stored_url(key[1], feed.prefix)
-        rows.append((episode_id, feed.id, hashes[key], text, prefixed, a.guid))
-        episodes[key] = (episode_id, a.guid)
+    for start, piece in loop_share.pieces(list(first.items())):
+        if start:
+            await loop_share.share()
+        for episode_id, (key, a) in zip(ids[start : start + len(piece)], piece, strict=True):
+            feed = feeds[key[0]]
+            text, prefixed = stored_url(key[1], feed.prefix)
+            rows.append((episode_id, feed.id, hashes[key], text, prefixed, a.guid))
+            episodes[key] = (episode_id, a.guid)
     batch.created.update(ids)
     await conn.execute_many(
         "INSERT INTO episodes (id, feed_id, url_hash, url, prefixed, guid) "

@@ -25,6 +25,7 @@ from operator import itemgetter
 from typing import Any, NamedTuple
 
 from podsync.episode_keys import ACTION_CODES
+from podsync.storage import loop_share
 from podsync.store import Connection
 from podsync.store.value_lists import each_key, each_row, in_list
 from podsync.stretches import EpisodeListened, Totals, format_spans, parse_spans
@@ -67,17 +68,18 @@ async def count_plays(
     totals = Totals()
     changed: set[int] = set()
     count, count_only = totals.play, totals.only_play
-    for episode_id, feed_id, occurred_at, started, position, total in sorted(
-        plays, key=_OCCURRED_AT
-    ):
-        episode = listened.get(episode_id)
-        if episode is None:
-            if played[episode_id] == 1 and not keep_rows:  # its only play: no row
-                count_only(feed_id, occurred_at, started, position, total)
-                continue
-            episode = listened[episode_id] = EpisodeListened()
-        if count(episode, feed_id, occurred_at, started, position, total):
-            changed.add(episode_id)
+    for first, piece in loop_share.pieces(sorted(plays, key=_OCCURRED_AT)):
+        if first:
+            await loop_share.share()
+        for episode_id, feed_id, occurred_at, started, position, total in piece:
+            episode = listened.get(episode_id)
+            if episode is None:
+                if played[episode_id] == 1 and not keep_rows:  # its only play: no row
+                    count_only(feed_id, occurred_at, started, position, total)
+                    continue
+                episode = listened[episode_id] = EpisodeListened()
+            if count(episode, feed_id, occurred_at, started, position, total):
+                changed.add(episode_id)
     # A row is written when this write changed it, and made once a second play of
     # its episode listened to anything (or for a listening session).
     written = [

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 
 from podsync.errors import InvalidInput
+from podsync.storage import loop_share
 from podsync.storage.engine import Connection
 from podsync.store import episode_actions, listening_totals
 from podsync.store.episodes import Batch
@@ -36,20 +37,27 @@ def check_session(text: str) -> str | None:
     return text
 
 
-def plays_of(batch: Batch) -> list[Play]:
-    """The plays of a stored batch, with their episode and podcast ids."""
-    return [
-        Play(
-            batch.episodes[(a.podcast_key, a.episode_url)][0],
-            batch.feeds[a.podcast_key].id,
-            a.occurred_at,
-            a.started,
-            a.position,
-            a.total,
-        )
-        for a in batch.new
-        if a.action == "play"
-    ]
+async def plays_of(batch: Batch) -> list[Play]:
+    """The plays of a stored batch, with their episode and podcast ids (a few
+    hundred at a time, letting a long write share the loop between them)."""
+    episodes, feeds = batch.episodes, batch.feeds
+    plays: list[Play] = []
+    for first, piece in loop_share.pieces(batch.new):
+        if first:
+            await loop_share.share()
+        plays += [
+            Play(
+                episodes[(a.podcast_key, a.episode_url)][0],
+                feeds[a.podcast_key].id,
+                a.occurred_at,
+                a.started,
+                a.position,
+                a.total,
+            )
+            for a in piece
+            if a.action == "play"
+        ]
+    return plays
 
 
 def _the_play(batch: Batch) -> tuple[int, str | None] | None:

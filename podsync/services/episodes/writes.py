@@ -23,6 +23,7 @@ from podsync.services.episodes import sessions
 from podsync.services.episodes.bounds import UploadBounds
 from podsync.services.episodes.feed_memo import FeedMemo
 from podsync.services.episodes.items import SkipItem, parse_item
+from podsync.storage import loop_share
 from podsync.storage.engine import Connection, Engine
 from podsync.store import devices, episode_actions, episodes, listening_totals, meta
 from podsync.store.episodes import Batch, EpisodeAction
@@ -88,12 +89,25 @@ class EpisodeWrites:
         """Store `actions` in one write: the devices they name made while the bound
         allows (the others' actions skipped), the ones stored before not stored twice,
         LimitExceeded (nothing written) past the action bound. What the plays listened
-        to for the first time goes into the statistics' running totals.
+        to for the first time goes into the statistics' running totals. A long write
+        lets the process's other requests in now and then (`loop_share`).
 
         `session`: the listening session (a token its player made) that the one play
         of `actions` saves. The session's play stored before is replaced, not kept
         beside it: the new one takes the user's next seq, so every puller whose
         cursor passed the old one gets it at its next pull."""
+        with loop_share.sharing():
+            return await self._record(user_id, actions, now, as_device, then, session)
+
+    async def _record(
+        self,
+        user_id: int,
+        actions: Sequence[EpisodeAction],
+        now: int,
+        as_device: AsDevice | None,
+        then: Then | None,
+        session: str | None,
+    ) -> Recorded:
         async with self.db.write(user=user_id) as conn:
             # One writer per user at a time (on PostgreSQL too): a user's seqs are
             # taken and committed in order, so a puller's cursor never steps past a
@@ -112,7 +126,7 @@ class EpisodeWrites:
             await listening_totals.count_plays(
                 conn,
                 user_id,
-                sessions.plays_of(batch),
+                await sessions.plays_of(batch),
                 stored_from=stored.first_seq,
                 created=batch.created,
                 keep_rows=session is not None,  # the session is named on the row next
@@ -136,20 +150,27 @@ class EpisodeWrites:
         """Store the usable items of an app's upload. `device_id`: the device every
         action is stored under, whatever its item says (the Nextcloud API: one device
         per app password)."""
+        with loop_share.sharing():
+            return await self._upload(user_id, items, device_id)
+
+    async def _upload(self, user_id: int, items: list[Any], device_id: str | None) -> Upload:
         now = timestamps.now_us()
         rewrites: dict[str, str] = {}
         parsed: list[EpisodeAction] = []
         skipped = 0
-        for index, item in enumerate(items):
-            try:
-                action = parse_item(item, now, rewrites)
-            except SkipItem as exc:
-                skipped += 1
-                log.info("episode upload of user %d: item %d skipped: %s", user_id, index, exc)
-                continue
-            if device_id is not None:
-                action.device_id = device_id
-            parsed.append(action)
+        for first, piece in loop_share.pieces(items):
+            if first:
+                await loop_share.share()
+            for index, item in enumerate(piece, first):
+                try:
+                    action = parse_item(item, now, rewrites)
+                except SkipItem as exc:
+                    skipped += 1
+                    log.info("episode upload of user %d: item %d skipped: %s", user_id, index, exc)
+                    continue
+                if device_id is not None:
+                    action.device_id = device_id
+                parsed.append(action)
         done = await self.record(user_id, parsed, now)
         return Upload(
             stored=done.kept,
