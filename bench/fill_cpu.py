@@ -38,7 +38,7 @@ from typing import Any
 
 from engines import backends_cpu_now, backends_cpu_since
 from gpodder_sides import gpodder_login
-from harness import Server, free_port, podsync_argv, quiet_env, seed, write_podsync_config
+from harness import Server, free_port, in_tree, podsync_argv, quiet_env, seed, write_podsync_config
 from rounds import cpu_seconds
 
 USER = "heavy"
@@ -91,42 +91,28 @@ def one_run(
     source: Path | None, uploads: list[bytes], database_url: str | None = None
 ) -> dict[str, Any]:
     """A fresh server and database; the fill's subscriptions, then the timed uploads."""
-    here, path_before = Path.cwd(), os.environ.get("PYTHONPATH")
-    with quiet_env(), tempfile.TemporaryDirectory(prefix="fill-cpu-") as tmp:
-        if source is not None:
-            # `python -m podsync` looks in its working directory first, then PYTHONPATH.
-            os.environ["PYTHONPATH"] = str(source.resolve())
-            os.chdir(source)
-        try:
-            workdir = Path(tmp)
-            port = free_port()
-            overrides = {"database": {"url": database_url}} if database_url else None
-            config = write_podsync_config(workdir, port, overrides)
-            seed(config, workdir, {USER: 0})
-            with Server(podsync_argv(config), port, "/healthz", workdir / "podsync.log") as server:
-                session = gpodder_login(server.base, USER)  # a cookie: no password check a POST
-                empty = b'{"add": [], "remove": []}'
-                for device in DEVICES:
-                    post(server.base, session, f"/api/2/subscriptions/{USER}/{device}.json", empty)
-                feeds = [f"https://feeds.example.org/show{i}/rss.xml" for i in range(SUBSCRIPTIONS)]
-                for start in range(0, SUBSCRIPTIONS, 500):
-                    body = json.dumps({"add": feeds[start : start + 500], "remove": []}).encode()
-                    post(
-                        server.base, session, f"/api/2/subscriptions/{USER}/{DEVICES[0]}.json", body
-                    )
-                pg_before = backends_cpu_now(database_url) if database_url else {}
-                cpu_before, wall_before = cpu_seconds(server.pid)[0], time.perf_counter()
-                for body in uploads:
-                    post(server.base, session, f"/api/2/episodes/{USER}.json", body)
-                cpu = cpu_seconds(server.pid)[0] - cpu_before
-                wall = time.perf_counter() - wall_before
-                pg_cpu = backends_cpu_since(database_url, pg_before) if database_url else None
-        finally:
-            os.chdir(here)
-            if path_before is None:
-                os.environ.pop("PYTHONPATH", None)
-            else:
-                os.environ["PYTHONPATH"] = path_before
+    with quiet_env(), in_tree(source), tempfile.TemporaryDirectory(prefix="fill-cpu-") as tmp:
+        workdir = Path(tmp)
+        port = free_port()
+        overrides = {"database": {"url": database_url}} if database_url else None
+        config = write_podsync_config(workdir, port, overrides)
+        seed(config, workdir, {USER: 0})
+        with Server(podsync_argv(config), port, "/healthz", workdir / "podsync.log") as server:
+            session = gpodder_login(server.base, USER)  # a cookie: no password check a POST
+            empty = b'{"add": [], "remove": []}'
+            for device in DEVICES:
+                post(server.base, session, f"/api/2/subscriptions/{USER}/{device}.json", empty)
+            feeds = [f"https://feeds.example.org/show{i}/rss.xml" for i in range(SUBSCRIPTIONS)]
+            for start in range(0, SUBSCRIPTIONS, 500):
+                body = json.dumps({"add": feeds[start : start + 500], "remove": []}).encode()
+                post(server.base, session, f"/api/2/subscriptions/{USER}/{DEVICES[0]}.json", body)
+            pg_before = backends_cpu_now(database_url) if database_url else {}
+            cpu_before, wall_before = cpu_seconds(server.pid)[0], time.perf_counter()
+            for body in uploads:
+                post(server.base, session, f"/api/2/episodes/{USER}.json", body)
+            cpu = cpu_seconds(server.pid)[0] - cpu_before
+            wall = time.perf_counter() - wall_before
+            pg_cpu = backends_cpu_since(database_url, pg_before) if database_url else None
     return {
         "source": str(source or "."),
         "load": round(os.getloadavg()[0], 2),

@@ -320,3 +320,23 @@ def quiet_env() -> Iterator[None]:
         yield
     finally:
         os.environ.update(saved)
+
+
+@contextlib.contextmanager
+def in_tree(source: Path | None) -> Iterator[None]:
+    """Start servers from the podsync/ of `source` (this tree when None) inside:
+    `python -m podsync` looks in its working directory first, then PYTHONPATH."""
+    if source is None:
+        yield
+        return
+    here, path_before = Path.cwd(), os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = str(source.resolve())
+    os.chdir(source)
+    try:
+        yield
+    finally:
+        os.chdir(here)
+        if path_before is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = path_before
