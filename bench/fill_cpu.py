@@ -47,13 +47,14 @@ PODCASTS = 1_000  # podcasts played: the heavy-user bench's 200,000 actions / 20
 DEVICES = [f"phone{i}" for i in range(5)]
 
 
-def bodies(uploads: int) -> list[bytes]:
-    """The fill's episode uploads, as heavy_user.py builds them."""
+def bodies(uploads: int, size: int = 1000, first: int = 0) -> list[bytes]:
+    """The fill's episode uploads, as heavy_user.py builds them (`uploads` bodies of
+    `size` plays, the plays numbered on from `first`)."""
     feeds = [f"https://feeds.example.org/show{i}/rss.xml" for i in range(SUBSCRIPTIONS)]
     made = []
-    for start in range(0, uploads * 1000, 1000):
+    for start in range(first, first + uploads * size, size):
         plays = []
-        for j in range(start, start + 1000):
+        for j in range(start, start + size):
             podcast = j % PODCASTS
             plays.append(
                 {

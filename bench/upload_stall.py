@@ -30,34 +30,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fill_cpu import DEVICES, bodies, post
+from fill_cpu import bodies, post
 from gpodder_sides import gpodder_login
 from harness import Server, free_port, in_tree, podsync_argv, quiet_env, seed, write_podsync_config
 
 HEAVY, READER = "heavy", "reader"
 HISTORY = 20  # uploads of 1,000 plays before the measure
 SLOW_MS = 20.0
-
-
-def _plays(start: int, count: int) -> bytes:
-    plays = []
-    for j in range(start, start + count):
-        podcast = j % 1000
-        when = time.gmtime(1_600_000_000 + j * 60)
-        plays.append(
-            {
-                "podcast": f"https://feeds.example.org/show{podcast}/rss.xml",
-                "episode": f"https://media.example.org/show{podcast}/ep{j // 1000}.mp3",
-                "guid": f"show{podcast}-ep{j // 1000}",
-                "action": "play",
-                "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S", when),
-                "started": 0,
-                "position": 60 + j % 3000,
-                "total": 3600,
-                "device": DEVICES[j % 5],
-            }
-        )
-    return json.dumps(plays).encode()
 
 
 class Poller:
@@ -156,7 +135,7 @@ def main() -> int:
     ap.add_argument("--gap", type=float, default=0.3, help="seconds between uploads")
     args = ap.parse_args()
     sources: list[Path | None] = list(args.source) if args.source else [None]
-    uploads = [_plays(HISTORY * 1000 + n * args.plays, args.plays) for n in range(args.uploads)]
+    uploads = bodies(args.uploads, args.plays, first=HISTORY * 1000)
     runs = []
     for n in range(args.runs):
         for source in sources if n % 2 == 0 else sources[::-1]:
