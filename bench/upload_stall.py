@@ -2,6 +2,7 @@
 
     python bench/upload_stall.py                          # this tree, 3 runs
     python bench/upload_stall.py --source A --source B    # two trees taken in turn
+    python bench/upload_stall.py --plays 40000 --uploads 3 --max-body-mib 16   # raised limit
 
 An app's first sync uploads a long history in bodies up to the body limit (about
 4,000 plays a body at the default 1 MiB). One `podsync serve` (the load bench's
@@ -87,11 +88,14 @@ def poll_for(port: int, path: str, cookie: str, seconds: float | None, work: Any
     return poller
 
 
-def one_run(source: Path | None, uploads: list[bytes], gap: float) -> dict[str, Any]:
+def one_run(
+    source: Path | None, uploads: list[bytes], gap: float, max_body: int | None = None
+) -> dict[str, Any]:
     with quiet_env(), in_tree(source), tempfile.TemporaryDirectory(prefix="upload-stall-") as tmp:
         workdir = Path(tmp)
         port = free_port()
-        config = write_podsync_config(workdir, port)
+        raised = {"server": {"max_body_bytes": max_body}} if max_body else None
+        config = write_podsync_config(workdir, port, raised)
         seed(config, workdir, {HEAVY: 0, READER: 100})
         with Server(podsync_argv(config), port, "/healthz", workdir / "podsync.log") as server:
             heavy = gpodder_login(server.base, HEAVY)
@@ -133,13 +137,20 @@ def main() -> int:
     ap.add_argument("--uploads", type=int, default=10)
     ap.add_argument("--plays", type=int, default=4000, help="plays an upload")
     ap.add_argument("--gap", type=float, default=0.3, help="seconds between uploads")
+    ap.add_argument(
+        "--max-body-mib",
+        type=int,
+        help="server.max_body_bytes in MiB, for bodies past the default 1 MiB (--plays 40000:"
+        " about 10 MiB)",
+    )
     args = ap.parse_args()
+    max_body = args.max_body_mib << 20 if args.max_body_mib else None
     sources: list[Path | None] = list(args.source) if args.source else [None]
     uploads = bodies(args.uploads, args.plays, first=HISTORY * 1000)
     runs = []
     for n in range(args.runs):
         for source in sources if n % 2 == 0 else sources[::-1]:
-            run = one_run(source, uploads, args.gap)
+            run = one_run(source, uploads, args.gap, max_body)
             runs.append(run)
             print(json.dumps(run), flush=True)
     print(f"\nthe poll beside {args.uploads} uploads of {args.plays} plays (median of runs):")
