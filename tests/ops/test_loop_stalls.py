@@ -29,7 +29,8 @@ import pytest
 from podsync.config import load_config
 from podsync.services.accounts import AccountService
 from tests.conftest import ENGINES, PASSWORD, SEEDED_USERS, ServeProcess, with_accounts
-from tests.support.limits_support import Ticker, call, feeds, subscribed
+from tests.support.limits_support import basic, call, feeds, subscribed
+from tests.support.ticker import Ticker
 
 pytestmark = pytest.mark.slow
 
@@ -44,7 +45,7 @@ BASELINE_FACTOR = 4
 def bob_ticking(base: str) -> Iterator[Ticker]:
     """bob's `GET devices` back to back; yields once his baseline is measured, with
     `recording` on for the block."""
-    ticker = Ticker(base, "bob", "/api/2/devices/bob.json")
+    ticker = Ticker(base, "/api/2/devices/bob.json", basic("bob"))
     ticker.start()
     try:
         # His first call verifies the password (argon2); later ones hit the cache.
