@@ -22,7 +22,7 @@ from podsync import __version__
 from podsync.config import Config, describe_database
 from podsync.errors import AddressInUse
 from podsync.logs import mark_worker
-from podsync.serve import HEAP_REPORT_DIR_ENV, native_heap, python_heap
+from podsync.serve import HEAP_REPORT_DIR_ENV, native_heap, python_heap, python_lock
 from podsync.web.app import create_app
 from podsync.web.http import dumps, error_name
 from podsync.web.keys import CLIENT_ADDRESS
@@ -217,6 +217,7 @@ async def start(
             site = web.SockSite(runner, _Listening(sock), ssl_context=ssl_context, backlog=accepts)
             await site.start()
         python_heap.settle()  # the app is built: out of the collector's way
+        python_lock.settle()  # other requests beside a thread's Python
         return runner, urls(config, sockets)
     except BaseException:
         await runner.cleanup()
