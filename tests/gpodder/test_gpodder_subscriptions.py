@@ -11,6 +11,8 @@ from typing import Any
 from aiohttp.test_utils import TestClient
 
 from podsync.services.device_subscriptions import device_client_id
+from podsync.web.gpodder.subscriptions import JSON_ON_LOOP_MAX, json_list
+from podsync.web.http import dumps
 from tests.conftest import PASSWORD
 from tests.support.gpodder_support import basic
 
@@ -259,6 +261,32 @@ async def test_a_cursor_from_elsewhere_means_full_state(gp: TestClient[Any, Any]
     await push(gp, add=[A])
     got = await pull(gp, 2**31 - 1)
     assert (got["add"], got["remove"]) == ([A], [])
+
+
+def test_the_simple_api_json_list_is_what_the_encoder_writes() -> None:
+    feeds: list[tuple[str, str | None]] = [
+        ("https://a.example/feed.xml", 'A "quoted" title'),
+        ("https://b.example/f\u00fc\u00dfe?x=1&y=\\", None),
+        ("https://c.example/\u2028", "Tab\there, \U0001f3a7 and \ud800 alone"),
+        ("https://d.example/", ""),
+    ]
+    titled = [{"url": url, "title": title or url} for url, title in feeds]
+    assert json_list(feeds, titled=True) == dumps(titled).encode("ascii")
+    assert json_list(feeds, titled=False) == dumps([url for url, _ in feeds]).encode("ascii")
+    assert json_list([], titled=True) == b"[]"
+
+
+async def test_a_long_simple_api_json_list_is_written_alike(gp: TestClient[Any, Any]) -> None:
+    urls = [f"https://long.example/{n}/feed.xml" for n in range(JSON_ON_LOOP_MAX + 1)]
+    put = await gp.put("/subscriptions/alice/desk.json", json=urls, headers=basic())
+    assert put.status == 200
+    for path, expected in (
+        ("/subscriptions/alice/desk.json", urls),
+        ("/subscriptions/alice.json", [{"url": url, "title": url} for url in urls]),
+    ):
+        response = await gp.get(path, headers=basic())
+        assert response.headers["Content-Type"] == "application/json; charset=utf-8"
+        assert await response.read() == dumps(expected).encode("ascii")
 
 
 async def test_simple_api_formats_and_put_replaces(gp: TestClient[Any, Any]) -> None:
