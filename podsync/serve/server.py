@@ -202,9 +202,8 @@ class _Listening(socket.socket):
 async def start(
     config: Config, sockets: list[socket.socket] | None = None, worker: Worker = ALONE
 ) -> tuple[PodsyncRunner, list[str]]:
-    """Start serving on `sockets` (bound now from the config when None); return the
-    runner and the URLs it listens on. The sockets stay open when the runner ends
-    (each site serves a duplicate)."""
+    """Start serving on `sockets` (bound from the config when None); return the runner
+    and its URLs. The sockets stay open when the runner ends (each site serves a duplicate)."""
     own = sockets is None
     if sockets is None:
         sockets = listen(config.server.host, config.server.port)
