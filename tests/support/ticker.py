@@ -17,9 +17,6 @@ from multiprocessing.synchronize import Event
 from typing import Any
 from urllib.parse import urlsplit
 
-# One call's (seconds, counted, status) from the ticking process.
-Tick = tuple[float, bool, int]
-
 
 def _tick(
     host: str,
@@ -31,6 +28,7 @@ def _tick(
     answered: Event,
     out: Any,
 ) -> None:
+    """The ticking process: each call's (seconds, counted, status) into `out`."""
     conn = http.client.HTTPConnection(host, port, timeout=600)
     try:
         while not stopping.is_set():
