@@ -147,7 +147,9 @@ class Sandbox:
         the reset then fails with "unlinkat DIR/tmp/events: directory not empty" (a
         known podman race, podman issue 17957) after it has removed the store. So a
         failed reset runs again once no process names this directory any more; the
-        last failure is raised."""
+        last failure is raised. A reset that succeeds may still leave such a process
+        writing (on a loaded machine it outlives a quick reset): the rest is removed
+        only once none is left, or it makes the directory again."""
         try:
             for _ in range(RESETS - 1):
                 done = self.podman(
@@ -158,6 +160,7 @@ class Sandbox:
                 self._wait_for_stragglers()
             self.podman("system", "reset", "--force", plain=True, timeout=600)
         finally:
+            self._wait_for_stragglers()
             shutil.rmtree(self.dir, ignore_errors=True)
 
     def _wait_for_stragglers(self, timeout: float = 60.0) -> None:
