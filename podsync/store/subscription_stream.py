@@ -61,7 +61,9 @@ async def subscribed_titles(conn: Connection, user_id: int) -> list[tuple[str, s
         "ORDER BY s.id",
         (user_id,),
     )
-    return [(str(u), None if t is None else str(t)) for u, t in rows]
+    # sqlite3's rows are such tuples already; asyncpg's records become them. Both at C
+    # speed: a loop over 20,000 rows held the event loop some milliseconds.
+    return rows if conn.dialect == "sqlite" else list(map(tuple, rows))
 
 
 async def changed_between(

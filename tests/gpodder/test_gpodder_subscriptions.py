@@ -8,10 +8,12 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import pytest
 from aiohttp.test_utils import TestClient
 
+from podsync.opml import parse_opml
 from podsync.services.device_subscriptions import device_client_id
-from podsync.web.gpodder.subscriptions import JSON_ON_LOOP_MAX, json_list
+from podsync.web.gpodder.subscriptions import LIST_ON_LOOP_MAX, json_list
 from podsync.web.http import dumps
 from tests.conftest import PASSWORD
 from tests.support.gpodder_support import basic
@@ -276,8 +278,13 @@ def test_the_simple_api_json_list_is_what_the_encoder_writes() -> None:
     assert json_list([], titled=True) == b"[]"
 
 
-async def test_a_long_simple_api_json_list_is_written_alike(gp: TestClient[Any, Any]) -> None:
-    urls = [f"https://long.example/{n}/feed.xml" for n in range(JSON_ON_LOOP_MAX + 1)]
+@pytest.mark.parametrize("size", [LIST_ON_LOOP_MAX, LIST_ON_LOOP_MAX + 1], ids=["loop", "thread"])
+async def test_a_long_simple_api_list_is_written_alike_in_every_format(
+    gp: TestClient[Any, Any], size: int
+) -> None:
+    """Up to LIST_ON_LOOP_MAX feeds the list is written on the event loop, past it on
+    a worker thread: the same bytes and headers either way."""
+    urls = [f"https://long.example/{n}/feed.xml?a=1&b=\u00e9" for n in range(size)]
     put = await gp.put("/subscriptions/alice/desk.json", json=urls, headers=basic())
     assert put.status == 200
     for path, expected in (
@@ -287,6 +294,14 @@ async def test_a_long_simple_api_json_list_is_written_alike(gp: TestClient[Any, 
         response = await gp.get(path, headers=basic())
         assert response.headers["Content-Type"] == "application/json; charset=utf-8"
         assert await response.read() == dumps(expected).encode("ascii")
+    as_txt = await gp.get("/subscriptions/alice/desk.txt", headers=basic())
+    assert as_txt.headers["Content-Type"] == "text/plain; charset=utf-8"
+    assert await as_txt.read() == "".join(f"{url}\n" for url in urls).encode("utf-8")
+    as_opml = await gp.get("/subscriptions/alice.opml", headers=basic())
+    assert as_opml.headers["Content-Type"] == "text/x-opml; charset=utf-8"
+    document = await as_opml.read()
+    assert b"<title>podsync subscriptions of alice</title>" in document
+    assert [outline.url for outline in parse_opml(document)] == urls
 
 
 async def test_simple_api_formats_and_put_replaces(gp: TestClient[Any, Any]) -> None:

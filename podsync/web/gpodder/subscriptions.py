@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime
+from functools import partial
 
 from aiohttp import web
 
@@ -16,15 +17,15 @@ from podsync.services.gpodder.cursor import device_key, post_cursor, session_key
 from podsync.services.gpodder.subscriptions import parse_url_list
 from podsync.web.gpodder.handlers import empty_ok
 from podsync.web.gpodder.keys import GPODDER
-from podsync.web.http import json_bytes, json_ok, read_body
+from podsync.web.http import json_ok, read_body
 from podsync.web.keys import GPODDER_SESSION, USER
 from podsync.web.origin import foreign_page
 
 STREAM = "subscriptions"
 FORMATS = ("json", "opml", "txt")
-OPML_ON_LOOP_MAX = 500  # feeds formatted on the event loop (a few ms); more go to a thread
-# The same for the JSON list: 20,000 feeds encoded on the loop held it 40-60 ms.
-JSON_ON_LOOP_MAX = 500
+# Feeds a list is written for on the event loop (a few ms); a longer one is written on
+# a worker thread: 20,000 feeds held the loop ~1 s as OPML, 40-60 ms as JSON.
+LIST_ON_LOOP_MAX = 500
 
 
 def json_list(feeds: list[tuple[str, str | None]], titled: bool) -> bytes:
@@ -38,6 +39,21 @@ def json_list(feeds: list[tuple[str, str | None]], titled: bool) -> bytes:
     else:
         items = [s(url) for url, _ in feeds]
     return ("[" + ",".join(items) + "]").encode("ascii")
+
+
+def render_list(
+    feeds: list[tuple[str, str | None]], fmt: str, titled: bool, heading: str
+) -> tuple[bytes, str]:
+    """The simple API's list in `fmt` (json, opml, txt): its bytes (UTF-8) and their
+    type. `titled`: JSON objects with titles (not bare URLs); `heading`: the OPML's."""
+    if fmt == "txt":
+        return "".join([f"{url}\n" for url, _ in feeds]).encode("utf-8"), "text/plain"
+    if fmt == "opml":  # the OPML module loads with the first OPML asked for
+        from podsync.opml import OutlineFeed, serialise_opml
+
+        outlines = (OutlineFeed(url, title) for url, title in feeds)
+        return serialise_opml(outlines, heading, datetime.now(UTC)), "text/x-opml"
+    return json_list(feeds, titled), "application/json"
 
 
 def _cursor_keys(request: web.Request, device_id: str) -> list[str]:
@@ -96,22 +112,16 @@ async def get_list(request: web.Request) -> web.Response:
         await _device(request)
     user = request[USER]
     feeds = await request.app[GPODDER].subscriptions.current(user.id)
-    if fmt == "txt":
-        text = "".join(f"{url}\n" for url, _ in feeds)
-        return web.Response(text=text, content_type="text/plain")
-    if fmt == "opml":  # the OPML module loads with the first OPML asked for
-        from podsync.opml import OutlineFeed, serialise_opml
-
-        outlines = [OutlineFeed(url, title) for url, title in feeds]
-        args = (outlines, f"podsync subscriptions of {user.name}", datetime.now(UTC))
-        # A big list is formatted off the event loop (20,000 feeds held it ~1 s).
-        big = len(outlines) > OPML_ON_LOOP_MAX
-        document = await asyncio.to_thread(serialise_opml, *args) if big else serialise_opml(*args)
-        return web.Response(body=document, content_type="text/x-opml", charset="utf-8")
-    titled = "device" not in request.match_info
-    if len(feeds) > JSON_ON_LOOP_MAX:
-        return json_bytes(await asyncio.to_thread(json_list, feeds, titled))
-    return json_bytes(json_list(feeds, titled))
+    render = partial(
+        render_list,
+        feeds,
+        fmt,
+        "device" not in request.match_info,
+        f"podsync subscriptions of {user.name}",
+    )
+    big = len(feeds) > LIST_ON_LOOP_MAX
+    body, content_type = await asyncio.to_thread(render) if big else render()
+    return web.Response(body=body, content_type=content_type, charset="utf-8")
 
 
 async def put_list(request: web.Request) -> web.Response:
