@@ -264,18 +264,32 @@ def opml_head(title: str, created: datetime) -> str:
 
 def opml_outlines(feeds: Iterable[OutlineFeed]) -> str:
     """One outline line per feed."""
-    from xml.sax.saxutils import quoteattr
-
     lines = []
     for feed in feeds:
-        url = _xml_text(feed.url)
+        url = _attribute(feed.url)
         if feed.title:
-            kept = quoteattr(_xml_text(feed.title))
+            kept = _attribute(feed.title)
             title_attrs = f" text={kept} title={kept}"
         else:
-            title_attrs = f" text={quoteattr(url)}"
-        lines.append(f'    <outline type="rss"{title_attrs} xmlUrl={quoteattr(url)}/>\n')
+            title_attrs = f" text={url}"
+        lines.append(f'    <outline type="rss"{title_attrs} xmlUrl={url}/>\n')
     return "".join(lines)
+
+
+# A value with none of what XML cannot hold (_NOT_XML) and none of what quoteattr
+# escapes is only put in double quotes: most URLs and titles. Their cleaning and
+# quoteattr's replaces, which found nothing, were over half an export's time.
+_ATTRIBUTE_PLAIN = re.compile("[^&<>\"'\t\n\r\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]*")
+
+
+def _attribute(value: str) -> str:
+    """`value` as an XML attribute value: without the characters XML cannot hold, then
+    quoted and escaped exactly as xml.sax.saxutils.quoteattr writes it."""
+    if _ATTRIBUTE_PLAIN.fullmatch(value):
+        return f'"{value}"'
+    from xml.sax.saxutils import quoteattr  # on the first export, not by every server
+
+    return quoteattr(_xml_text(value))
 
 
 OPML_TAIL = "  </body>\n</opml>\n"

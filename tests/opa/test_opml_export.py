@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
+from xml.sax.saxutils import quoteattr
 
 import listparser
 from aiohttp.test_utils import TestClient
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from podsync import timestamps
 from podsync.config import Config
-from podsync.opml import OutlineFeed, parse_opml
+from podsync.opml import OutlineFeed, opml_outlines, parse_opml
 from podsync.services.opml_io import OpmlService
 from podsync.services.sync import SyncService
 from podsync.storage.sqlite import Database
@@ -126,3 +130,29 @@ def test_cli_export_errors(config: Config, tmp_path: Path) -> None:
     assert nowhere.stderr.startswith("Error: cannot write")
     usage = run(config, "opml", "export", "alice", "--bogus")
     assert usage.exit_code == 2
+
+
+# Characters that matter to an attribute: what quoteattr escapes, what XML cannot
+# hold (control characters, U+FFFE, a lone surrogate), and plain text around them.
+ATTRIBUTE_TEXT = st.text(
+    alphabet=st.sampled_from(list("ab/:?=é\U0001f3a7 &<>\"'\t\n\r\x00\x0b\x1f\ufffe\ud800"))
+    | st.characters(),
+    max_size=30,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(url=ATTRIBUTE_TEXT, title=st.none() | ATTRIBUTE_TEXT)
+@example(url="https://a.example/?x=1&y=2", title="Tab\there\nand\rthere")
+@example(url="https://b.example/\x00\ufffe", title='Tom\'s "show" <3 \ud800')
+@example(url="https://c.example/feed", title="")
+def test_outlines_quote_as_quoteattr_after_dropping_what_xml_cannot_hold(
+    url: str, title: str | None
+) -> None:
+    def attribute(value: str) -> str:
+        return quoteattr(re.sub("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]", "", value))
+
+    names = f" text={attribute(title)} title={attribute(title)}" if title else ""
+    names = names or f" text={attribute(url)}"
+    expected = f'    <outline type="rss"{names} xmlUrl={attribute(url)}/>\n'
+    assert opml_outlines([OutlineFeed(url, title)]) == expected
