@@ -162,7 +162,7 @@ def main() -> int:
             mine = [r for r in runs if r["engine"] == engine and r["source"] == str(source or ".")]
             for fmt in FORMATS:
                 row = {
-                    key: statistics.median(r["formats"][fmt][key] for r in mine)
+                    key: round(statistics.median(r["formats"][fmt][key] for r in mine), 1)
                     for key in mine[0]["formats"][fmt]
                     if key != "bytes"
                 }
