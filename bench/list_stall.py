@@ -22,7 +22,6 @@ B A, ... so that a drift of the machine falls on both.
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import os
 import statistics
@@ -37,7 +36,7 @@ from typing import Any
 
 from fill_cpu import post
 from gpodder_sides import gpodder_login
-from harness import PASSWORD, Server, free_port, in_tree, quiet_env, seed, write_podsync_config
+from harness import Server, free_port, in_tree, quiet_env, seed, write_podsync_config
 from upload_stall import poll_for
 
 HERE = Path(__file__).resolve().parent
@@ -46,11 +45,11 @@ FORMATS = ("opml", "json", "txt")
 HELD_MS = 5.0
 
 
-def get(base: str, path: str, user: str) -> int:
-    """GET with Basic auth; the answer's size (raises on anything but 200)."""
-    request = urllib.request.Request(f"{base}{path}")  # noqa: S310 - http://127.0.0.1:<port>
-    credentials = base64.b64encode(f"{user}:{PASSWORD}".encode()).decode()
-    request.add_unredirected_header("Authorization", f"Basic {credentials}")
+def get(base: str, path: str, session: str) -> int:
+    """GET with a gpodder session cookie; the answer's size (raises on anything but 200)."""
+    request = urllib.request.Request(  # noqa: S310 - http://127.0.0.1:<port>
+        f"{base}{path}", headers={"Cookie": f"sessionid={session}"}
+    )
     with urllib.request.urlopen(request, timeout=120) as response:  # noqa: S310
         return len(response.read())
 
@@ -88,14 +87,14 @@ def one_run(source: Path | None, url: str | None, feeds: int, gets: int) -> dict
             empty = b'{"add": [], "remove": []}'
             post(server.base, reader, f"/api/2/subscriptions/{READER}/phone.json", empty)
             poll_path = f"/api/2/subscriptions/{READER}/phone.json?since={int(time.time())}"
-            get(server.base, f"/subscriptions/{LISTER}.json", LISTER)  # the password checked
+            lister = gpodder_login(server.base, LISTER)
             rows: dict[str, Any] = {}
             for fmt in FORMATS:
                 path, sizes = f"/subscriptions/{LISTER}.{fmt}", []
 
                 def fetch_all(path: str = path, sizes: list[int] = sizes) -> None:
                     for _ in range(gets):
-                        sizes.append(get(server.base, path, LISTER))
+                        sizes.append(get(server.base, path, lister))
 
                 start = time.monotonic()
                 poller = poll_for(port, poll_path, reader, None, fetch_all)
