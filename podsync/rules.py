@@ -144,6 +144,23 @@ def lookup_keys(commands: Iterable[Command]) -> tuple[set[str], set[str], set[st
     return sync_ids, url_keys, guids
 
 
+def names_other_guids(commands: Iterable[Command]) -> bool:
+    """Whether a batch names a guid that none of its feed URLs derives. Only then can
+    it match an entity stored with `guid_by_url` (schema step 32) other than by that
+    entity's url key, and the user's marked entities are indexed before its lookups
+    (`store.subscriptions.index_guids`)."""
+    derived: set[str] = set()
+    given: set[str] = set()
+    for c in commands:
+        if isinstance(c, Invalid):
+            continue
+        if c.feed_url:
+            derived.add(derive_guid(c.feed_url))
+        if c.guid:
+            given.add(c.guid)
+    return not given <= derived
+
+
 class Plan:
     """The user's entities a batch can touch, changed in memory by its commands.
 

@@ -111,13 +111,20 @@ class SyncService:
         # below too: loading a few entities more changes no outcome) and the sync ids
         # of the entities the batch may create.
         sync_ids, url_keys, guids = rules.lookup_keys(checked)
+        other_guids = rules.names_other_guids(checked)
         subscribes = sum(isinstance(c, rules.Subscribe) for c in checked)
         new_ids = feeds.new_uuid7s(subscribes)
         async with self.db.write(user=user_id) as conn:
             # Another process's batch for this user waits until this one commits.
             await meta.lock_user(conn, user_id, keyed_plans=True, row_taken_next=True)
             loaded = await batch_store.load(
-                conn, user_id, ids, retention, (sync_ids, url_keys, guids), subscribes > 0
+                conn,
+                user_id,
+                ids,
+                retention,
+                (sync_ids, url_keys, guids),
+                subscribes > 0,
+                index_guids=other_guids,
             )
             recorded, entities = loaded.recorded, loaded.entities
             # Which commands run: each action id once (its first occurrence), and only

@@ -6,7 +6,9 @@ import operator
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from podsync.feeds import derive_guid
 from podsync.model import Subscription, subscription_view
+from podsync.storage import loop_share
 from podsync.store import Connection, users
 from podsync.store.value_lists import each_row, in_list
 
@@ -44,6 +46,12 @@ async def get_by_url_key(conn: Connection, user_id: int, key: str) -> Subscripti
     return rows[0] if rows else None
 
 
+# On SQLite the guid's index leaves out the rows marked `guid_by_url` (schema step
+# 32), found by their url key or put in the index first (`index_guids`); the term
+# lets SQLite take that partial index.
+_GUID_INDEXED = " AND guid_by_url IS NULL"
+
+
 async def find_matching(
     conn: Connection,
     user_id: int,
@@ -67,13 +75,16 @@ async def find_matching(
         column: "+user_id" if column == "sync_id" and conn.dialect == "sqlite" else "user_id"
         for column, _ in parts
     }
+    indexed = {column: "" for column, _ in parts}
+    if conn.dialect == "sqlite":
+        indexed["guid"] = _GUID_INDEXED
     # A batch's three IN lists go to SQLite as one UNION ALL: one round trip to the
     # writer's thread instead of three, each part still served by its own index.
     for start in range(0, len(parts), 3):
         group = parts[start : start + 3]
         sql = " UNION ALL ".join(
             f"SELECT {_COLUMNS} FROM subscriptions "
-            f"WHERE {owner[column]} = ? AND {column} IN ({marks})"
+            f"WHERE {owner[column]} = ? AND {column} IN ({marks}){indexed[column]}"
             for column, (marks, _) in group
         )
         params = [value for _, (_, bound) in group for value in (user_id, *bound)]
@@ -82,6 +93,31 @@ async def find_matching(
             assert sub.id is not None
             found[sub.id] = sub
     return sorted(found.values(), key=lambda s: s.id or 0)
+
+
+# How many marked rows one statement of `index_guids` unmarks.
+_INDEX_PIECE = 256
+
+
+async def index_guids(conn: Connection, user_id: int) -> int:
+    """Put the user's rows marked `guid_by_url` into the guid's index (SQLite; on
+    PostgreSQL that index holds every row): before a batch looks up a guid that none
+    of its own URLs derives. Returns how many; a piece at a time, the event loop
+    given a pass between pieces inside a sharing write (`loop_share`)."""
+    if conn.dialect != "sqlite":
+        return 0
+    done = 0
+    with loop_share.sharing():
+        while True:
+            changed = await conn.execute(
+                "UPDATE subscriptions SET guid_by_url = NULL WHERE id IN (SELECT id FROM "
+                "subscriptions WHERE user_id = ? AND guid_by_url IS NOT NULL LIMIT ?)",
+                (user_id, _INDEX_PIECE),
+            )
+            done += changed
+            if changed < _INDEX_PIECE:
+                return done
+            await loop_share.share()
 
 
 async def list_all(
@@ -123,12 +159,22 @@ _STATE = (
     "view",
 )
 _state = operator.attrgetter(*_STATE)
+# SQLite's (PostgreSQL's are `_INSERT_ARRAYS` and sync_batch's): with `guid_by_url`,
+# 1 when the guid is the one derived from the feed URL (schema step 32: the row is
+# then left out of the guid's index and found by its url key).
 _INSERT = (
-    f"INSERT INTO subscriptions (user_id, sync_id, {', '.join(_STATE)}) "
-    f"VALUES (?, ?, {', '.join('?' * len(_STATE))})"
+    f"INSERT INTO subscriptions (user_id, sync_id, {', '.join(_STATE)}, guid_by_url) "
+    f"VALUES (?, ?, {', '.join('?' * len(_STATE))}, ?)"
 )
+
+
+def _by_url(entity: Subscription) -> int | None:
+    return 1 if entity.guid == derive_guid(entity.feed_url) else None
+
+
+# A new feed URL (or url key) unmarks the row: its guid was derived from the old one.
 _UPDATE = (
-    f"UPDATE subscriptions SET {', '.join(f'{c} = ?' for c in _STATE)} "
+    f"UPDATE subscriptions SET {', '.join(f'{c} = ?' for c in _STATE)}, guid_by_url = NULL "
     "WHERE user_id = ? AND sync_id = ?"
 )
 # The same without feed_url and url_key, for entities that kept both (nearly all:
@@ -138,8 +184,12 @@ _UPDATE = (
 # than the last (a 20,000-feed replace took minutes).
 _KEPT = tuple(c for c in _STATE if c not in ("feed_url", "url_key"))
 _kept = operator.attrgetter(*_KEPT)
+# A row keeps its mark while its guid stays (the CASE compares the stored guid, as
+# every expression of an UPDATE's SET reads the row before it; the last parameter
+# is the new guid again).
 _UPDATE_KEPT = (
-    f"UPDATE subscriptions SET {', '.join(f'{c} = ?' for c in _KEPT)} "
+    f"UPDATE subscriptions SET {', '.join(f'{c} = ?' for c in _KEPT)}, "
+    "guid_by_url = CASE WHEN guid = ? THEN guid_by_url END "
     "WHERE user_id = ? AND sync_id = ?"
 )
 
@@ -219,7 +269,8 @@ async def save(
         kept = [s for s in changed if s.sync_id not in moved]
         if kept:
             await conn.execute_many(
-                _UPDATE_KEPT, [(*_kept(saved[s.sync_id]), s.user_id, s.sync_id) for s in kept]
+                _UPDATE_KEPT,
+                [(*_kept(saved[s.sync_id]), s.guid, s.user_id, s.sync_id) for s in kept],
             )
         if moved:
             await conn.execute_many(
@@ -231,7 +282,8 @@ async def save(
         await conn.execute(_INSERT_ARRAYS, (user_id, *_columns(rows)))
     elif created:
         await conn.execute_many(
-            _INSERT, [(s.user_id, s.sync_id, *_state(saved[s.sync_id])) for s in created]
+            _INSERT,
+            [(s.user_id, s.sync_id, *_state(saved[s.sync_id]), _by_url(s)) for s in created],
         )
     return saved
 

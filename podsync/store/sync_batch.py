@@ -42,14 +42,19 @@ async def load(
     newer_than: int,
     keys: tuple[set[str], set[str], set[str]],
     count: bool,
+    index_guids: bool = True,
 ) -> Loaded:
     """What a batch reads under its user's lock: the action ids recorded after
     `newer_than`, the entities with any of the sync ids, url keys or guids of `keys`
     or a sync id a recorded action names, the user's highest change_seq and, with
-    `count`, the user's number of entities."""
+    `count`, the user's number of entities. `index_guids`: whether a guid of `keys`
+    may be derived from none of the batch's URLs (`rules.names_other_guids`); the
+    user's rows left out of SQLite's guid index are put in it first."""
     sync_ids, url_keys, guids = keys
     if conn.dialect == "postgresql":
         return await _load_in_one(conn, user_id, action_ids, newer_than, keys)
+    if index_guids and guids:
+        await subscriptions.index_guids(conn, user_id)
     recorded = await action_log.get_many(conn, user_id, action_ids, newer_than)
     named = {r.sync_id for r in recorded.values() if r.sync_id}
     entities = await subscriptions.find_matching(conn, user_id, sync_ids | named, url_keys, guids)

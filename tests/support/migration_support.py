@@ -18,8 +18,9 @@ from podsync.model import Subscription, subscription_view
 from podsync.storage.engine import Engine, create_engine
 from podsync.storage.migrations import postgres as pg_migrations
 from podsync.storage.migrations import sqlite as sqlite_migrations
+from podsync.storage.migrations import sqlite_steps_0_4
 from podsync.storage.migrations.episode_views import episode_action_view
-from podsync.store import episodes
+from podsync.store import episodes, subscriptions
 from podsync.store.episodes import EpisodeAction
 from tests.conftest import cheap_passwords
 
@@ -31,12 +32,42 @@ async def database_at(config: Config, engine: str, version: int) -> AsyncIterato
     module = sqlite_migrations if engine == "sqlite" else pg_migrations
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(module, "MIGRATIONS", module.MIGRATIONS[:version])
+        if version < GUIDS_BY_URL_STEP:
+            _write_subscriptions_as_before_step_32(patch)
         db = create_engine(config.database)
         await db.open()
         try:
             yield db
         finally:
             await db.close()
+
+
+GUIDS_BY_URL_STEP = sqlite_migrations.MIGRATIONS.index(sqlite_steps_0_4.GUIDS_BY_URL) + 1
+# The store's subscription writes as the code before step 32 made them: no
+# `guid_by_url` column. Each statement takes the parameters of today's, and drops the
+# one for that column in a condition that is always true.
+_STATE = ", ".join(subscriptions._STATE)
+_SET = ", ".join(f"{c} = ?" for c in subscriptions._STATE)
+_KEPT = ", ".join(f"{c} = ?" for c in subscriptions._KEPT)
+_TRUE = "(CAST(? AS TEXT) IS NULL OR 1 = 1)"
+_BEFORE_STEP_32 = {
+    "_INSERT": f"INSERT INTO subscriptions (user_id, sync_id, {_STATE}) "
+    f"SELECT ?, ?, {', '.join('?' * len(subscriptions._STATE))} WHERE {_TRUE}",
+    "_UPDATE": f"UPDATE subscriptions SET {_SET} WHERE user_id = ? AND sync_id = ?",  # noqa: S608
+    "_GUID_INDEXED": "",
+    "_UPDATE_KEPT": f"UPDATE subscriptions SET {_KEPT} "  # noqa: S608
+    f"WHERE {_TRUE} AND user_id = ? AND sync_id = ?",
+}
+
+
+def _write_subscriptions_as_before_step_32(patch: pytest.MonkeyPatch) -> None:
+    for name, sql in _BEFORE_STEP_32.items():
+        patch.setattr(subscriptions, name, sql)
+
+    async def index_guids(conn: object, user_id: int) -> int:
+        return 0  # every row is in the guid's index before step 32
+
+    patch.setattr(subscriptions, "index_guids", index_guids)
 
 
 async def add_user(db: Engine, name: str, password: str | None = None) -> int:

@@ -15,6 +15,7 @@ from podsync.storage.migrations.postgres_steps_0_4 import (
     BYTEWISE_KEYS,
     EPISODE_ACTION_COUNT,
     GUID_INDEX,
+    GUIDS_BY_URL,
     STEPS_0_4,
     SUBSCRIPTION_INDEXES,
 )
@@ -358,6 +359,7 @@ MIGRATIONS: tuple[Step, ...] = (
     GUID_INDEX,  # 29: postgres_steps_0_4.py
     EPISODE_ACTION_COUNT,  # 30: postgres_steps_0_4.py
     BYTEWISE_KEYS,  # 31: postgres_steps_0_4.py
+    GUIDS_BY_URL,  # 32: postgres_steps_0_4.py
 )
 
 

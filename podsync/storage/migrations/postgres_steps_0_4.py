@@ -116,6 +116,13 @@ BYTEWISE_KEYS = "".join(
     for table, columns in BYTEWISE_COLUMNS.items()
 )
 
+# 32: the column of SQLite's step 32, so that a database copied between the engines
+# keeps it. PostgreSQL's guid index holds every row (its lookups do not read the
+# column): an index entry costs a PostgreSQL batch little of its CPU.
+GUIDS_BY_URL = """
+ALTER TABLE subscriptions ADD COLUMN guid_by_url SMALLINT;
+"""
+
 STEPS_0_4: tuple[Step, ...] = (
     _lists,  # 25
     # 26: statistics from running totals, and the web player's listening sessions

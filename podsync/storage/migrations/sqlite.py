@@ -9,6 +9,7 @@ from podsync.storage.migrations.sqlite_runner import Step, run
 from podsync.storage.migrations.sqlite_steps_0_3 import FETCHES_AND_SIGN_INS, STEPS_0_3
 from podsync.storage.migrations.sqlite_steps_0_4 import (
     EPISODE_ACTION_COUNT,
+    GUIDS_BY_URL,
     NOTHING,
     STEPS_0_4,
     SUBSCRIPTION_INDEXES,
@@ -358,6 +359,7 @@ MIGRATIONS: tuple[Step, ...] = (
     NOTHING,  # 29: PostgreSQL's guid index (sqlite_steps_0_4.py)
     EPISODE_ACTION_COUNT,  # 30: sqlite_steps_0_4.py
     NOTHING,  # 31: PostgreSQL's keys compare bytewise, as SQLite's always have
+    GUIDS_BY_URL,  # 32: sqlite_steps_0_4.py
 )
 
 

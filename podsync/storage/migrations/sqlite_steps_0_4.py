@@ -76,6 +76,25 @@ UPDATE users SET episode_action_count =
     (SELECT count(*) FROM episode_actions a WHERE a.user_id = users.id);
 """
 
+# 32: a new entity whose guid is the one derived from its own feed URL (every
+# gpodder subscription, and an Open Podcast API subscribe that names no other guid)
+# is not written to the guid's index: `guid_by_url` 1 marks it, and it is found by
+# its url key instead. Rules that keep this exact (store/subscriptions.py):
+# - a marked row's guid is always derive_guid(its feed_url), and so its url key is
+#   the url key of every URL that derives that guid: a lookup by a guid derived from
+#   a URL finds it by that URL's key (a user holds a url key once);
+# - a write that changes a marked row's feed URL or guid unmarks it;
+# - a batch that names a guid derived from none of its URLs first unmarks the
+#   user's marked rows (`subscriptions.index_guids`), then looks the guid up.
+# The guid's index took most of a subscription push's pages and a third of its CPU
+# (docs/performance.md). The rows stored before stay in the index (NULL).
+GUIDS_BY_URL = """
+ALTER TABLE subscriptions ADD COLUMN guid_by_url INTEGER;
+DROP INDEX subscriptions_guid;
+CREATE INDEX subscriptions_guid ON subscriptions(user_id, guid) WHERE guid_by_url IS NULL;
+CREATE INDEX subscriptions_by_url ON subscriptions(user_id) WHERE guid_by_url IS NOT NULL;
+"""
+
 STEPS_0_4: tuple[Step, ...] = (
     lists,  # 25
     # 26: statistics from running totals, and the web player's listening sessions
