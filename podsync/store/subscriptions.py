@@ -46,9 +46,7 @@ async def get_by_url_key(conn: Connection, user_id: int, key: str) -> Subscripti
     return rows[0] if rows else None
 
 
-# On SQLite the guid's index leaves out the rows marked `guid_by_url` (schema step
-# 32), found by their url key or put in the index first (`index_guids`); the term
-# lets SQLite take that partial index.
+# SQLite's guid index leaves out rows marked `guid_by_url` (schema step 32).
 _GUID_INDEXED = " AND guid_by_url IS NULL"
 
 
@@ -75,9 +73,8 @@ async def find_matching(
         column: "+user_id" if column == "sync_id" and conn.dialect == "sqlite" else "user_id"
         for column, _ in parts
     }
-    indexed = {column: "" for column, _ in parts}
-    if conn.dialect == "sqlite":
-        indexed["guid"] = _GUID_INDEXED
+    sqlite = conn.dialect == "sqlite"
+    indexed = {column: _GUID_INDEXED * (column == "guid" and sqlite) for column, _ in parts}
     # A batch's three IN lists go to SQLite as one UNION ALL: one round trip to the
     # writer's thread instead of three, each part still served by its own index.
     for start in range(0, len(parts), 3):
@@ -95,29 +92,21 @@ async def find_matching(
     return sorted(found.values(), key=lambda s: s.id or 0)
 
 
-# How many marked rows one statement of `index_guids` unmarks.
-_INDEX_PIECE = 256
+_INDEX_PIECE = 256  # marked rows a statement of `index_guids` unmarks
 
 
 async def index_guids(conn: Connection, user_id: int) -> int:
-    """Put the user's rows marked `guid_by_url` into the guid's index (SQLite; on
-    PostgreSQL that index holds every row): before a batch looks up a guid that none
-    of its own URLs derives. Returns how many; a piece at a time, the event loop
-    given a pass between pieces inside a sharing write (`loop_share`)."""
+    """Put the user's rows marked `guid_by_url` into SQLite's guid index, a piece at
+    a time with loop passes between (`loop_share`); returns how many."""
     if conn.dialect != "sqlite":
         return 0
-    done = 0
+    done, sql = 0, "UPDATE subscriptions SET guid_by_url = NULL WHERE id IN (SELECT id FROM "
+    sql += "subscriptions WHERE user_id = ? AND guid_by_url IS NOT NULL LIMIT ?)"
     with loop_share.sharing():
-        while True:
-            changed = await conn.execute(
-                "UPDATE subscriptions SET guid_by_url = NULL WHERE id IN (SELECT id FROM "
-                "subscriptions WHERE user_id = ? AND guid_by_url IS NOT NULL LIMIT ?)",
-                (user_id, _INDEX_PIECE),
-            )
+        while (changed := await conn.execute(sql, (user_id, _INDEX_PIECE))) == _INDEX_PIECE:
             done += changed
-            if changed < _INDEX_PIECE:
-                return done
             await loop_share.share()
+    return done + changed
 
 
 async def list_all(
@@ -159,9 +148,7 @@ _STATE = (
     "view",
 )
 _state = operator.attrgetter(*_STATE)
-# SQLite's (PostgreSQL's are `_INSERT_ARRAYS` and sync_batch's): with `guid_by_url`,
-# 1 when the guid is the one derived from the feed URL (schema step 32: the row is
-# then left out of the guid's index and found by its url key).
+# SQLite's: `guid_by_url` 1 when the guid is derived from the feed URL (step 32).
 _INSERT = (
     f"INSERT INTO subscriptions (user_id, sync_id, {', '.join(_STATE)}, guid_by_url) "
     f"VALUES (?, ?, {', '.join('?' * len(_STATE))}, ?)"
@@ -172,7 +159,7 @@ def _by_url(entity: Subscription) -> int | None:
     return 1 if entity.guid == derive_guid(entity.feed_url) else None
 
 
-# A new feed URL (or url key) unmarks the row: its guid was derived from the old one.
+# A new feed URL (or url key) unmarks the row.
 _UPDATE = (
     f"UPDATE subscriptions SET {', '.join(f'{c} = ?' for c in _STATE)}, guid_by_url = NULL "
     "WHERE user_id = ? AND sync_id = ?"
@@ -184,9 +171,8 @@ _UPDATE = (
 # than the last (a 20,000-feed replace took minutes).
 _KEPT = tuple(c for c in _STATE if c not in ("feed_url", "url_key"))
 _kept = operator.attrgetter(*_KEPT)
-# A row keeps its mark while its guid stays (the CASE compares the stored guid, as
-# every expression of an UPDATE's SET reads the row before it; the last parameter
-# is the new guid again).
+# A row keeps its mark while its guid stays (SET reads the row before the UPDATE;
+# the last parameter is the new guid again).
 _UPDATE_KEPT = (
     f"UPDATE subscriptions SET {', '.join(f'{c} = ?' for c in _KEPT)}, "
     "guid_by_url = CASE WHEN guid = ? THEN guid_by_url END "
